@@ -1,0 +1,44 @@
+# UBSCore — the two commands that matter are `make run` and `make test`.
+GO      ?= go
+PKGS    := ./...
+DATA    ?= ./data
+
+.PHONY: run test test-long fuzz bench lint build clean
+
+## build: compile every binary into ./bin
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+## run: start the exchange with the built-in default config (data under $(DATA))
+run: build
+	./bin/exchange --data-dir $(DATA)
+
+## test: the default suite, race detector on, -short, under 10 minutes on 2 cores
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -short -tags invariants -timeout 9m $(PKGS)
+
+## test-long: the long suites (1M-command determinism, many crash rounds)
+test-long:
+	$(GO) test -race -tags invariants -timeout 60m $(PKGS)
+
+## fuzz: run every fuzz target for FUZZTIME each
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test ./core -run '^$$' -fuzz '^FuzzDecodeCommand$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./core -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./journal -run '^$$' -fuzz '^FuzzDecodeEnvelope$$' -fuzztime $(FUZZTIME)
+
+## bench: micro-benchmarks and the pipeline scenario
+bench:
+	$(GO) test ./core ./journal/... -run '^$$' -bench . -benchmem -count 3
+	$(GO) run ./cmd/bench pipeline --commands 2000000 --producers 4 --seed 1 --data $$(mktemp -d) --json
+
+## lint: gofmt, go vet, staticcheck when installed
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet $(PKGS)
+	@command -v staticcheck >/dev/null && staticcheck $(PKGS) || true
+
+clean:
+	rm -rf bin

@@ -1,0 +1,150 @@
+package core
+
+// level is one price level: a FIFO of orders linked through order.prev/next.
+// Invariant: qty == sum of the remaining quantity of its orders, count == their number, count > 0.
+type level struct {
+	price Price
+	qty   Units
+	count int32
+	head  int32
+	tail  int32
+}
+
+// bookSide keeps levels sorted so the best price is LAST (pops are O(1)):
+// bids ascending by price, asks descending.
+type bookSide struct {
+	bid    bool
+	levels []level
+}
+
+// better reports whether price a has priority over b on this side.
+func (s *bookSide) better(a, b Price) bool {
+	if s.bid {
+		return a > b
+	}
+	return a < b
+}
+
+// find returns the index where price is or would be inserted, and whether it exists.
+func (s *bookSide) find(price Price) (int, bool) {
+	// Levels are sorted worst..best: ascending for bids, descending for asks.
+	// Binary search for the first level at or beyond price in that order.
+	lv := s.levels
+	lo, hi := 0, len(lv)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		var atOrBeyond bool
+		if s.bid {
+			atOrBeyond = lv[mid].price >= price
+		} else {
+			atOrBeyond = lv[mid].price <= price
+		}
+		if atOrBeyond {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, lo < len(lv) && lv[lo].price == price
+}
+
+// best returns the index of the best level, or -1.
+func (s *bookSide) best() int { return len(s.levels) - 1 }
+
+// market is one order book plus its config. Owned by the processor goroutine.
+type market struct {
+	id     MarketID
+	cfg    MarketCfg
+	status MarketStatus
+	bids   bookSide
+	asks   bookSide
+	orders int32 // resting orders in both sides; <= MaxOrdersPerBook
+}
+
+func (m *market) side(s Side) *bookSide {
+	if s == Buy {
+		return &m.bids
+	}
+	return &m.asks
+}
+
+func (m *market) opposite(s Side) *bookSide {
+	if s == Buy {
+		return &m.asks
+	}
+	return &m.bids
+}
+
+// insert links order oi at the tail of its price level, creating the level.
+// The caller checked the level limit.
+func (p *Processor) insert(m *market, oi int32) {
+	o := &p.pool.slots[oi]
+	s := m.side(o.side)
+	i, ok := s.find(o.price)
+	if !ok {
+		s.levels = append(s.levels, level{})
+		copy(s.levels[i+1:], s.levels[i:])
+		s.levels[i] = level{price: o.price, head: -1, tail: -1}
+	}
+	lv := &s.levels[i]
+	o.prev, o.next = lv.tail, -1
+	if lv.tail >= 0 {
+		p.pool.slots[lv.tail].next = oi
+	} else {
+		lv.head = oi
+	}
+	lv.tail = oi
+	lv.count++
+	lv.qty += o.remaining()
+	o.inBook = true
+	m.orders++
+	p.accounts[o.acct].openOrders++
+	p.orderIdx[o.id] = oi
+	if !o.key.IsZero() {
+		p.clientIdx[clientKey{o.user, o.key}] = o.id
+	}
+}
+
+// unlink removes order oi from its level (deleting an empty level) and from
+// the indexes. It does not touch balances or free the slot.
+func (p *Processor) unlink(m *market, oi int32) {
+	o := &p.pool.slots[oi]
+	s := m.side(o.side)
+	i, ok := s.find(o.price)
+	if !ok {
+		p.violate(m.id, 0, ViolBookIndex)
+		return
+	}
+	lv := &s.levels[i]
+	if o.prev >= 0 {
+		p.pool.slots[o.prev].next = o.next
+	} else {
+		lv.head = o.next
+	}
+	if o.next >= 0 {
+		p.pool.slots[o.next].prev = o.prev
+	} else {
+		lv.tail = o.prev
+	}
+	lv.count--
+	lv.qty -= o.remaining()
+	if lv.count == 0 {
+		s.levels = append(s.levels[:i], s.levels[i+1:]...)
+	}
+	o.inBook = false
+	o.prev, o.next = -1, -1
+	m.orders--
+	p.accounts[o.acct].openOrders--
+	delete(p.orderIdx, o.id)
+	if !o.key.IsZero() {
+		delete(p.clientIdx, clientKey{o.user, o.key})
+	}
+}
+
+// levelFor returns the level holding a resting order's price.
+func (s *bookSide) levelFor(price Price) *level {
+	if i, ok := s.find(price); ok {
+		return &s.levels[i]
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package core
+
+// Code is the stable outcome of a command. OK (0) means applied; every other
+// value is a rejection that changed nothing. The numeric values are part of the
+// WAL-derived event stream and the strings are part of the public API: append
+// only, never renumber.
+type Code uint16
+
+const (
+	OK Code = iota
+	CodeInvalidCommand
+	CodeUnknownCommand
+	CodeInvalidAsset
+	CodeInvalidMarket
+	CodeMarketExists
+	CodeInvalidMarketConfig
+	CodeInvalidUser
+	CodeInvalidSide
+	CodeInvalidOrderType
+	CodeInvalidTimeInForce
+	CodeInvalidPrice
+	CodeInvalidQuantity
+	CodeInvalidAmount
+	CodeQuantityTooSmall
+	CodeQuantityTooLarge
+	CodeOverflow
+	CodeInsufficientBalance
+	CodeAccountFrozen
+	CodeAccountDisabled
+	CodeMarketHalted
+	CodeCoreHalted
+	CodeOrderNotFound
+	CodeDuplicateClientOrderID
+	CodePostOnlyWouldTake
+	CodeFOKNotFilled
+	CodeNoLiquidity
+	CodeTooManyOpenOrders
+	CodeTooManyPriceLevels
+	CodeBookFull
+	CodeTooManyUsers
+	CodeTooManyOps
+	CodeReqIDConflict
+	CodeRefundWithoutWithdraw
+	CodeInvariantViolation
+	CodePoisonCommand
+	CodeInvalidStatus
+	CodeNothingToModify
+	CodeFeeAccountCannotTrade
+	CodeNotHalted
+	CodeInvalidKey
+	CodeSelfTradePrevented
+	CodeAccountNotFound
+	codeCount
+)
+
+var codeNames = [codeCount]string{
+	OK:                         "OK",
+	CodeInvalidCommand:         "INVALID_COMMAND",
+	CodeUnknownCommand:         "UNKNOWN_COMMAND",
+	CodeInvalidAsset:           "INVALID_ASSET",
+	CodeInvalidMarket:          "INVALID_MARKET",
+	CodeMarketExists:           "MARKET_EXISTS",
+	CodeInvalidMarketConfig:    "INVALID_MARKET_CONFIG",
+	CodeInvalidUser:            "INVALID_USER",
+	CodeInvalidSide:            "INVALID_SIDE",
+	CodeInvalidOrderType:       "INVALID_ORDER_TYPE",
+	CodeInvalidTimeInForce:     "INVALID_TIME_IN_FORCE",
+	CodeInvalidPrice:           "INVALID_PRICE",
+	CodeInvalidQuantity:        "INVALID_QUANTITY",
+	CodeInvalidAmount:          "INVALID_AMOUNT",
+	CodeQuantityTooSmall:       "QUANTITY_TOO_SMALL",
+	CodeQuantityTooLarge:       "QUANTITY_TOO_LARGE",
+	CodeOverflow:               "OVERFLOW",
+	CodeInsufficientBalance:    "INSUFFICIENT_BALANCE",
+	CodeAccountFrozen:          "ACCOUNT_FROZEN",
+	CodeAccountDisabled:        "ACCOUNT_DISABLED",
+	CodeMarketHalted:           "MARKET_HALTED",
+	CodeCoreHalted:             "CORE_HALTED",
+	CodeOrderNotFound:          "ORDER_NOT_FOUND",
+	CodeDuplicateClientOrderID: "DUPLICATE_CLIENT_ORDER_ID",
+	CodePostOnlyWouldTake:      "POST_ONLY_WOULD_TAKE",
+	CodeFOKNotFilled:           "FOK_NOT_FILLED",
+	CodeNoLiquidity:            "NO_LIQUIDITY",
+	CodeTooManyOpenOrders:      "TOO_MANY_OPEN_ORDERS",
+	CodeTooManyPriceLevels:     "TOO_MANY_PRICE_LEVELS",
+	CodeBookFull:               "BOOK_FULL",
+	CodeTooManyUsers:           "TOO_MANY_USERS",
+	CodeTooManyOps:             "TOO_MANY_OPS",
+	CodeReqIDConflict:          "REQ_ID_CONFLICT",
+	CodeRefundWithoutWithdraw:  "REFUND_WITHOUT_WITHDRAW",
+	CodeInvariantViolation:     "INVARIANT_VIOLATION",
+	CodePoisonCommand:          "POISON_COMMAND",
+	CodeInvalidStatus:          "INVALID_STATUS",
+	CodeNothingToModify:        "NOTHING_TO_MODIFY",
+	CodeFeeAccountCannotTrade:  "FEE_ACCOUNT_CANNOT_TRADE",
+	CodeNotHalted:              "NOT_HALTED",
+	CodeInvalidKey:             "INVALID_KEY",
+	CodeSelfTradePrevented:     "SELF_TRADE_PREVENTED",
+	CodeAccountNotFound:        "ACCOUNT_NOT_FOUND",
+}
+
+// String returns the stable API code, e.g. "INSUFFICIENT_BALANCE".
+func (c Code) String() string {
+	if c < codeCount {
+		return codeNames[c]
+	}
+	return "UNKNOWN_CODE"
+}
+
+// Codes returns every defined code, in numeric order.
+func Codes() []Code {
+	out := make([]Code, codeCount)
+	for i := range out {
+		out[i] = Code(i)
+	}
+	return out
+}

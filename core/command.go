@@ -1,0 +1,77 @@
+package core
+
+// Kind is the type of a command. Values are part of the WAL format: append only.
+type Kind uint8
+
+const (
+	KindConfigAsset      Kind = 1  // Asset, BaseScale (the asset's decimal scale)
+	KindConfigMarket     Kind = 2  // Market, MarketCfg
+	KindPlaceOrder       Kind = 3  // User, Market, Side, Type, TIF, STP, Price, Qty | QuoteQty, Key = client order id
+	KindCancelOrder      Kind = 4  // User, OrderID (or Key = client order id), Market optional
+	KindModifyOrder      Kind = 5  // User, OrderID, Price (0 = keep), Qty (new total, 0 = keep)
+	KindSpotDeposit      Kind = 6  // User, Asset, Amount > 0, Key = req_id
+	KindSpotWithdraw     Kind = 7  // User, Asset, Amount > 0, Key = req_id
+	KindSpotRefund       Kind = 8  // User, Asset, Amount > 0, Key = req_id of the withdraw it undoes
+	KindAdjust           Kind = 9  // User, Asset, Amount != 0 (signed), Key = reference
+	KindSetAccountStatus Kind = 10 // User, Status
+	KindHaltMarket       Kind = 11 // Market
+	KindResumeMarket     Kind = 12 // Market (only if the market's full invariant check passes)
+	KindTick             Kind = 13 // Flags&TickFullCheck: run the full invariant check
+	KindSnapshot         Kind = 14 // ask the driver to snapshot the state as of this seq
+	KindDebugPanic       Kind = 15 // panics inside apply when Config.AllowDebugPanic (poison tests)
+	kindMax                   = KindDebugPanic
+)
+
+var kindNames = [...]string{"", "CONFIG_ASSET", "CONFIG_MARKET", "PLACE_ORDER", "CANCEL_ORDER",
+	"MODIFY_ORDER", "SPOT_DEPOSIT", "SPOT_WITHDRAW", "SPOT_REFUND", "ADJUST", "SET_ACCOUNT_STATUS",
+	"HALT_MARKET", "RESUME_MARKET", "TICK", "SNAPSHOT", "DEBUG_PANIC"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && k != 0 {
+		return kindNames[k]
+	}
+	return "UNKNOWN"
+}
+
+// Tick flags.
+const TickFullCheck uint8 = 1
+
+// MarketCfg is the static configuration of a market.
+type MarketCfg struct {
+	Base, Quote AssetID
+	BaseScale   uint8 // prices are per 10^BaseScale base Units; tick*lot must be a multiple of it
+	Tick        Price // price increment, > 0
+	Lot         Units // quantity increment, > 0
+	MinQty      Units // smallest order quantity (a multiple of Lot), > 0
+	MaxQty      Units // largest order quantity, >= MinQty
+	MakerFee    Rate  // millionths, 0..MaxFeeRate
+	TakerFee    Rate  // millionths, 0..MaxFeeRate
+}
+
+// Command is one sequenced input. It is a flat value (no pointers) so ring
+// slots hold it without allocation. Fields not used by a Kind must be zero;
+// the codec enforces that "absent" and "zero" are the same thing.
+type Command struct {
+	Seq  Seq   // assigned once at sequencing; == WAL index
+	Time int64 // unix nanoseconds, assigned at sequencing; the core clamps it monotonic
+	Kind Kind
+
+	Side      Side
+	Type      OrderType
+	TIF       TimeInForce
+	STP       STP
+	Status    AccountStatus
+	Flags     uint8
+	BaseScale uint8 // KindConfigAsset: the asset's decimal scale (edges only)
+
+	User     UserID
+	Market   MarketID
+	Asset    AssetID
+	OrderID  OrderID
+	Price    Price
+	Qty      Units
+	QuoteQty Units // MARKET BUY by quote budget (fees included)
+	Amount   Units // transfers and adjustments; signed only for KindAdjust
+	Key      Key
+	Cfg      MarketCfg // KindConfigMarket only
+}

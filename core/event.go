@@ -1,0 +1,81 @@
+package core
+
+// EventKind is the type of an event. Values are part of the public event
+// stream: append only.
+type EventKind uint8
+
+const (
+	EvResult               EventKind = 1  // last event of every command: Code, CmdKind, OrderID, Status, Qty=filled
+	EvOrderAccepted        EventKind = 2  // ORDER_ACCEPTED: remainder rests; Price, Qty=remaining, Amount=frozen
+	EvOrderRejected        EventKind = 3  // Code
+	EvTrade                EventKind = 4  // TradeID, Price, Qty, Amount=notional, OrderID=maker, OtherOrderID=taker, User=maker, OtherUser=taker, Fee=maker fee, Fee2=taker fee, Side=taker side
+	EvOrderFilled          EventKind = 5  // ORDER_MATCHED: order fully filled; Qty=last fill, Price=fill price, OtherOrderID=counterparty
+	EvOrderPartiallyFilled EventKind = 6  // resting order partially filled; Qty=fill, Price, Amount=remaining
+	EvOrderCancelled       EventKind = 7  // Code = OK (user) or the reason; Qty=remaining, Amount=frozen released
+	EvOrderExpired         EventKind = 8  // IOC/FOK/MARKET remainder or STP; Qty=expired, Amount=filled
+	EvOrderModified        EventKind = 9  // Price, Qty=new total, Amount=frozen after; Flags=1 if priority kept
+	EvBalance              EventKind = 10 // User, Asset, DAvail, DFrozen
+	EvTransfer             EventKind = 11 // spot deposit/withdraw/refund/adjust result: CmdKind, User, Asset, Amount, Key, Code, Flags=1 if repeat
+	EvAssetConfigured      EventKind = 12
+	EvMarketConfigured     EventKind = 13
+	EvMarketHalted         EventKind = 14 // Code = reason (OK = operator)
+	EvMarketResumed        EventKind = 15
+	EvAccountStatus        EventKind = 16 // User, Status
+	EvInvariantViolation   EventKind = 17 // Market (0 = balance level), Asset, Code=CodeInvariantViolation, Detail
+	EvCoreHalted           EventKind = 18
+	EvSnapshotRequested    EventKind = 19
+)
+
+var eventNames = [...]string{"", "RESULT", "ORDER_ACCEPTED", "ORDER_REJECTED", "TRADE", "ORDER_MATCHED",
+	"ORDER_PARTIALLY_FILLED", "ORDER_CANCELLED", "ORDER_EXPIRED", "ORDER_MODIFIED", "BALANCE",
+	"TRANSFER", "ASSET_CONFIGURED", "MARKET_CONFIGURED", "MARKET_HALTED", "MARKET_RESUMED",
+	"ACCOUNT_STATUS", "INVARIANT_VIOLATION", "CORE_HALTED", "SNAPSHOT_REQUESTED"}
+
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) && k != 0 {
+		return eventNames[k]
+	}
+	return "UNKNOWN"
+}
+
+// Violation details carried in Event.Detail of EvInvariantViolation.
+const (
+	ViolNegativeBalance   uint8 = 1
+	ViolConservation      uint8 = 2 // sum of balances != credited - debited
+	ViolFrozenMismatch    uint8 = 3 // account frozen != what open orders hold
+	ViolBookIndex         uint8 = 4 // level totals / order index disagree with the orders
+	ViolCrossedBook       uint8 = 5
+	ViolOrderAccounting   uint8 = 6
+)
+
+// Event is one output of the processor. A command's events are produced
+// together and may leave the process (response, Postgres row, replica) only
+// after durable_seq >= Seq. Fields not used by a Kind are zero.
+type Event struct {
+	Seq     Seq
+	Time    int64
+	Kind    EventKind
+	CmdKind Kind
+	Code    Code
+	Side    Side
+	Status  OrderStatus
+	Flags   uint8
+	Detail  uint8
+	AcctSt  AccountStatus
+
+	Market       MarketID
+	Asset        AssetID
+	User         UserID
+	OtherUser    UserID
+	OrderID      OrderID
+	OtherOrderID OrderID
+	TradeID      uint64
+	Price        Price
+	Qty          Units
+	Amount       Units
+	Fee          Units
+	Fee2         Units
+	DAvail       Units
+	DFrozen      Units
+	Key          Key
+}

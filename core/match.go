@@ -1,0 +1,222 @@
+package core
+
+// simulate walks the opposite side exactly as match would for a taker of
+// user on side (limit 0 = market), without mutating: own orders are skipped
+// (STP cancel-resting) or end the walk (STP expire-taker). It returns the base
+// quantity fillable up to maxQty and, for buys, its quote cost including the
+// taker fee, computed per fill as match computes it.
+func (p *Processor) simulate(m *market, user UserID, side Side, limit Price, maxQty Units, stp STP) (Units, Units, bool) {
+	opp := m.opposite(side)
+	var qty, cost Units
+	for li := len(opp.levels) - 1; li >= 0 && qty < maxQty; li-- {
+		lv := &opp.levels[li]
+		if limit != 0 && !crosses(side, limit, lv.price) {
+			break
+		}
+		for oi := lv.head; oi >= 0 && qty < maxQty; oi = p.pool.slots[oi].next {
+			o := &p.pool.slots[oi]
+			if o.user == user {
+				if stp == STPExpireTaker {
+					return qty, cost, true
+				}
+				continue
+			}
+			q := min(maxQty-qty, o.remaining())
+			qty += q
+			if side == Buy {
+				n, ok := notional(lv.price, q, m.cfg.BaseScale)
+				if !ok {
+					return qty, cost, false
+				}
+				if n, ok = withFee(n, m.cfg.TakerFee); !ok {
+					return qty, cost, false
+				}
+				if cost, ok = addUnits(cost, n); !ok {
+					return qty, cost, false
+				}
+			}
+		}
+	}
+	return qty, cost, true
+}
+
+// match executes taker order ti against the opposite side of m.
+func (p *Processor) match(m *market, ti int32) {
+	t := &p.pool.slots[ti]
+	opp := m.opposite(t.side)
+	byQuote := t.typ == Market && t.qty == MaxUnits
+	for t.remaining() > 0 {
+		bi := opp.best()
+		if bi < 0 {
+			return
+		}
+		lv := &opp.levels[bi]
+		if t.typ == Limit && !crosses(t.side, t.price, lv.price) {
+			return
+		}
+		mi := lv.head
+		mk := &p.pool.slots[mi]
+		if mk.user == t.user {
+			if t.stp == STPExpireTaker {
+				return
+			}
+			p.cancelResting(m, mi, CodeSelfTradePrevented)
+			continue
+		}
+		q := min(t.remaining(), mk.remaining())
+		if byQuote {
+			q = min(q, p.affordable(m, lv.price, t.frozen))
+			if q == 0 {
+				return
+			}
+		}
+		p.fill(m, ti, mi, lv.price, q)
+	}
+}
+
+// affordable is the largest lot multiple whose notional plus taker fee at
+// price fits in budget. floor(floor(b*D/(D+r))/L) == floor(b*D/((D+r)*L)).
+func (p *Processor) affordable(m *market, price Price, budget Units) Units {
+	lotN, ok := notional(price, m.cfg.Lot, m.cfg.BaseScale)
+	if !ok || lotN <= 0 || budget <= 0 {
+		return 0
+	}
+	b, _ := mulDiv(int64(budget), int64(RateDenominator), int64(RateDenominator+m.cfg.TakerFee))
+	k := Units(b) / lotN
+	cost := func(k Units) (Units, bool) {
+		n, ok := mulDiv(int64(k), int64(lotN), 1)
+		if !ok {
+			return 0, false
+		}
+		return withFee(Units(n), m.cfg.TakerFee)
+	}
+	// Flooring the fee can make one or two more lots affordable than the estimate.
+	for i := 0; i < 4; i++ {
+		c, ok := cost(k + 1)
+		if !ok || c > budget {
+			break
+		}
+		k++
+	}
+	q, ok := mulDiv(int64(k), int64(m.cfg.Lot), 1)
+	if !ok {
+		return MaxUnits
+	}
+	return Units(q)
+}
+
+// fill trades q base Units at price between taker ti and maker mi.
+func (p *Processor) fill(m *market, ti, mi int32, price Price, q Units) {
+	t, mk := &p.pool.slots[ti], &p.pool.slots[mi]
+	cfg := &m.cfg
+	n, ok := notional(price, q, cfg.BaseScale)
+	if !ok {
+		p.violate(m.id, 0, ViolOrderAccounting)
+	}
+	makerFee, takerFee := feeOf(n, cfg.MakerFee), feeOf(n, cfg.TakerFee)
+	buyer, seller, buyerFee, sellerFee := t, mk, takerFee, makerFee
+	if t.side == Sell {
+		buyer, seller, buyerFee, sellerFee = mk, t, makerFee, takerFee
+	}
+	spend := n + buyerFee
+	if buyer.frozen < spend || seller.frozen < q {
+		p.violate(m.id, 0, ViolOrderAccounting)
+	}
+	buyer.frozen -= spend
+	seller.frozen -= q
+	t.filled += q
+	mk.filled += q
+	opp := m.opposite(t.side)
+	if lv := opp.levelFor(mk.price); lv != nil {
+		lv.qty -= q
+	}
+	tid := p.nextTradeID
+	p.nextTradeID++
+	p.emit(Event{Kind: EvTrade, Market: m.id, TradeID: tid, Price: price, Qty: q, Amount: n,
+		OrderID: mk.id, OtherOrderID: t.id, User: mk.user, OtherUser: t.user,
+		Fee: makerFee, Fee2: takerFee, Side: t.side})
+	p.move(buyer.acct, cfg.Quote, 0, -spend)
+	p.move(buyer.acct, cfg.Base, q, 0)
+	p.move(seller.acct, cfg.Base, 0, -q)
+	p.move(seller.acct, cfg.Quote, n-sellerFee, 0)
+	p.move(p.userIdx[FeeUser], cfg.Quote, buyerFee+sellerFee, 0)
+	if mk.remaining() == 0 {
+		p.emit(Event{Kind: EvOrderFilled, Market: m.id, User: mk.user, OrderID: mk.id, OtherOrderID: t.id,
+			Price: price, Qty: q, Side: mk.side, Status: StatusFilled})
+		p.closeOrder(m, mi)
+	} else {
+		p.emit(Event{Kind: EvOrderPartiallyFilled, Market: m.id, User: mk.user, OrderID: mk.id,
+			OtherOrderID: t.id, Price: price, Qty: q, Amount: mk.remaining(), Side: mk.side,
+			Status: StatusPartiallyFilled})
+	}
+}
+
+// closeOrder takes a resting order off the book, releases what it still has
+// frozen and frees its slot.
+func (p *Processor) closeOrder(m *market, oi int32) Units {
+	o := &p.pool.slots[oi]
+	if o.inBook {
+		p.unlink(m, oi)
+	}
+	rel := o.frozen
+	if rel != 0 {
+		p.move(o.acct, o.frozenAsset(m), rel, -rel)
+	}
+	p.pool.release(oi)
+	return rel
+}
+
+func (o *order) frozenAsset(m *market) AssetID {
+	if o.side == Buy {
+		return m.cfg.Quote
+	}
+	return m.cfg.Base
+}
+
+// cancelResting cancels a resting order for reason (OK = the user asked).
+func (p *Processor) cancelResting(m *market, oi int32, reason Code) {
+	o := &p.pool.slots[oi]
+	id, user, side, rem := o.id, o.user, o.side, o.remaining()
+	rel := p.closeOrder(m, oi)
+	p.emit(Event{Kind: EvOrderCancelled, Market: m.id, User: user, OrderID: id, Side: side,
+		Qty: rem, Amount: rel, Code: reason, Status: StatusCancelled})
+}
+
+// finalize decides the taker's fate after matching: rest, fill or expire.
+func (p *Processor) finalize(m *market, ti int32, rests bool) {
+	t := &p.pool.slots[ti]
+	p.res.orderID, p.res.filled = t.id, t.filled
+	byQuote := t.typ == Market && t.qty == MaxUnits
+	switch {
+	case t.remaining() == 0:
+		p.res.status = StatusFilled
+	case rests:
+		p.insert(m, ti)
+		p.res.status = StatusNew
+		if t.filled > 0 {
+			p.res.status = StatusPartiallyFilled
+		}
+		p.emit(Event{Kind: EvOrderAccepted, Market: m.id, User: t.user, OrderID: t.id, Side: t.side,
+			Price: t.price, Qty: t.remaining(), Amount: t.frozen, Status: p.res.status, Key: t.key})
+		return
+	case byQuote && t.filled > 0 && p.budgetSpent(m, t):
+		p.res.status = StatusFilled
+	default:
+		p.res.status = StatusExpired
+		p.emit(Event{Kind: EvOrderExpired, Market: m.id, User: t.user, OrderID: t.id, Side: t.side,
+			Qty: t.remaining(), Amount: t.filled, Status: StatusExpired})
+	}
+	if p.res.status == StatusFilled {
+		p.emit(Event{Kind: EvOrderFilled, Market: m.id, User: t.user, OrderID: t.id, Side: t.side,
+			Qty: t.filled, Status: StatusFilled})
+	}
+	p.closeOrder(m, ti)
+}
+
+// budgetSpent reports whether a MARKET-by-quote order cannot afford one more
+// lot at the current best price (so it ended FILLED rather than EXPIRED).
+func (p *Processor) budgetSpent(m *market, t *order) bool {
+	opp := m.opposite(t.side)
+	bi := opp.best()
+	return bi < 0 || p.affordable(m, opp.levels[bi].price, t.frozen) == 0
+}

@@ -1,0 +1,227 @@
+package core
+
+// placement is what validation decided about a new order, before any mutation.
+type placement struct {
+	m      *market
+	acct   int32
+	asset  AssetID // the asset frozen: quote for buys, base for sells
+	freeze Units   // amount frozen at placement
+	rests  bool    // the remainder may rest on the book (GTC / POST_ONLY limit)
+}
+
+// maxRate is the worst-case fee rate an order of this market can pay.
+func (m *market) maxRate() Rate {
+	if m.cfg.MakerFee > m.cfg.TakerFee {
+		return m.cfg.MakerFee
+	}
+	return m.cfg.TakerFee
+}
+
+func (p *Processor) placeOrder(c *Command) Code {
+	var pl placement
+	code := p.checkPlace(c, &pl)
+	if code != OK {
+		p.emit(Event{Kind: EvOrderRejected, Code: code, User: c.User, Market: c.Market, Side: c.Side, Key: c.Key})
+		p.res.status = StatusRejected
+		return code
+	}
+	oi := p.pool.alloc()
+	o := &p.pool.slots[oi]
+	*o = order{id: p.nextOrderID, user: c.User, acct: pl.acct, market: c.Market, side: c.Side, typ: c.Type,
+		tif: c.TIF, stp: c.STP, price: c.Price, qty: c.Qty, key: c.Key, seq: c.Seq, prev: -1, next: -1}
+	if c.Type == Market && c.QuoteQty > 0 {
+		o.qty = MaxUnits // bounded by the quote budget held in frozen
+	}
+	p.nextOrderID++
+	p.move(pl.acct, pl.asset, -pl.freeze, pl.freeze)
+	o.frozen = pl.freeze
+	p.touchedMarket = c.Market
+	p.match(pl.m, oi)
+	p.finalize(pl.m, oi, pl.rests)
+	return OK
+}
+
+// checkPlace validates a new order completely; it mutates nothing.
+func (p *Processor) checkPlace(c *Command, pl *placement) Code {
+	if c.User == FeeUser {
+		return CodeFeeAccountCannotTrade
+	}
+	m := p.marketOf(c.Market)
+	if m == nil {
+		return CodeInvalidMarket
+	}
+	pl.m = m
+	if m.status == MarketHalted {
+		return CodeMarketHalted
+	}
+	if c.Side != Buy && c.Side != Sell {
+		return CodeInvalidSide
+	}
+	if c.STP > STPExpireTaker {
+		return CodeInvalidCommand
+	}
+	if !c.Key.canonical() {
+		return CodeInvalidKey
+	}
+	if code := p.checkShape(c, m); code != OK {
+		return code
+	}
+	a := p.accountIdx(c.User)
+	if a < 0 {
+		return CodeInsufficientBalance
+	}
+	pl.acct = a
+	switch p.accounts[a].status {
+	case Frozen:
+		return CodeAccountFrozen
+	case Disabled:
+		return CodeAccountDisabled
+	}
+	if !c.Key.IsZero() {
+		if id, dup := p.clientIdx[clientKey{c.User, c.Key}]; dup {
+			p.res.orderID = id
+			return CodeDuplicateClientOrderID
+		}
+	}
+	if code := p.checkFunds(c, m, pl); code != OK {
+		return code
+	}
+	if c.Type == Limit {
+		return p.checkLimitRules(c, m, pl)
+	}
+	return OK
+}
+
+// checkShape validates type, time in force, price and quantity against the market.
+func (p *Processor) checkShape(c *Command, m *market) Code {
+	cfg := &m.cfg
+	switch c.Type {
+	case Limit:
+		if c.TIF < GTC || c.TIF > PostOnly {
+			return CodeInvalidTimeInForce
+		}
+		if c.Price <= 0 || c.Price%cfg.Tick != 0 {
+			return CodeInvalidPrice
+		}
+		if c.QuoteQty != 0 {
+			return CodeInvalidQuantity
+		}
+		return checkQty(c.Qty, cfg)
+	case Market:
+		if c.TIF != 0 && c.TIF != IOC {
+			return CodeInvalidTimeInForce
+		}
+		if c.Price != 0 {
+			return CodeInvalidPrice
+		}
+		if c.QuoteQty != 0 {
+			if c.Qty != 0 || c.Side != Buy || c.QuoteQty < 0 {
+				return CodeInvalidQuantity
+			}
+			return OK
+		}
+		return checkQty(c.Qty, cfg)
+	}
+	return CodeInvalidOrderType
+}
+
+func checkQty(q Units, cfg *MarketCfg) Code {
+	switch {
+	case q <= 0 || q%cfg.Lot != 0:
+		return CodeInvalidQuantity
+	case q < cfg.MinQty:
+		return CodeQuantityTooSmall
+	case q > cfg.MaxQty:
+		return CodeQuantityTooLarge
+	}
+	return OK
+}
+
+// checkFunds decides what to freeze and checks the available balance.
+func (p *Processor) checkFunds(c *Command, m *market, pl *placement) Code {
+	if c.Side == Sell {
+		pl.asset, pl.freeze = m.cfg.Base, c.Qty
+	} else {
+		pl.asset = m.cfg.Quote
+		switch {
+		case c.Type == Limit:
+			n, ok := notional(c.Price, c.Qty, m.cfg.BaseScale)
+			if !ok {
+				return CodeOverflow
+			}
+			if pl.freeze, ok = withFee(n, m.maxRate()); !ok {
+				return CodeOverflow
+			}
+		case c.QuoteQty > 0:
+			pl.freeze = c.QuoteQty
+		default: // MARKET BUY by base quantity: freeze exactly what the walk will cost
+			q, cost, ok := p.simulate(m, c.User, Buy, 0, c.Qty, c.STP)
+			if !ok {
+				return CodeOverflow
+			}
+			if q == 0 {
+				return CodeNoLiquidity
+			}
+			pl.freeze = cost
+		}
+	}
+	if c.Type == Market {
+		if q, _, _ := p.simulate(m, c.User, c.Side, 0, m.cfg.Lot, c.STP); q == 0 {
+			return CodeNoLiquidity
+		}
+	}
+	if p.balance(pl.acct, pl.asset).Avail < pl.freeze {
+		return CodeInsufficientBalance
+	}
+	return OK
+}
+
+// checkLimitRules applies POST_ONLY, FOK and the resting-capacity limits.
+func (p *Processor) checkLimitRules(c *Command, m *market, pl *placement) Code {
+	switch c.TIF {
+	case PostOnly:
+		if p.crossesBest(m, c.Side, c.Price) {
+			return CodePostOnlyWouldTake
+		}
+	case FOK:
+		if q, _, ok := p.simulate(m, c.User, c.Side, c.Price, c.Qty, c.STP); !ok || q < c.Qty {
+			return CodeFOKNotFilled
+		}
+	}
+	pl.rests = c.TIF == GTC || c.TIF == PostOnly
+	if !pl.rests {
+		return OK
+	}
+	return p.checkCapacity(m, pl.acct, c.Side, c.Price)
+}
+
+// checkCapacity checks that one more order may rest at price (conservatively,
+// before matching).
+func (p *Processor) checkCapacity(m *market, a int32, side Side, price Price) Code {
+	if p.accounts[a].openOrders >= MaxOpenOrdersPerUser {
+		return CodeTooManyOpenOrders
+	}
+	if m.orders >= MaxOrdersPerBook {
+		return CodeBookFull
+	}
+	s := m.side(side)
+	if _, ok := s.find(price); !ok && len(s.levels) >= MaxPriceLevels {
+		return CodeTooManyPriceLevels
+	}
+	return OK
+}
+
+// crossesBest reports whether a limit at price would trade against the best opposite level.
+func (p *Processor) crossesBest(m *market, side Side, price Price) bool {
+	opp := m.opposite(side)
+	bi := opp.best()
+	return bi >= 0 && crosses(side, price, opp.levels[bi].price)
+}
+
+// crosses reports whether a taker on side with limit price trades at level price lp.
+func crosses(side Side, price, lp Price) bool {
+	if side == Buy {
+		return lp <= price
+	}
+	return lp >= price
+}

@@ -1,0 +1,172 @@
+package core
+
+import "strconv"
+
+// Config holds processor options that are not part of the command stream.
+type Config struct {
+	// AllowDebugPanic makes KindDebugPanic panic inside apply (after a partial
+	// mutation), so tests can prove that a poison command is discarded whole.
+	// Off in production.
+	AllowDebugPanic bool
+}
+
+// Processor is the single-threaded business-logic processor. Every method
+// must be called from one goroutine (the driver's); nothing here is safe for
+// concurrent use. Events returned by Apply are valid until the next call.
+type Processor struct {
+	cfg Config
+
+	lastSeq     Seq     // seq of the last applied (or skipped) command
+	lastTime    int64   // monotonic clamp of command time, unix ns
+	nextOrderID OrderID // next id to assign, starts at 1
+	nextTradeID uint64  // next trade id, starts at 1
+	halted      bool    // a balance-level invariant broke: every command is rejected with CORE_HALTED
+
+	assets   [MaxAssets + 1]assetState // index 0 unused
+	markets  [MaxMarkets + 1]*market    // nil = not configured
+	accounts []account                  // in creation order (canonical order for snapshots)
+	userIdx  map[UserID]int32           // user -> index into accounts
+	pool     orderPool
+	orderIdx map[OrderID]int32   // resting order id -> pool index
+	clientIdx map[clientKey]OrderID // (user, client order id) -> resting order id
+	ops      map[opKey]opRecord // processed transfer/adjust keys (the ProcessedTransferSet)
+	opLog    []opKey            // ops in insertion order (canonical order for snapshots)
+
+	// per-command scratch, reset by Apply
+	events        []Event
+	cur           *Command
+	res           cmdResult
+	touchedAssets uint64   // bit (asset-1) set when asset's balances moved
+	touchedMarket MarketID // market whose book changed (at most one per command)
+}
+
+// cmdResult is what the final EvResult of a command reports.
+type cmdResult struct {
+	orderID OrderID
+	status  OrderStatus
+	filled  Units
+}
+
+// New returns an empty processor whose next command must have Seq 1.
+func New(cfg Config) *Processor {
+	p := &Processor{
+		cfg:         cfg,
+		nextOrderID: 1,
+		nextTradeID: 1,
+		userIdx:     make(map[UserID]int32),
+		orderIdx:    make(map[OrderID]int32),
+		clientIdx:   make(map[clientKey]OrderID),
+		ops:         make(map[opKey]opRecord),
+	}
+	p.ensureAccount(FeeUser)
+	return p
+}
+
+// LastSeq is the seq of the last command applied or skipped.
+func (p *Processor) LastSeq() Seq { return p.lastSeq }
+
+// Halted reports whether a balance-level invariant violation halted the core.
+func (p *Processor) Halted() bool { return p.halted }
+
+// Apply applies one command and returns its events, the last of which is
+// always EvResult. The command's Seq must be LastSeq()+1: a gap is a bug in
+// the driver and panics.
+func (p *Processor) Apply(c *Command) []Event {
+	p.begin(c)
+	code := p.dispatch(c)
+	return p.finish(c, code)
+}
+
+// Skip records that command c was rejected with code without applying it
+// (a poison command, found by the driver). It advances LastSeq.
+func (p *Processor) Skip(c *Command, code Code) []Event {
+	p.begin(c)
+	return p.finish(c, code)
+}
+
+func (p *Processor) begin(c *Command) {
+	if c.Seq != p.lastSeq+1 {
+		panic("core: command seq " + strconv.FormatUint(uint64(c.Seq), 10) +
+			" does not follow " + strconv.FormatUint(uint64(p.lastSeq), 10))
+	}
+	p.lastSeq = c.Seq
+	if c.Time > p.lastTime {
+		p.lastTime = c.Time
+	}
+	p.events = p.events[:0]
+	p.cur = c
+	p.res = cmdResult{}
+	p.touchedAssets = 0
+	p.touchedMarket = 0
+}
+
+func (p *Processor) finish(c *Command, code Code) []Event {
+	p.checkCheap()
+	p.emit(Event{Kind: EvResult, CmdKind: c.Kind, Code: code, User: c.User, Market: c.Market,
+		OrderID: p.res.orderID, Status: p.res.status, Qty: p.res.filled, Key: c.Key})
+	p.cur = nil
+	return p.events
+}
+
+func (p *Processor) dispatch(c *Command) Code {
+	if p.halted && c.Kind != KindTick && c.Kind != KindSnapshot {
+		return CodeCoreHalted
+	}
+	switch c.Kind {
+	case KindConfigAsset:
+		return p.configAsset(c)
+	case KindConfigMarket:
+		return p.configMarket(c)
+	case KindPlaceOrder:
+		return p.placeOrder(c)
+	case KindCancelOrder:
+		return p.cancelOrder(c)
+	case KindModifyOrder:
+		return p.modifyOrder(c)
+	case KindSpotDeposit, KindSpotWithdraw, KindSpotRefund, KindAdjust:
+		return p.transfer(c)
+	case KindSetAccountStatus:
+		return p.setAccountStatus(c)
+	case KindHaltMarket:
+		return p.haltMarket(c)
+	case KindResumeMarket:
+		return p.resumeMarket(c)
+	case KindTick:
+		return p.tick(c)
+	case KindSnapshot:
+		p.emit(Event{Kind: EvSnapshotRequested})
+		return OK
+	case KindDebugPanic:
+		return p.debugPanic(c)
+	}
+	return CodeUnknownCommand
+}
+
+// emit appends an event stamped with the current command's seq and time.
+func (p *Processor) emit(e Event) {
+	e.Seq = p.lastSeq
+	e.Time = p.lastTime
+	p.events = append(p.events, e)
+}
+
+func (p *Processor) tick(c *Command) Code {
+	if c.Flags&^TickFullCheck != 0 {
+		return CodeInvalidCommand
+	}
+	if c.Flags&TickFullCheck != 0 {
+		for _, v := range p.CheckInvariants() {
+			p.violate(v.Market, v.Asset, v.Detail)
+		}
+	}
+	return OK
+}
+
+func (p *Processor) debugPanic(c *Command) Code {
+	if !p.cfg.AllowDebugPanic {
+		return CodeUnknownCommand
+	}
+	// Mutate first, so a driver that fails to discard the state is caught.
+	a := p.ensureAccount(c.User)
+	p.accounts[a].status = Disabled
+	panic("core: debug panic at seq " + strconv.FormatUint(uint64(c.Seq), 10))
+}

@@ -1,0 +1,136 @@
+package core
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// SnapshotVersion is the first byte of a serialized state.
+//
+// The serialization is canonical — the same state always gives the same
+// bytes — so StateHash is a hash of it. Layout (varints unless noted):
+//
+//	version | lastSeq | lastTime | nextOrderID | nextTradeID | halted
+//	assets:   count, then per configured asset: id, scale, credited, debited
+//	markets:  count, then per market: id, cfg, status, bids, asks
+//	          (side: order count, then orders best level first, FIFO within a level)
+//	accounts: count, then in creation order: id, status, n, n x (asset, avail, frozen)
+//	ops:      count, then in insertion order: kind, key, user, asset, amount, code
+const SnapshotVersion = 1
+
+// AppendSnapshot appends the canonical serialization of the whole state to dst.
+func (p *Processor) AppendSnapshot(dst []byte) []byte {
+	w := wbuf{b: dst}
+	w.u8(SnapshotVersion)
+	w.uv(uint64(p.lastSeq))
+	w.sv(p.lastTime)
+	w.uv(uint64(p.nextOrderID))
+	w.uv(p.nextTradeID)
+	w.u8(b2u(p.halted))
+	n := 0
+	for a := range p.assets {
+		if p.assets[a].configured {
+			n++
+		}
+	}
+	w.uv(uint64(n))
+	for a := range p.assets {
+		st := &p.assets[a]
+		if st.configured {
+			w.uv(uint64(a))
+			w.u8(st.scale)
+			w.sv(int64(st.credited))
+			w.sv(int64(st.debited))
+		}
+	}
+	n = 0
+	for _, m := range p.markets {
+		if m != nil {
+			n++
+		}
+	}
+	w.uv(uint64(n))
+	for _, m := range p.markets {
+		if m != nil {
+			p.appendMarket(&w, m)
+		}
+	}
+	w.uv(uint64(len(p.accounts)))
+	for i := range p.accounts {
+		acc := &p.accounts[i]
+		w.uv(uint64(acc.id))
+		w.u8(uint8(acc.status))
+		n = 0
+		for _, b := range acc.bal {
+			if b != (Balance{}) {
+				n++
+			}
+		}
+		w.uv(uint64(n))
+		for asset, b := range acc.bal {
+			if b != (Balance{}) {
+				w.uv(uint64(asset))
+				w.sv(int64(b.Avail))
+				w.sv(int64(b.Frozen))
+			}
+		}
+	}
+	w.uv(uint64(len(p.opLog)))
+	for _, k := range p.opLog {
+		r := p.ops[k]
+		w.u8(uint8(k.kind))
+		w.key(k.key)
+		w.uv(uint64(r.user))
+		w.uv(uint64(r.asset))
+		w.sv(int64(r.amount))
+		w.uv(uint64(r.code))
+	}
+	return w.b
+}
+
+func (p *Processor) appendMarket(w *wbuf, m *market) {
+	w.uv(uint64(m.id))
+	c := &m.cfg
+	w.uv(uint64(c.Base))
+	w.uv(uint64(c.Quote))
+	w.u8(c.BaseScale)
+	for _, v := range [...]int64{int64(c.Tick), int64(c.Lot), int64(c.MinQty), int64(c.MaxQty), int64(c.MakerFee), int64(c.TakerFee)} {
+		w.sv(v)
+	}
+	w.u8(uint8(m.status))
+	for _, s := range [2]*bookSide{&m.bids, &m.asks} {
+		n := 0
+		for i := range s.levels {
+			n += int(s.levels[i].count)
+		}
+		w.uv(uint64(n))
+		for li := len(s.levels) - 1; li >= 0; li-- {
+			for oi := s.levels[li].head; oi >= 0; oi = p.pool.slots[oi].next {
+				o := &p.pool.slots[oi]
+				w.uv(uint64(o.id))
+				w.uv(uint64(o.user))
+				w.u8(uint8(o.tif))
+				w.u8(uint8(o.stp))
+				w.sv(int64(o.price))
+				w.sv(int64(o.qty))
+				w.sv(int64(o.filled))
+				w.sv(int64(o.frozen))
+				w.key(o.key)
+				w.uv(uint64(o.seq))
+			}
+		}
+	}
+}
+
+// StateHash is the hex SHA-256 of the canonical serialization.
+func (p *Processor) StateHash() string {
+	sum := sha256.Sum256(p.AppendSnapshot(nil))
+	return hex.EncodeToString(sum[:])
+}
+
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
