@@ -40,12 +40,12 @@ func (k EventKind) String() string {
 
 // Violation details carried in Event.Detail of EvInvariantViolation.
 const (
-	ViolNegativeBalance   uint8 = 1
-	ViolConservation      uint8 = 2 // sum of balances != credited - debited
-	ViolFrozenMismatch    uint8 = 3 // account frozen != what open orders hold
-	ViolBookIndex         uint8 = 4 // level totals / order index disagree with the orders
-	ViolCrossedBook       uint8 = 5
-	ViolOrderAccounting   uint8 = 6
+	ViolNegativeBalance uint8 = 1
+	ViolConservation    uint8 = 2 // sum of balances != credited - debited
+	ViolFrozenMismatch  uint8 = 3 // account frozen != what open orders hold
+	ViolBookIndex       uint8 = 4 // level totals / order index disagree with the orders
+	ViolCrossedBook     uint8 = 5
+	ViolOrderAccounting uint8 = 6
 )
 
 // Event is one output of the processor. A command's events are produced

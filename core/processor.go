@@ -22,15 +22,15 @@ type Processor struct {
 	nextTradeID uint64  // next trade id, starts at 1
 	halted      bool    // a balance-level invariant broke: every command is rejected with CORE_HALTED
 
-	assets   [MaxAssets + 1]assetState // index 0 unused
-	markets  [MaxMarkets + 1]*market    // nil = not configured
-	accounts []account                  // in creation order (canonical order for snapshots)
-	userIdx  map[UserID]int32           // user -> index into accounts
-	pool     orderPool
-	orderIdx map[OrderID]int32   // resting order id -> pool index
+	assets    [MaxAssets + 1]assetState // index 0 unused
+	markets   [MaxMarkets + 1]*market   // nil = not configured
+	accounts  []account                 // in creation order (canonical order for snapshots)
+	userIdx   map[UserID]int32          // user -> index into accounts
+	pool      orderPool
+	orderIdx  map[OrderID]int32     // resting order id -> pool index
 	clientIdx map[clientKey]OrderID // (user, client order id) -> resting order id
-	ops      map[opKey]opRecord // processed transfer/adjust keys (the ProcessedTransferSet)
-	opLog    []opKey            // ops in insertion order (canonical order for snapshots)
+	ops       map[opKey]opRecord    // processed transfer/adjust keys (the ProcessedTransferSet)
+	opLog     []opKey               // ops in insertion order (canonical order for snapshots)
 
 	// per-command scratch, reset by Apply
 	events        []Event

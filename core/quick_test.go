@@ -36,7 +36,7 @@ func TestQuickCrossingOrders(t *testing.T) {
 	s := setupBTCUSDT(t)
 	k1, _ := KeyFrom("dep-1")
 	k2, _ := KeyFrom("dep-2")
-	s.do(t, Command{Kind: KindSpotDeposit, User: 7, Asset: 1, Amount: 100_000_000, Key: k1})        // 1 BTC
+	s.do(t, Command{Kind: KindSpotDeposit, User: 7, Asset: 1, Amount: 100_000_000, Key: k1})         // 1 BTC
 	s.do(t, Command{Kind: KindSpotDeposit, User: 8, Asset: 2, Amount: 100_000 * 1_000_000, Key: k2}) // 100k USDT
 	// seller rests 0.5 BTC at 50,000 USDT
 	r := result(s.do(t, Command{Kind: KindPlaceOrder, User: 7, Market: 1, Side: Sell, Type: Limit, TIF: GTC,

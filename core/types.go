@@ -30,17 +30,17 @@ const FeeUser UserID = 0
 
 // Named limits: everything that can grow has one.
 const (
-	MaxAssets             = 64        // asset ids 1..MaxAssets
-	MaxMarkets            = 256       // market ids 1..MaxMarkets
-	MaxUsers              = 2_000_000 // accounts the core will create
-	MaxOpenOrdersPerUser  = 1_000     // resting orders per user, all markets
-	MaxOrdersPerBook      = 1_000_000 // resting orders per market
-	MaxPriceLevels        = 100_000   // price levels per book side
-	MaxProcessedOps       = 50_000_000
-	MaxBaseScale          = 18
-	RateDenominator  Rate = 1_000_000
-	MaxFeeRate       Rate = 100_000 // 10%
-	MaxUnits              = Units(1<<63 - 1)
+	MaxAssets                 = 64        // asset ids 1..MaxAssets
+	MaxMarkets                = 256       // market ids 1..MaxMarkets
+	MaxUsers                  = 2_000_000 // accounts the core will create
+	MaxOpenOrdersPerUser      = 1_000     // resting orders per user, all markets
+	MaxOrdersPerBook          = 1_000_000 // resting orders per market
+	MaxPriceLevels            = 100_000   // price levels per book side
+	MaxProcessedOps           = 50_000_000
+	MaxBaseScale              = 18
+	RateDenominator      Rate = 1_000_000
+	MaxFeeRate           Rate = 100_000 // 10%
+	MaxUnits                  = Units(1<<63 - 1)
 )
 
 // Side of an order.
