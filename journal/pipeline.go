@@ -1,0 +1,310 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal/ring"
+)
+
+// Named limits and defaults of the pipeline.
+const (
+	DefaultRingSize      = 1 << 16 // commands in flight between submit and reply
+	DefaultMaxBatch      = 8192    // commands per WriteBatch + fsync (group commit)
+	DefaultSnapshotEvery = 1_000_000
+	DefaultKeepSnapshots = 2
+)
+
+// ErrBusy is returned by TrySubmit when the ring is full: the caller answers
+// 503 rather than queueing without bound.
+var ErrBusy = errors.New("journal: pipeline busy")
+
+// ErrStopped is returned once the pipeline is closed or has failed.
+var ErrStopped = errors.New("journal: pipeline stopped")
+
+// Config configures a Pipeline.
+type Config struct {
+	Dir           string
+	RingSize      int    // power of two; DefaultRingSize if 0
+	MaxBatch      int    // DefaultMaxBatch if 0
+	SnapshotEvery uint64 // commands between periodic snapshots; DefaultSnapshotEvery if 0
+	KeepSnapshots int    // DefaultKeepSnapshots if 0
+	SegmentSize   int    // WAL segment size; the WAL default if 0
+	NoSync        bool   // tests and benchmarks of the non-durable path only
+	Core          core.Config
+	Logger        *slog.Logger
+	// Now returns unix nanoseconds; time.Now by default. Called once per
+	// command at sequencing.
+	Now func() int64
+	// OnAck, if set, is called on the responder goroutine for every command
+	// once it is durable and applied, in seq order. It must not block.
+	OnAck func(s *Slot)
+	// TruncateLimit, if set, returns the highest seq a downstream consumer
+	// (e.g. the Postgres sink) no longer needs; the WAL front is never
+	// truncated past it.
+	TruncateLimit func() core.Seq
+}
+
+// Slot is one ring entry. The submitter writes Cmd, Reply and Enq; the
+// processor writes Result; the responder reads them. A Slot is reused once
+// the responder has passed it.
+type Slot struct {
+	Cmd    core.Command
+	Reply  *Reply     // nil if nobody waits for this command
+	Enq    int64      // submitter's monotonic clock at submit, ns (latency metrics)
+	Result core.Event // the command's EvResult, set by the processor
+}
+
+// Reply receives a command's events. The processor fills Events on its own
+// goroutine; the responder signals Done only once the command is durable, so
+// the caller may read Events after Done (never before).
+type Reply struct {
+	Events []core.Event // all events of the command; the last is EvResult
+	done   chan struct{}
+}
+
+// NewReply returns a reusable Reply.
+func NewReply() *Reply { return &Reply{done: make(chan struct{}, 1)} }
+
+// Result is the command's EvResult (valid after Done).
+func (r *Reply) Result() core.Event { return r.Events[len(r.Events)-1] }
+
+// Pipeline is ring -> {journaler, processor} -> responder around one
+// core.Processor, plus a snapshot writer. See the package doc.
+type Pipeline struct {
+	cfg   Config
+	log   *slog.Logger
+	ring  *ring.Ring[Slot]
+	jst   *ring.Stage[Slot] // journaler
+	pst   *ring.Stage[Slot] // processor
+	rst   *ring.Stage[Slot] // responder
+	base  core.Seq          // core seq = base + ring seq
+	wal   *WAL
+	snaps *SnapshotStore
+
+	proc     *core.Processor // owned by the processor goroutine after Start
+	poisoned map[core.Seq]bool
+
+	durable atomic.Uint64 // highest seq fsynced in the WAL
+	applied atomic.Uint64 // highest seq applied by the processor
+	acked   atomic.Uint64 // highest seq released by the responder
+	failed  atomic.Pointer[error]
+	dead    chan struct{} // closed when the pipeline stops (close or failure)
+
+	truncReq   atomic.Uint64 // journaler truncates the WAL front to this seq (0 = none)
+	snapJobs   chan snapJob
+	snapDoneCh chan struct{} // closed when the snapshotter exits
+	lastSnap   core.Seq      // processor goroutine only
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
+}
+
+type snapJob struct {
+	seq  core.Seq
+	data []byte
+}
+
+// Start recovers the state in cfg.Dir (snapshot + WAL replay + full invariant
+// check) and starts the pipeline goroutines.
+func Start(cfg Config) (*Pipeline, error) {
+	if cfg.RingSize == 0 {
+		cfg.RingSize = DefaultRingSize
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.SnapshotEvery == 0 {
+		cfg.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if cfg.KeepSnapshots == 0 {
+		cfg.KeepSnapshots = DefaultKeepSnapshots
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = func() int64 { return time.Now().UnixNano() }
+	}
+	rec, err := Recover(RecoverConfig{Dir: cfg.Dir, SegmentSize: cfg.SegmentSize, NoSync: cfg.NoSync,
+		Core: cfg.Core, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	r, err := ring.New[Slot](cfg.RingSize)
+	if err != nil {
+		rec.WAL.Close()
+		return nil, err
+	}
+	pl := &Pipeline{cfg: cfg, log: cfg.Logger, ring: r, wal: rec.WAL, snaps: rec.Snapshots,
+		proc: rec.Proc, poisoned: rec.Poisoned, base: rec.Proc.LastSeq(), lastSnap: rec.SnapshotSeq,
+		dead: make(chan struct{}), snapJobs: make(chan snapJob, 2)}
+	pl.jst = r.NewStage()
+	pl.pst = r.NewStage()
+	pl.rst = r.NewStage(pl.jst, pl.pst)
+	pl.durable.Store(uint64(pl.base))
+	pl.applied.Store(uint64(pl.base))
+	pl.acked.Store(uint64(pl.base))
+	pl.wg.Add(3)
+	go pl.journaler()
+	go pl.processor()
+	go pl.responder()
+	pl.snapDoneCh = make(chan struct{})
+	go pl.snapshotter()
+	return pl, nil
+}
+
+// DurableSeq is the highest seq known to be fsynced.
+func (pl *Pipeline) DurableSeq() core.Seq { return core.Seq(pl.durable.Load()) }
+
+// AppliedSeq is the highest seq applied by the processor (may run ahead of DurableSeq).
+func (pl *Pipeline) AppliedSeq() core.Seq { return core.Seq(pl.applied.Load()) }
+
+// AckedSeq is the highest seq whose result has been released.
+func (pl *Pipeline) AckedSeq() core.Seq { return core.Seq(pl.acked.Load()) }
+
+// Err is the error that stopped the pipeline, if any.
+func (pl *Pipeline) Err() error {
+	if e := pl.failed.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Dead is closed when the pipeline has stopped.
+func (pl *Pipeline) Dead() <-chan struct{} { return pl.dead }
+
+// Submit sequences c (stamping Seq and Time), waiting while the ring is full.
+// If reply is non-nil it is signalled once c is durable and applied.
+func (pl *Pipeline) Submit(c *core.Command, reply *Reply) (core.Seq, error) {
+	lo, _, err := pl.ring.Claim(1)
+	if err != nil {
+		return 0, ErrStopped
+	}
+	return pl.fill(lo, c, reply), nil
+}
+
+// TrySubmit is Submit that answers ErrBusy instead of waiting on a full ring.
+func (pl *Pipeline) TrySubmit(c *core.Command, reply *Reply) (core.Seq, error) {
+	lo, _, ok := pl.ring.TryClaim(1)
+	if !ok {
+		if pl.ring.Closed() {
+			return 0, ErrStopped
+		}
+		return 0, ErrBusy
+	}
+	return pl.fill(lo, c, reply), nil
+}
+
+func (pl *Pipeline) fill(lo int64, c *core.Command, reply *Reply) core.Seq {
+	s := pl.ring.Slot(lo)
+	s.Cmd = *c
+	s.Cmd.Seq = pl.base + core.Seq(lo)
+	s.Cmd.Time = pl.cfg.Now()
+	s.Reply = reply
+	s.Enq = nanotime()
+	pl.ring.Publish(lo, lo)
+	return s.Cmd.Seq
+}
+
+// SubmitBatch sequences cmds as one contiguous range with a single publish
+// (no replies; use Config.OnAck to observe them). It returns the first seq.
+func (pl *Pipeline) SubmitBatch(cmds []core.Command) (core.Seq, error) {
+	lo, hi, err := pl.ring.Claim(len(cmds))
+	if err != nil {
+		return 0, ErrStopped
+	}
+	now, enq := pl.cfg.Now(), nanotime()
+	for i := lo; i <= hi; i++ {
+		s := pl.ring.Slot(i)
+		s.Cmd = cmds[i-lo]
+		s.Cmd.Seq = pl.base + core.Seq(i)
+		s.Cmd.Time = now
+		s.Reply = nil
+		s.Enq = enq
+	}
+	pl.ring.Publish(lo, hi)
+	return pl.base + core.Seq(lo), nil
+}
+
+// Wait blocks until r is signalled or the pipeline stops.
+func (pl *Pipeline) Wait(r *Reply) error {
+	select {
+	case <-r.done:
+		return nil
+	case <-pl.dead:
+		select {
+		case <-r.done:
+			return nil
+		default:
+		}
+		if err := pl.Err(); err != nil {
+			return err
+		}
+		return ErrStopped
+	}
+}
+
+func (pl *Pipeline) fail(err error) {
+	pl.failed.CompareAndSwap(nil, &err)
+	pl.log.Error("journal: pipeline failed", "err", err)
+	pl.ring.Close()
+}
+
+// Close stops accepting commands, drains everything already submitted
+// (journaled, applied, answered), writes a final snapshot and closes the WAL.
+func (pl *Pipeline) Close() error {
+	var err error
+	pl.closeOnce.Do(func() {
+		pl.ring.Close()
+		pl.wg.Wait()
+		close(pl.snapJobs)
+		<-pl.snapDoneCh
+		if pl.Err() == nil && pl.proc.LastSeq() > pl.lastSnap && pl.DurableSeq() >= pl.proc.LastSeq() {
+			err = pl.snaps.Write(uint64(pl.proc.LastSeq()), pl.proc.AppendSnapshot(nil))
+		}
+		if cerr := pl.wal.Close(); err == nil {
+			err = cerr
+		}
+		close(pl.dead)
+		if err == nil {
+			err = pl.Err()
+		}
+	})
+	return err
+}
+
+// Processor returns the core processor. Only safe to use after Close (or
+// from OnAck... never: the processor goroutine owns it while running).
+func (pl *Pipeline) Processor() *core.Processor { return pl.proc }
+
+func (pl *Pipeline) String() string {
+	return fmt.Sprintf("pipeline{durable=%d applied=%d acked=%d}", pl.DurableSeq(), pl.AppliedSeq(), pl.AckedSeq())
+}
+
+// SubmitFunc claims n consecutive seqs and lets fill write each command
+// knowing its seq (so a workload can be a deterministic function of seq even
+// with many producers), then publishes them with one publish. Time is stamped
+// after fill.
+func (pl *Pipeline) SubmitFunc(n int, fill func(seq core.Seq, c *core.Command)) (core.Seq, error) {
+	lo, hi, err := pl.ring.Claim(n)
+	if err != nil {
+		return 0, ErrStopped
+	}
+	now, enq := pl.cfg.Now(), nanotime()
+	for i := lo; i <= hi; i++ {
+		s := pl.ring.Slot(i)
+		seq := pl.base + core.Seq(i)
+		s.Cmd = core.Command{}
+		fill(seq, &s.Cmd)
+		s.Cmd.Seq, s.Cmd.Time = seq, now
+		s.Reply = nil
+		s.Enq = enq
+	}
+	pl.ring.Publish(lo, hi)
+	return pl.base + core.Seq(lo), nil
+}

@@ -1,0 +1,242 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// Sub-directories of a data dir.
+const (
+	WALDir      = "wal"
+	SnapshotDir = "snapshots"
+)
+
+// RecoverConfig configures Recover.
+type RecoverConfig struct {
+	Dir             string
+	SegmentSize     int
+	NoSync          bool
+	ReadOnly        bool     // verify only: open the WAL read-only (no tail repair, no writes)
+	IgnoreSnapshots bool     // replay the whole WAL from seq 1 (needs an untruncated WAL)
+	UpTo            core.Seq // stop after this seq (0 = everything)
+	Core            core.Config
+	Logger          *slog.Logger
+	// OnCommand, if set, sees every replayed command and its events once,
+	// in seq order (commands covered by the snapshot are not seen).
+	OnCommand func(c *core.Command, evs []core.Event)
+}
+
+// Recovered is the outcome of Recover.
+type Recovered struct {
+	Proc        *core.Processor
+	WAL         *WAL
+	Snapshots   *SnapshotStore
+	SnapshotSeq core.Seq          // seq covered by the snapshot used (0 = none)
+	Replayed    uint64            // commands replayed from the WAL
+	Poisoned    map[core.Seq]bool // poison commands found (rejected with POISON_COMMAND)
+	StateHash   string
+}
+
+// Recover rebuilds the core from the latest valid snapshot plus the WAL after
+// it, then runs the full invariant check; only then may traffic be accepted.
+// A torn WAL tail is repaired (unless ReadOnly); corruption anywhere else, a
+// gap between snapshot and WAL, or a broken invariant is an error.
+func Recover(rc RecoverConfig) (*Recovered, error) {
+	if rc.Logger == nil {
+		rc.Logger = slog.Default()
+	}
+	snaps, err := OpenSnapshotStore(filepath.Join(rc.Dir, SnapshotDir), rc.Logger)
+	if err != nil {
+		return nil, err
+	}
+	var w *WAL
+	walPath := filepath.Join(rc.Dir, WALDir)
+	if rc.ReadOnly {
+		w, err = OpenReadOnly(walPath)
+	} else {
+		w, err = Open(walPath, Options{SegmentSize: rc.SegmentSize, NoSync: rc.NoSync, Logger: rc.Logger})
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &Recovered{WAL: w, Snapshots: snaps, Poisoned: map[core.Seq]bool{}}
+	upTo := rc.UpTo
+	if upTo == 0 || upTo > core.Seq(w.LastSeq()) {
+		upTo = core.Seq(w.LastSeq())
+	}
+	var emitted core.Seq
+	for {
+		proc, snapSeq, err := loadBase(snaps, w, rc, upTo)
+		if err != nil {
+			w.Close()
+			return nil, err
+		}
+		out.SnapshotSeq = snapSeq
+		if emitted < snapSeq {
+			emitted = snapSeq
+		}
+		n, perr := replay(proc, w, upTo, out.Poisoned, func(c *core.Command, evs []core.Event) {
+			if rc.OnCommand != nil && c.Seq > emitted {
+				rc.OnCommand(c, evs)
+				emitted = c.Seq
+			}
+		})
+		var pe *poisonError
+		if errors.As(perr, &pe) {
+			rc.Logger.Error("journal: poison command in WAL; rebuilding without it", "seq", pe.seq, "panic", pe.cause)
+			out.Poisoned[pe.seq] = true
+			continue
+		}
+		if perr != nil {
+			w.Close()
+			return nil, perr
+		}
+		out.Proc, out.Replayed = proc, n
+		break
+	}
+	if v := out.Proc.CheckInvariants(); len(v) != 0 {
+		w.Close()
+		return nil, fmt.Errorf("journal: invariants broken after recovery at seq %d: %+v", out.Proc.LastSeq(), v)
+	}
+	out.StateHash = out.Proc.StateHash()
+	rc.Logger.Info("journal: recovered", "seq", out.Proc.LastSeq(), "snapshot_seq", out.SnapshotSeq,
+		"replayed", out.Replayed, "state_hash", out.StateHash)
+	return out, nil
+}
+
+// loadBase returns the processor to replay onto: the newest valid snapshot
+// at or below upTo, or an empty processor.
+func loadBase(snaps *SnapshotStore, w *WAL, rc RecoverConfig, upTo core.Seq) (*core.Processor, core.Seq, error) {
+	if !rc.IgnoreSnapshots {
+		seq, data, err := latestAtOrBelow(snaps, uint64(upTo), rc.Logger)
+		switch {
+		case err == nil:
+			proc, rerr := core.Restore(rc.Core, data)
+			if rerr != nil {
+				return nil, 0, fmt.Errorf("journal: snapshot at seq %d: %w", seq, rerr)
+			}
+			if core.Seq(seq) != proc.LastSeq() {
+				return nil, 0, fmt.Errorf("journal: snapshot file seq %d holds state at seq %d", seq, proc.LastSeq())
+			}
+			if w.LastSeq() > seq && w.FirstSeq() > seq+1 {
+				return nil, 0, fmt.Errorf("journal: gap between snapshot seq %d and WAL first seq %d", seq, w.FirstSeq())
+			}
+			return proc, core.Seq(seq), nil
+		case !errors.Is(err, ErrNoSnapshot):
+			return nil, 0, err
+		}
+	}
+	if w.LastSeq() > 0 && w.FirstSeq() > 1 {
+		return nil, 0, fmt.Errorf("journal: WAL starts at seq %d and no usable snapshot covers the gap", w.FirstSeq())
+	}
+	return core.New(rc.Core), 0, nil
+}
+
+type poisonError struct {
+	seq   core.Seq
+	cause any
+}
+
+func (e *poisonError) Error() string { return fmt.Sprintf("journal: poison command at seq %d", e.seq) }
+
+var errStop = errors.New("stop")
+
+// replay applies WAL entries after proc.LastSeq() up to upTo. Known poison
+// seqs are skipped (rejected); a new panic returns a *poisonError.
+func replay(proc *core.Processor, w *WAL, upTo core.Seq, poisoned map[core.Seq]bool,
+	on func(c *core.Command, evs []core.Event)) (uint64, error) {
+	from := proc.LastSeq() + 1
+	if from > upTo {
+		return 0, nil
+	}
+	var c core.Command
+	var n uint64
+	err := w.Iterate(uint64(from), func(seq uint64, payload []byte) error {
+		if err := core.DecodeCommand(payload, &c); err != nil {
+			return fmt.Errorf("journal: undecodable command at seq %d: %w", seq, err)
+		}
+		if uint64(c.Seq) != seq {
+			return fmt.Errorf("journal: entry at seq %d carries command seq %d", seq, c.Seq)
+		}
+		var evs []core.Event
+		if poisoned[c.Seq] {
+			evs = proc.Skip(&c, core.CodePoisonCommand)
+		} else {
+			var perr *poisonError
+			evs, perr = applyRecover(proc, &c)
+			if perr != nil {
+				return perr
+			}
+		}
+		n++
+		if on != nil {
+			on(&c, evs)
+		}
+		if c.Seq >= upTo {
+			return errStop
+		}
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	if err == nil && proc.LastSeq() != upTo {
+		err = fmt.Errorf("journal: replay ended at seq %d, expected %d", proc.LastSeq(), upTo)
+	}
+	return n, err
+}
+
+func applyRecover(proc *core.Processor, c *core.Command) (evs []core.Event, perr *poisonError) {
+	defer func() {
+		if r := recover(); r != nil {
+			perr = &poisonError{seq: c.Seq, cause: r}
+		}
+	}()
+	return proc.Apply(c), nil
+}
+
+// rebuild returns a fresh processor at seq upTo from snapshot + WAL.
+func rebuild(snaps *SnapshotStore, w *WAL, cfg core.Config, upTo core.Seq, poisoned map[core.Seq]bool,
+	log *slog.Logger) (*core.Processor, error) {
+	rc := RecoverConfig{Core: cfg, Logger: log}
+	for {
+		proc, _, err := loadBase(snaps, w, rc, upTo)
+		if err != nil {
+			return nil, err
+		}
+		_, err = replay(proc, w, upTo, poisoned, nil)
+		var pe *poisonError
+		if errors.As(err, &pe) {
+			poisoned[pe.seq] = true
+			continue
+		}
+		return proc, err
+	}
+}
+
+// latestAtOrBelow returns the newest verified snapshot with seq <= upTo;
+// damaged ones are skipped with a warning.
+func latestAtOrBelow(snaps *SnapshotStore, upTo uint64, log *slog.Logger) (uint64, []byte, error) {
+	infos, err := snaps.List()
+	if err != nil {
+		return 0, nil, err
+	}
+	for i := len(infos) - 1; i >= 0; i-- {
+		if infos[i].Seq > upTo {
+			continue
+		}
+		data, err := snaps.Load(infos[i].Seq)
+		if err == nil {
+			return infos[i].Seq, data, nil
+		}
+		if !errors.Is(err, ErrCorrupt) {
+			return 0, nil, err
+		}
+		log.Warn("journal: skipping damaged snapshot", "seq", infos[i].Seq, "err", err)
+	}
+	return 0, nil, ErrNoSnapshot
+}
