@@ -23,8 +23,17 @@ func (p *Processor) checkCheap() {
 	if m := p.marketOf(p.touchedMarket); m != nil && m.status != MarketHalted {
 		if !bookShapeOK(m) {
 			p.violate(m.id, 0, ViolCrossedBook)
+		} else if deepChecks && !p.bookIndexOK(m) {
+			p.violate(m.id, 0, ViolBookIndex)
 		}
 	}
+}
+
+// bookIndexOK verifies one book against its orders (deepChecks only).
+func (p *Processor) bookIndexOK(m *market) bool {
+	n, ok := p.checkSide(m, &m.bids, nil, nil)
+	n2, ok2 := p.checkSide(m, &m.asks, nil, nil)
+	return ok && ok2 && int32(n+n2) == m.orders
 }
 
 func bookShapeOK(m *market) bool {
@@ -101,7 +110,7 @@ func firstMarket(p *Processor) MarketID {
 // checkSide verifies one book side: sorted distinct levels, each level's
 // count and quantity equal to its linked orders, every order indexed and
 // holding at least what its remainder can cost. It adds each order's frozen
-// to held and counts open orders per account.
+// to held and counts open orders per account (both skipped when nil).
 func (p *Processor) checkSide(m *market, s *bookSide, held map[[2]uint64]Units, openPer []int32) (int, bool) {
 	ok := true
 	n := 0
@@ -116,7 +125,7 @@ func (p *Processor) checkSide(m *market, s *bookSide, held map[[2]uint64]Units, 
 		for oi := lv.head; oi >= 0; oi = p.pool.slots[oi].next {
 			o := &p.pool.slots[oi]
 			if o.prev != prev || !o.inBook || o.price != lv.price || o.market != m.id || p.orderIdx[o.id] != oi ||
-				o.remaining() <= 0 || int(o.acct) >= len(openPer) || count > MaxOrdersPerBook {
+				o.remaining() <= 0 || int(o.acct) >= len(p.accounts) || count > MaxOrdersPerBook {
 				return n, false
 			}
 			need, code := p.frozenFor(m, o.side, o.price, o.remaining())
@@ -126,8 +135,10 @@ func (p *Processor) checkSide(m *market, s *bookSide, held map[[2]uint64]Units, 
 			if !o.key.IsZero() && p.clientIdx[clientKey{o.user, o.key}] != o.id {
 				ok = false
 			}
-			held[[2]uint64{uint64(o.acct), uint64(o.frozenAsset(m))}] += o.frozen
-			openPer[o.acct]++
+			if held != nil {
+				held[[2]uint64{uint64(o.acct), uint64(o.frozenAsset(m))}] += o.frozen
+				openPer[o.acct]++
+			}
 			qty += o.remaining()
 			count++
 			prev = oi
