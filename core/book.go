@@ -148,3 +148,19 @@ func (s *bookSide) levelFor(price Price) *level {
 	}
 	return nil
 }
+
+// canAdd checks that qty more may rest at price: a new level must fit under
+// MaxPriceLevels and an existing level's total must not overflow.
+func (s *bookSide) canAdd(price Price, qty Units) Code {
+	i, ok := s.find(price)
+	if !ok {
+		if len(s.levels) >= MaxPriceLevels {
+			return CodeTooManyPriceLevels
+		}
+		return OK
+	}
+	if _, ok := addUnits(s.levels[i].qty, qty); !ok {
+		return CodeOverflow
+	}
+	return OK
+}

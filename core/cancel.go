@@ -131,11 +131,12 @@ func (p *Processor) reenter(m *market, oi int32, price Price, qty, need Units) C
 	if o.tif == PostOnly && p.crossesBest(m, o.side, price) {
 		return CodePostOnlyWouldTake
 	}
-	if price != o.price {
-		s := m.side(o.side)
-		if _, ok := s.find(price); !ok && len(s.levels) >= MaxPriceLevels {
-			return CodeTooManyPriceLevels
-		}
+	add := qty - o.filled // the new remainder, joining the level at price
+	if price == o.price {
+		add -= o.remaining() // it is already counted in its own level
+	}
+	if code := m.side(o.side).canAdd(price, add); code != OK {
+		return code
 	}
 	p.unlink(m, oi)
 	if d := need - o.frozen; d != 0 {
@@ -144,8 +145,8 @@ func (p *Processor) reenter(m *market, oi int32, price Price, qty, need Units) C
 	}
 	o.price, o.qty, o.seq = price, qty, p.lastSeq
 	p.emitModified(m, o, 0)
-	p.match(m, oi)
-	p.finalize(m, oi, true)
+	stopped := p.match(m, oi)
+	p.finalize(m, oi, !stopped)
 	return OK
 }
 

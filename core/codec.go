@@ -12,7 +12,7 @@ import "math"
 //
 // A field is present iff it is non-zero, so each command has exactly one
 // encoding (decode(encode(c)) == c and encode(decode(b)) == b). Key fields are
-// a length byte (1..32) and that many non-zero bytes.
+// a length byte (1..32) and the key's bytes up to its last non-zero byte.
 const CommandVersion = 1
 
 // field bits, in encoding order.
@@ -177,7 +177,9 @@ func DecodeCommand(b []byte, c *Command) error {
 	c.Price, c.Qty, c.QuoteQty, c.Amount = Price(s[0]), Units(s[1]), Units(s[2]), Units(s[3])
 	if has(fKey) {
 		c.Key = r.key()
-		nz(uint64(c.Key[0]))
+		if c.Key.IsZero() {
+			r.fail()
+		}
 	}
 	var cu [3]uint64
 	for i := range cu {

@@ -9,7 +9,7 @@ const (
 	EvOrderAccepted        EventKind = 2  // ORDER_ACCEPTED: remainder rests; Price, Qty=remaining, Amount=frozen
 	EvOrderRejected        EventKind = 3  // Code
 	EvTrade                EventKind = 4  // TradeID, Price, Qty, Amount=notional, OrderID=maker, OtherOrderID=taker, User=maker, OtherUser=taker, Fee=maker fee, Fee2=taker fee, Side=taker side
-	EvOrderFilled          EventKind = 5  // ORDER_MATCHED: order fully filled; Qty=last fill, Price=fill price, OtherOrderID=counterparty
+	EvOrderFilled          EventKind = 5  // ORDER_MATCHED: order fully filled; maker: Qty=last fill, Price, OtherOrderID=taker; taker: Qty=total filled
 	EvOrderPartiallyFilled EventKind = 6  // resting order partially filled; Qty=fill, Price, Amount=remaining
 	EvOrderCancelled       EventKind = 7  // Code = OK (user) or the reason; Qty=remaining, Amount=frozen released
 	EvOrderExpired         EventKind = 8  // IOC/FOK/MARKET remainder or STP; Qty=expired, Amount=filled

@@ -139,7 +139,10 @@ func (p *Processor) checkSide(m *market, s *bookSide, held map[[2]uint64]Units, 
 				held[[2]uint64{uint64(o.acct), uint64(o.frozenAsset(m))}] += o.frozen
 				openPer[o.acct]++
 			}
-			qty += o.remaining()
+			var sumOK bool
+			if qty, sumOK = addUnits(qty, o.remaining()); !sumOK {
+				return n, false
+			}
 			count++
 			prev = oi
 		}
@@ -149,4 +152,21 @@ func (p *Processor) checkSide(m *market, s *bookSide, held map[[2]uint64]Units, 
 		n += int(count)
 	}
 	return n, ok
+}
+
+// UnhaltedViolations runs CheckInvariants and returns the violations that
+// nothing has halted yet: a book-level violation in a market that is already
+// HALTED, or a balance-level one while the core is halted, is a known,
+// contained state awaiting an operator — recovery must reproduce it, not
+// refuse to start because of it.
+func (p *Processor) UnhaltedViolations() (open, contained []Violation) {
+	for _, v := range p.CheckInvariants() {
+		m := p.marketOf(v.Market)
+		if (v.Market == 0 && p.halted) || (m != nil && m.status == MarketHalted) {
+			contained = append(contained, v)
+		} else {
+			open = append(open, v)
+		}
+	}
+	return open, contained
 }

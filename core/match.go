@@ -40,25 +40,27 @@ func (p *Processor) simulate(m *market, user UserID, side Side, limit Price, max
 	return qty, cost, true
 }
 
-// match executes taker order ti against the opposite side of m.
-func (p *Processor) match(m *market, ti int32) {
+// match executes taker order ti against the opposite side of m. It reports
+// whether matching stopped at an own resting order under STPExpireTaker, in
+// which case the remainder must expire rather than rest (it would cross).
+func (p *Processor) match(m *market, ti int32) (stpStopped bool) {
 	t := &p.pool.slots[ti]
 	opp := m.opposite(t.side)
-	byQuote := t.typ == Market && t.qty == MaxUnits
+	byQuote := t.byQuote
 	for t.remaining() > 0 {
 		bi := opp.best()
 		if bi < 0 {
-			return
+			return false
 		}
 		lv := &opp.levels[bi]
 		if t.typ == Limit && !crosses(t.side, t.price, lv.price) {
-			return
+			return false
 		}
 		mi := lv.head
 		mk := &p.pool.slots[mi]
 		if mk.user == t.user {
 			if t.stp == STPExpireTaker {
-				return
+				return true
 			}
 			p.cancelResting(m, mi, CodeSelfTradePrevented)
 			continue
@@ -67,11 +69,12 @@ func (p *Processor) match(m *market, ti int32) {
 		if byQuote {
 			q = min(q, p.affordable(m, lv.price, t.frozen))
 			if q == 0 {
-				return
+				return false
 			}
 		}
-		p.fill(m, ti, mi, lv.price, q)
+		p.fill(m, ti, mi, lv, q)
 	}
+	return false
 }
 
 // affordable is the largest lot multiple whose notional plus taker fee at
@@ -106,8 +109,9 @@ func (p *Processor) affordable(m *market, price Price, budget Units) Units {
 }
 
 // fill trades q base Units at price between taker ti and maker mi.
-func (p *Processor) fill(m *market, ti, mi int32, price Price, q Units) {
+func (p *Processor) fill(m *market, ti, mi int32, lv *level, q Units) {
 	t, mk := &p.pool.slots[ti], &p.pool.slots[mi]
+	price := lv.price
 	cfg := &m.cfg
 	n, ok := notional(price, q, cfg.BaseScale)
 	if !ok {
@@ -126,10 +130,8 @@ func (p *Processor) fill(m *market, ti, mi int32, price Price, q Units) {
 	seller.frozen -= q
 	t.filled += q
 	mk.filled += q
-	opp := m.opposite(t.side)
-	if lv := opp.levelFor(mk.price); lv != nil {
-		lv.qty -= q
-	}
+	lv.qty -= q
+	t.lastPx = price
 	tid := p.nextTradeID
 	p.nextTradeID++
 	p.emit(Event{Kind: EvTrade, Market: m.id, TradeID: tid, Price: price, Qty: q, Amount: n,
@@ -186,7 +188,7 @@ func (p *Processor) cancelResting(m *market, oi int32, reason Code) {
 func (p *Processor) finalize(m *market, ti int32, rests bool) {
 	t := &p.pool.slots[ti]
 	p.res.orderID, p.res.filled = t.id, t.filled
-	byQuote := t.typ == Market && t.qty == MaxUnits
+	byQuote := t.byQuote
 	switch {
 	case t.remaining() == 0:
 		p.res.status = StatusFilled
@@ -203,8 +205,12 @@ func (p *Processor) finalize(m *market, ti int32, rests bool) {
 		p.res.status = StatusFilled
 	default:
 		p.res.status = StatusExpired
+		expired := t.remaining()
+		if byQuote {
+			expired = 0 // a budget order has no base quantity left to report
+		}
 		p.emit(Event{Kind: EvOrderExpired, Market: m.id, User: t.user, OrderID: t.id, Side: t.side,
-			Qty: t.remaining(), Amount: t.filled, Status: StatusExpired})
+			Qty: expired, Amount: t.filled, Status: StatusExpired})
 	}
 	if p.res.status == StatusFilled {
 		p.emit(Event{Kind: EvOrderFilled, Market: m.id, User: t.user, OrderID: t.id, Side: t.side,
@@ -214,9 +220,13 @@ func (p *Processor) finalize(m *market, ti int32, rests bool) {
 }
 
 // budgetSpent reports whether a MARKET-by-quote order cannot afford one more
-// lot at the current best price (so it ended FILLED rather than EXPIRED).
+// lot at the current best price — or, if the book ran dry, at its last fill
+// price (no later ask could be cheaper) — so it ended FILLED, not EXPIRED.
 func (p *Processor) budgetSpent(m *market, t *order) bool {
 	opp := m.opposite(t.side)
-	bi := opp.best()
-	return bi < 0 || p.affordable(m, opp.levels[bi].price, t.frozen) == 0
+	px := t.lastPx
+	if bi := opp.best(); bi >= 0 {
+		px = opp.levels[bi].price
+	}
+	return p.affordable(m, px, t.frozen) == 0
 }

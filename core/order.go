@@ -16,13 +16,16 @@ type order struct {
 	price  Price // limit price (0 for MARKET)
 	qty    Units // total quantity (base Units); 0 for MARKET-by-quote
 	filled Units // base Units filled so far
-	quote  Units // MARKET-by-quote: remaining budget; otherwise unused
-	frozen Units // still frozen for this order (quote for buys, base for sells)
-	key    Key   // client order id, zero if none
-	seq    Seq   // seq of the command that created (or last re-inserted) it
-	prev   int32 // neighbours in the level's FIFO, -1 at the ends
-	next   int32
-	inBook bool
+	lastPx Price // price of the last fill as taker (MARKET-by-quote status)
+	// byQuote marks a MARKET BUY by quote budget: qty is MaxUnits and the
+	// budget left is frozen.
+	byQuote bool
+	frozen  Units // still frozen for this order (quote for buys, base for sells)
+	key     Key   // client order id, zero if none
+	seq     Seq   // seq of the command that created (or last re-inserted) it
+	prev    int32 // neighbours in the level's FIFO, -1 at the ends
+	next    int32
+	inBook  bool
 }
 
 func (o *order) remaining() Units { return o.qty - o.filled }

@@ -30,14 +30,14 @@ func (p *Processor) placeOrder(c *Command) Code {
 	*o = order{id: p.nextOrderID, user: c.User, acct: pl.acct, market: c.Market, side: c.Side, typ: c.Type,
 		tif: c.TIF, stp: c.STP, price: c.Price, qty: c.Qty, key: c.Key, seq: c.Seq, prev: -1, next: -1}
 	if c.Type == Market && c.QuoteQty > 0 {
-		o.qty = MaxUnits // bounded by the quote budget held in frozen
+		o.qty, o.byQuote = MaxUnits, true // bounded by the quote budget held in frozen
 	}
 	p.nextOrderID++
 	p.move(pl.acct, pl.asset, -pl.freeze, pl.freeze)
 	o.frozen = pl.freeze
 	p.touchedMarket = c.Market
-	p.match(pl.m, oi)
-	p.finalize(pl.m, oi, pl.rests)
+	stopped := p.match(pl.m, oi)
+	p.finalize(pl.m, oi, pl.rests && !stopped)
 	return OK
 }
 
@@ -192,23 +192,19 @@ func (p *Processor) checkLimitRules(c *Command, m *market, pl *placement) Code {
 	if !pl.rests {
 		return OK
 	}
-	return p.checkCapacity(m, pl.acct, c.Side, c.Price)
+	return p.checkCapacity(m, pl.acct, c.Side, c.Price, c.Qty)
 }
 
-// checkCapacity checks that one more order may rest at price (conservatively,
-// before matching).
-func (p *Processor) checkCapacity(m *market, a int32, side Side, price Price) Code {
+// checkCapacity checks that one more order of quantity qty may rest at price
+// (conservatively, before matching), including the level's total quantity.
+func (p *Processor) checkCapacity(m *market, a int32, side Side, price Price, qty Units) Code {
 	if p.accounts[a].openOrders >= MaxOpenOrdersPerUser {
 		return CodeTooManyOpenOrders
 	}
 	if m.orders >= MaxOrdersPerBook {
 		return CodeBookFull
 	}
-	s := m.side(side)
-	if _, ok := s.find(price); !ok && len(s.levels) >= MaxPriceLevels {
-		return CodeTooManyPriceLevels
-	}
-	return OK
+	return m.side(side).canAdd(price, qty)
 }
 
 // crossesBest reports whether a limit at price would trade against the best opposite level.

@@ -34,7 +34,6 @@ type Processor struct {
 
 	// per-command scratch, reset by Apply
 	events        []Event
-	cur           *Command
 	res           cmdResult
 	touchedAssets uint64   // bit (asset-1) set when asset's balances moved
 	touchedMarket MarketID // market whose book changed (at most one per command)
@@ -94,7 +93,6 @@ func (p *Processor) begin(c *Command) {
 		p.lastTime = c.Time
 	}
 	p.events = p.events[:0]
-	p.cur = c
 	p.res = cmdResult{}
 	p.touchedAssets = 0
 	p.touchedMarket = 0
@@ -104,7 +102,6 @@ func (p *Processor) finish(c *Command, code Code) []Event {
 	p.checkCheap()
 	p.emit(Event{Kind: EvResult, CmdKind: c.Kind, Code: code, User: c.User, Market: c.Market,
 		OrderID: p.res.orderID, Status: p.res.status, Qty: p.res.filled, Key: c.Key})
-	p.cur = nil
 	return p.events
 }
 

@@ -83,7 +83,7 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	if p.accountIdx(FeeUser) < 0 {
 		return nil, ErrSnapshot
 	}
-	if v := p.CheckInvariants(); len(v) != 0 {
+	if v, _ := p.UnhaltedViolations(); len(v) != 0 {
 		return nil, errors.Join(ErrSnapshot, errors.New("core: snapshot breaks invariants"))
 	}
 	return p, nil

@@ -16,10 +16,14 @@ func (w *wbuf) uv(v uint64)  { w.b = binary.AppendUvarint(w.b, v) }
 func (w *wbuf) sv(v int64)   { w.b = binary.AppendVarint(w.b, v) }
 func (w *wbuf) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
 func (w *wbuf) raw(v []byte) { w.b = append(w.b, v...) }
+
+// key writes the bytes up to the last non-zero one (interior zeros kept, so
+// a non-canonical key round-trips unchanged and is rejected identically on
+// replay).
 func (w *wbuf) key(k Key) {
-	n := 0
-	for n < len(k) && k[n] != 0 {
-		n++
+	n := len(k)
+	for n > 0 && k[n-1] == 0 {
+		n--
 	}
 	w.u8(uint8(n))
 	w.raw(k[:n])
@@ -94,11 +98,9 @@ func (r *rbuf) key() (k Key) {
 		return k
 	}
 	copy(k[:], r.b[:n])
-	for i := 0; i < n; i++ {
-		if k[i] == 0 {
-			r.fail()
-			return Key{}
-		}
+	if n > 0 && k[n-1] == 0 {
+		r.fail() // not minimal: trailing zeros are implied
+		return Key{}
 	}
 	r.b = r.b[n:]
 	return k

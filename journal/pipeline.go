@@ -90,11 +90,12 @@ type Pipeline struct {
 	proc     *core.Processor // owned by the processor goroutine after Start
 	poisoned map[core.Seq]bool
 
-	durable atomic.Uint64 // highest seq fsynced in the WAL
-	applied atomic.Uint64 // highest seq applied by the processor
-	acked   atomic.Uint64 // highest seq released by the responder
-	failed  atomic.Pointer[error]
-	dead    chan struct{} // closed when the pipeline stops (close or failure)
+	durable  atomic.Uint64 // highest seq fsynced in the WAL
+	applied  atomic.Uint64 // highest seq applied by the processor
+	acked    atomic.Uint64 // highest seq released by the responder
+	failed   atomic.Pointer[error]
+	dead     chan struct{} // closed when the pipeline stops (close or failure)
+	deadOnce sync.Once
 
 	truncReq   atomic.Uint64 // journaler truncates the WAL front to this seq (0 = none)
 	snapJobs   chan snapJob
@@ -253,6 +254,7 @@ func (pl *Pipeline) fail(err error) {
 	pl.failed.CompareAndSwap(nil, &err)
 	pl.log.Error("journal: pipeline failed", "err", err)
 	pl.ring.Close()
+	pl.deadOnce.Do(func() { close(pl.dead) })
 }
 
 // Close stops accepting commands, drains everything already submitted
@@ -270,7 +272,7 @@ func (pl *Pipeline) Close() error {
 		if cerr := pl.wal.Close(); err == nil {
 			err = cerr
 		}
-		close(pl.dead)
+		pl.deadOnce.Do(func() { close(pl.dead) })
 		if err == nil {
 			err = pl.Err()
 		}

@@ -58,7 +58,13 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 	if rc.ReadOnly {
 		w, err = OpenReadOnly(walPath)
 	} else {
-		w, err = Open(walPath, Options{SegmentSize: rc.SegmentSize, NoSync: rc.NoSync, Logger: rc.Logger})
+		// A fresh WAL dir beside a snapshot at S must start at S+1 (FirstSeq
+		// is ignored for a WAL that already has segments).
+		first := uint64(1)
+		if infos, lerr := snaps.List(); lerr == nil && len(infos) > 0 && !rc.IgnoreSnapshots {
+			first = infos[len(infos)-1].Seq + 1
+		}
+		w, err = Open(walPath, Options{SegmentSize: rc.SegmentSize, NoSync: rc.NoSync, Logger: rc.Logger, FirstSeq: first})
 	}
 	if err != nil {
 		return nil, err
@@ -98,9 +104,14 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 		out.Proc, out.Replayed = proc, n
 		break
 	}
-	if v := out.Proc.CheckInvariants(); len(v) != 0 {
+	open, contained := out.Proc.UnhaltedViolations()
+	if len(open) != 0 {
 		w.Close()
-		return nil, fmt.Errorf("journal: invariants broken after recovery at seq %d: %+v", out.Proc.LastSeq(), v)
+		return nil, fmt.Errorf("journal: invariants broken after recovery at seq %d: %+v", out.Proc.LastSeq(), open)
+	}
+	if len(contained) != 0 {
+		rc.Logger.Error("CRITICAL journal: recovered state holds invariant violations in halted markets; operator action needed",
+			"violations", fmt.Sprintf("%+v", contained), "core_halted", out.Proc.Halted())
 	}
 	out.StateHash = out.Proc.StateHash()
 	rc.Logger.Info("journal: recovered", "seq", out.Proc.LastSeq(), "snapshot_seq", out.SnapshotSeq,

@@ -1,0 +1,60 @@
+// Package journal makes commands durable before they are acknowledged: a
+// write-ahead log (WAL) of sequenced commands and a store of state
+// snapshots.
+//
+// Durability contract: an entry is acknowledged only after AppendBatch
+// returned nil, i.e. after it was written and fsynced (plus a directory
+// fsync whenever a segment file may have been created). A crash at any
+// instant loses no acknowledged entry. At start-up a torn or damaged TAIL of
+// the last segment is truncated back to the last whole entry (with a
+// warning); damage anywhere else stops Open with a *CorruptError naming the
+// seq (errors.Is(err, ErrCorrupt)); nothing is ever skipped silently. A
+// failed write or fsync is sticky: the WAL refuses all further work with an
+// error matching ErrFailed and never retries the fsync.
+//
+// # WAL on disk
+//
+// The WAL is a directory of github.com/tidwall/wal segment files in its
+// binary format. A segment is named by the seq of its first entry (20
+// decimal digits) and holds consecutive entries; the tidwall index of an
+// entry always equals its seq. Each tidwall entry is a uvarint length
+// followed by that many bytes, and those bytes are an envelope:
+//
+//	segment 00000000000000001001
+//	+--------------+-----------------------------------+--------------+----
+//	| uvarint(len) | envelope (len bytes) for seq 1001 | uvarint(len) | ...
+//	+--------------+-----------------------------------+--------------+----
+//
+//	envelope (all integers little-endian)
+//	 0        8        12       16
+//	+--------+--------+--------+---------------------+
+//	| seq    | plen   | crc    | payload (plen bytes) |
+//	| uint64 | uint32 | uint32 |                      |
+//	+--------+--------+--------+---------------------+
+//	crc = CRC-32C (Castagnoli) over seq, plen and payload
+//
+// A new segment starts once the current one reaches Options.SegmentSize
+// (default 64 MiB). An empty segment file is valid: it fixes the next seq
+// (a fresh WAL created with Options.FirstSeq = S+1 is one empty file named
+// S+1). TruncateFront deletes whole segment files only.
+//
+// # Snapshots on disk
+//
+// One file per snapshot, snapshot-<20-digit seq>.snap, written to a temp
+// file (snapshot-*.tmp), fsynced, renamed, and the directory fsynced:
+//
+//	 0          8         12       20       28       32       36
+//	+----------+---------+--------+--------+--------+--------+------------+
+//	| UBSCSNAP | version | seq    | len    | crc    | hcrc   | data (len) |
+//	| magic    | uint32  | uint64 | uint64 | uint32 | uint32 |            |
+//	+----------+---------+--------+--------+--------+--------+------------+
+//	crc = CRC-32C of data, hcrc = CRC-32C of bytes 0..31
+//
+// # Recovery
+//
+// Load the newest valid snapshot (SnapshotStore.Latest, seq S, or start
+// from the empty state with S = 0), Open the WAL with Options.FirstSeq =
+// S+1 (used only if the WAL is new) and replay with Iterate(S+1, ...);
+// Iterate fails with ErrOutOfRange if entries after S were already
+// truncated away. The next command gets seq LastSeq()+1.
+package journal

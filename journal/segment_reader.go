@@ -1,0 +1,390 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// This file reads tidwall/wal segment files directly: listing a WAL
+// directory the way tidwall does, a buffered frame reader, the start-up
+// verification scan and the sequential replay used by Iterate.
+
+// walSegment is one segment file; index is the seq of its first entry (the
+// 20-digit file name).
+type walSegment struct {
+	index uint64
+	path  string
+}
+
+// walListing is what a WAL directory holds.
+type walListing struct {
+	// segs are the live segments in order. When a tidwall TruncateFront was
+	// interrupted, the START file is already in segs (as tidwall's own
+	// recovery would treat it) and obsolete lists the files it replaces.
+	segs     []walSegment
+	start    int      // position of the START file in segs, or -1
+	obsolete []string // segment files made obsolete by the START file
+	temps    []string // leftover *.TEMP files from an interrupted truncate
+}
+
+// listWALDir lists dir exactly like tidwall/wal's load does: names whose
+// first 20 characters are a non-zero decimal index, either bare or with
+// a .START / .END suffix; everything else is ignored.
+func listWALDir(dir string) (walListing, error) {
+	l := walListing{start: -1}
+	des, err := os.ReadDir(dir) // sorted by name, like tidwall's ioutil.ReadDir
+	if err != nil {
+		return l, fmt.Errorf("journal: list WAL dir: %w", err)
+	}
+	var all []walSegment
+	start := -1
+	for _, de := range des {
+		name := de.Name()
+		if de.IsDir() || len(name) < 20 {
+			continue
+		}
+		index, err := strconv.ParseUint(name[:20], 10, 64)
+		if err != nil || index == 0 {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		switch {
+		case len(name) == 20:
+			all = append(all, walSegment{index, path})
+		case len(name) == 26 && strings.HasSuffix(name, ".START"):
+			if start != -1 {
+				return l, fmt.Errorf("%w: WAL dir %s holds more than one START file", ErrCorrupt, dir)
+			}
+			start = len(all)
+			all = append(all, walSegment{index, path})
+		case len(name) == 24 && strings.HasSuffix(name, ".END"):
+			// Only tidwall's TruncateBack writes END files and this package
+			// never calls it.
+			return l, fmt.Errorf("%w: unexpected END file %s", ErrCorrupt, path)
+		case strings.HasSuffix(name, ".TEMP"):
+			l.temps = append(l.temps, path)
+		}
+	}
+	if start >= 0 {
+		for _, s := range all[:start] {
+			l.obsolete = append(l.obsolete, s.path)
+		}
+		all = all[start:]
+		l.start = 0
+	}
+	l.segs = all
+	return l, nil
+}
+
+// segmentName is tidwall's file name for a segment starting at index.
+func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
+
+// walReadBufSize is the read size of segReader: large enough to amortise
+// syscalls, small enough to stay in cache while the entries are decoded.
+const walReadBufSize = 1 << 20
+
+// segReader reads the uvarint-length-prefixed frames of one segment file
+// with large sequential reads.
+type segReader struct {
+	f        *os.File
+	buf      []byte
+	r, w     int   // buf[r:w] is buffered and unread
+	off      int64 // file offset of buf[r]
+	size     int64 // file size when opened; frames never extend past it
+	eof      bool
+	frameOff int64 // file offset of the frame last returned by next
+}
+
+type frameStatus uint8
+
+const (
+	frameOK  frameStatus = iota
+	frameEOF             // clean end of file
+	frameBad             // a frame that cannot be read; see the reason
+)
+
+func (s *segReader) reset(f *os.File, size int64) {
+	if s.buf == nil {
+		s.buf = make([]byte, walReadBufSize)
+	}
+	s.f, s.size = f, size
+	s.r, s.w, s.off, s.eof, s.frameOff = 0, 0, 0, false, 0
+}
+
+// fill makes at least n bytes available in buf[r:w] unless the file ends
+// first. It reads as much as fits.
+func (s *segReader) fill(n int) error {
+	if s.r > 0 {
+		s.w = copy(s.buf, s.buf[s.r:s.w])
+		s.r = 0
+	}
+	if n > len(s.buf) {
+		nb := make([]byte, max(n, 2*len(s.buf)))
+		copy(nb, s.buf[:s.w])
+		s.buf = nb
+	}
+	for s.w < n && !s.eof {
+		m, err := s.f.Read(s.buf[s.w:])
+		s.w += m
+		if err == io.EOF {
+			s.eof = true
+		} else if err != nil {
+			return fmt.Errorf("journal: read %s: %w", s.f.Name(), err)
+		}
+	}
+	return nil
+}
+
+// next returns the data of the next frame (a sub-slice of the read buffer,
+// valid until the next call). For frameBad the string is the reason.
+func (s *segReader) next() ([]byte, frameStatus, string, error) {
+	s.frameOff = s.off
+	if s.w-s.r < binary.MaxVarintLen64 && !s.eof {
+		if err := s.fill(binary.MaxVarintLen64); err != nil {
+			return nil, frameBad, "", err
+		}
+	}
+	avail := s.buf[s.r:s.w]
+	if len(avail) == 0 {
+		return nil, frameEOF, "", nil
+	}
+	var size uint64
+	var n int
+	if avail[0] < 0x80 {
+		size, n = uint64(avail[0]), 1
+	} else {
+		size, n = binary.Uvarint(avail)
+		if n == 0 {
+			return nil, frameBad, "truncated length prefix", nil
+		}
+		if n < 0 {
+			return nil, frameBad, "invalid length prefix", nil
+		}
+	}
+	if rem := uint64(s.size - s.off - int64(n)); s.size-s.off < int64(n) || size > rem {
+		return nil, frameBad, fmt.Sprintf("truncated entry (length %d, %d bytes left in file)", size, s.size-s.off-int64(n)), nil
+	}
+	total := n + int(size)
+	if len(avail) < total {
+		if err := s.fill(total); err != nil {
+			return nil, frameBad, "", err
+		}
+		if s.w-s.r < total {
+			return nil, frameBad, "truncated entry (file shrank while reading)", nil
+		}
+	}
+	data := s.buf[s.r+n : s.r+total]
+	s.r += total
+	s.off += int64(total)
+	return data, frameOK, "", nil
+}
+
+// walScan is the result of verifying a WAL directory.
+type walScan struct {
+	first, last uint64        // last == first-1 when there are no entries
+	tailSize    int64         // bytes of the last segment that hold whole, valid entries
+	torn        *CorruptError // a torn tail of the last segment (not yet repaired), or nil
+}
+
+// scanWAL verifies every entry of segs (which must be non-empty): framing,
+// envelope checksum, seq == index, and that segments are contiguous. A bad
+// last-segment tail with no valid envelope after it is reported in torn;
+// anything else is a *CorruptError.
+func scanWAL(segs []walSegment) (walScan, error) {
+	res := walScan{first: segs[0].index}
+	expected := segs[0].index
+	var r segReader
+	for i, seg := range segs {
+		if seg.index != expected {
+			return res, &CorruptError{Seq: expected, Segment: seg.path,
+				Reason: fmt.Sprintf("segment starts at seq %d, expected %d", seg.index, expected)}
+		}
+		isLast := i == len(segs)-1
+		bad, reason, err := scanSegment(&r, seg, &expected)
+		if err != nil {
+			return res, err
+		}
+		if bad < 0 {
+			if isLast {
+				res.tailSize = r.off
+			}
+			continue
+		}
+		ce := &CorruptError{Seq: expected, Segment: seg.path, Offset: bad, Reason: reason}
+		if !isLast {
+			return res, ce
+		}
+		if strings.HasPrefix(reason, "seq mismatch") {
+			return res, ce // a whole, checksummed entry is never a torn write
+		}
+		pos, seq, found, err := findEnvelopeAfter(seg.path, bad+1)
+		if err != nil {
+			return res, err
+		}
+		if found {
+			ce.Reason += fmt.Sprintf("; a valid entry (seq %d) follows at offset %d", seq, pos)
+			return res, ce
+		}
+		ce.Torn = true
+		ce.Bytes = r.size - bad
+		res.torn = ce
+		res.tailSize = bad
+	}
+	res.last = expected - 1
+	return res, nil
+}
+
+// scanSegment verifies the entries of one segment, advancing *expected past
+// every good one. It returns the offset of the first bad frame (-1 if none)
+// with the reason.
+func scanSegment(r *segReader, seg walSegment, expected *uint64) (int64, string, error) {
+	f, err := os.Open(seg.path)
+	if err != nil {
+		return 0, "", fmt.Errorf("journal: open segment: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, "", fmt.Errorf("journal: stat segment: %w", err)
+	}
+	r.reset(f, fi.Size())
+	for {
+		data, st, reason, err := r.next()
+		if err != nil {
+			return 0, "", err
+		}
+		switch st {
+		case frameEOF:
+			return -1, "", nil
+		case frameBad:
+			return r.frameOff, reason, nil
+		}
+		seq, _, derr := DecodeEnvelope(data)
+		if derr != nil {
+			return r.frameOff, derr.(*EnvelopeError).reason, nil
+		}
+		if seq != *expected {
+			return r.frameOff, fmt.Sprintf("seq mismatch: envelope carries seq %d", seq), nil
+		}
+		*expected++
+	}
+}
+
+// findEnvelopeAfter searches the file from offset from to its end for any
+// position holding a well-framed entry whose envelope verifies. Garbage
+// passes the length-prefix, length-field and CRC checks with a probability
+// of roughly 2^-64, so a hit means real data follows a bad entry.
+func findEnvelopeAfter(path string, from int64) (pos int64, seq uint64, found bool, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("journal: read segment: %w", err)
+	}
+	for q := int(min(from, int64(len(b)))); q < len(b); q++ {
+		size, n := binary.Uvarint(b[q:])
+		if n <= 0 || size < EnvelopeHeaderSize || size > uint64(len(b)-q-n) {
+			continue
+		}
+		env := b[q+n : q+n+int(size)]
+		if uint64(binary.LittleEndian.Uint32(env[8:12])) != size-EnvelopeHeaderSize {
+			continue
+		}
+		if s, _, derr := DecodeEnvelope(env); derr == nil {
+			return int64(q), s, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// iterateSegments replays entries from..last (inclusive, from >= the first
+// segment's index) from segs, verifying each envelope, and calls fn for every
+// entry with seq >= from. An error returned by fn is returned unchanged.
+func iterateSegments(segs []walSegment, from, last uint64, fn func(seq uint64, payload []byte) error) error {
+	if from > last {
+		return nil
+	}
+	// The last segment whose first index is <= from.
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].index > from }) - 1
+	if i < 0 {
+		return fmt.Errorf("%w: seq %d precedes the first segment", ErrOutOfRange, from)
+	}
+	var r segReader
+	expected := segs[i].index
+	for ; i < len(segs) && expected <= last; i++ {
+		seg := segs[i]
+		if seg.index != expected {
+			return &CorruptError{Seq: expected, Segment: seg.path,
+				Reason: fmt.Sprintf("segment starts at seq %d, expected %d", seg.index, expected)}
+		}
+		if err := iterateSegment(&r, seg, &expected, from, last, fn); err != nil {
+			return err
+		}
+	}
+	if expected <= last {
+		return &CorruptError{Seq: expected, Segment: segs[len(segs)-1].path,
+			Reason: fmt.Sprintf("WAL ends before seq %d (last seq %d)", expected, last)}
+	}
+	return nil
+}
+
+func iterateSegment(r *segReader, seg walSegment, expected *uint64, from, last uint64, fn func(uint64, []byte) error) error {
+	f, err := os.Open(seg.path)
+	if err != nil {
+		return fmt.Errorf("journal: open segment: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("journal: stat segment: %w", err)
+	}
+	r.reset(f, fi.Size())
+	for *expected <= last {
+		data, st, reason, err := r.next()
+		if err != nil {
+			return err
+		}
+		switch st {
+		case frameEOF:
+			return nil // the next segment must start at *expected
+		case frameBad:
+			return &CorruptError{Seq: *expected, Segment: seg.path, Offset: r.frameOff, Reason: reason}
+		}
+		if *expected >= from {
+			seq, payload, derr := DecodeEnvelope(data)
+			if derr != nil {
+				return &CorruptError{Seq: *expected, Segment: seg.path, Offset: r.frameOff,
+					Reason: derr.(*EnvelopeError).reason}
+			}
+			if seq != *expected {
+				return &CorruptError{Seq: *expected, Segment: seg.path, Offset: r.frameOff,
+					Reason: fmt.Sprintf("seq mismatch: envelope carries seq %d", seq)}
+			}
+			if err := fn(seq, payload); err != nil {
+				return err
+			}
+		}
+		*expected++
+	}
+	return nil
+}
+
+// readSegmentEntry returns a copy of the payload of seq by scanning its
+// segment (used by read-only WALs, which have no tidwall index).
+func readSegmentEntry(segs []walSegment, seq uint64) ([]byte, error) {
+	var out []byte
+	stop := errors.New("stop")
+	err := iterateSegments(segs, seq, seq, func(_ uint64, p []byte) error {
+		out = append([]byte(nil), p...)
+		return stop
+	})
+	if err == stop {
+		err = nil
+	}
+	return out, err
+}
