@@ -1,0 +1,235 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal"
+)
+
+// Defaults and limits of the pipeline scenario.
+const (
+	DefaultBatch         = 64
+	MaxBatch             = 1 << 14 // a claim must fit the ring with room to spare
+	MaxProducers         = 1_024
+	DefaultProgressEvery = 100 * time.Millisecond
+	// DefaultTime is the fixed command time: with it the same seed gives the
+	// same state hash on every run.
+	DefaultTime int64 = 1_700_000_000_000_000_000
+)
+
+// PipelineConfig configures the pipeline scenario.
+type PipelineConfig struct {
+	Dir       string // data dir; must not hold a WAL yet
+	Commands  int    // commands to submit, >= 1
+	Producers int    // producer goroutines, 1..MaxProducers
+	Batch     int    // seqs per SubmitFunc claim; DefaultBatch if 0
+	Seed      uint64
+	Workload  Options
+	Time      int64 // fixed command time (unix ns); DefaultTime if 0
+	// Progress, if set, is called with the highest acknowledged seq at least
+	// every ProgressEvery while commands are in flight, and once at the end.
+	Progress      func(acked core.Seq)
+	ProgressEvery time.Duration  // DefaultProgressEvery if 0
+	Logger        *slog.Logger   // journal's logger; discards if nil
+	Journal       journal.Config // RingSize, MaxBatch, SnapshotEvery, NoSync... (Dir, Now, OnAck are set here)
+}
+
+// PipelineResult is the scenario's outcome; its JSON form is the bench's
+// one-line report.
+type PipelineResult struct {
+	Commands   int      `json:"commands"`
+	LastSeq    core.Seq `json:"last_seq"`     // highest acknowledged seq
+	CmdsPerSec float64  `json:"cmds_per_sec"` // Commands / (first submit .. last ack)
+	AckP50us   float64  `json:"ack_p50_us"`   // submit (Slot.Enq) -> ack, per command
+	AckP99us   float64  `json:"ack_p99_us"`
+	AckP999us  float64  `json:"ack_p999_us"`
+	StateHash  string   `json:"state_hash"` // after Close
+
+	Elapsed   time.Duration `json:"-"`
+	AckMaxUs  float64       `json:"-"`
+	ClockSkew time.Duration `json:"-"` // uncertainty of the Enq clock calibration
+}
+
+// keepWholeWAL forbids WAL front truncation, so `replay verify` can re-derive
+// every command from seq 1.
+func keepWholeWAL() core.Seq { return 0 }
+
+// RunPipeline starts a journal.Pipeline on cfg.Dir (fsync on unless
+// cfg.Journal.NoSync), drives cfg.Commands workload commands into it from
+// cfg.Producers goroutines through SubmitFunc, waits until all are
+// acknowledged, closes it and reports throughput, ack latency and the final
+// state hash.
+func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
+	if err := cfg.defaults(); err != nil {
+		return PipelineResult{}, err
+	}
+	w, err := NewWorkload(cfg.Seed, cfg.Workload)
+	if err != nil {
+		return PipelineResult{}, err
+	}
+	lat := newAckLatency(core.Seq(cfg.Commands))
+	var calibrating atomic.Bool
+	calN := 0 // calibration claims made; calibrating goroutine only
+	jc := cfg.Journal
+	jc.Dir, jc.Logger, jc.OnAck = cfg.Dir, cfg.Logger, lat.onAck
+	if jc.TruncateLimit == nil {
+		jc.TruncateLimit = keepWholeWAL
+	}
+	fixed := cfg.Time
+	jc.Now = func() int64 {
+		if calibrating.Load() {
+			lat.cal[calN].t1 = nanotime()
+		}
+		return fixed
+	}
+	pl, err := journal.Start(jc)
+	if err != nil {
+		return PipelineResult{}, err
+	}
+	if last := pl.AckedSeq(); last != 0 {
+		_ = pl.Close()
+		return PipelineResult{}, fmt.Errorf("bench: %s already holds a WAL up to seq %d; use an empty data dir", cfg.Dir, last)
+	}
+
+	start := time.Now()
+	// The first claims run alone, one command each, to calibrate the latency clock.
+	calFill := func(seq core.Seq, c *core.Command) {
+		lat.cal[calN].t2 = nanotime()
+		w.Fill(seq, c)
+	}
+	first := min(calClaims, cfg.Commands)
+	calibrating.Store(true)
+	for ; calN < first; calN++ {
+		if _, err := pl.SubmitFunc(1, calFill); err != nil {
+			_ = pl.Close()
+			return PipelineResult{}, err
+		}
+	}
+	calibrating.Store(false)
+
+	errs := produce(pl, w, cfg, int64(cfg.Commands-first))
+	waitErr := waitAcked(pl, lat, cfg)
+	elapsed := time.Since(start)
+	perr := errs()
+	cerr := pl.Close()
+	if err := errors.Join(waitErr, perr, cerr); err != nil {
+		return PipelineResult{}, err
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(pl.AckedSeq())
+	}
+	skew := time.Duration(lat.bestSpan / 2)
+	if lat.negative != 0 {
+		cfg.Logger.Warn("bench: negative ack latencies recorded as 0", "count", lat.negative, "skew", skew)
+	}
+	return PipelineResult{
+		Commands:   cfg.Commands,
+		LastSeq:    pl.AckedSeq(),
+		CmdsPerSec: math.Round(float64(cfg.Commands) / elapsed.Seconds()),
+		AckP50us:   round1(lat.quantileMicros(50)),
+		AckP99us:   round1(lat.quantileMicros(99)),
+		AckP999us:  round1(lat.quantileMicros(99.9)),
+		StateHash:  pl.Processor().StateHash(),
+		Elapsed:    elapsed,
+		AckMaxUs:   float64(lat.hist.Max()) / 1e3,
+		ClockSkew:  skew,
+	}, nil
+}
+
+func (cfg *PipelineConfig) defaults() error {
+	if cfg.Batch == 0 {
+		cfg.Batch = DefaultBatch
+	}
+	if cfg.Time == 0 {
+		cfg.Time = DefaultTime
+	}
+	if cfg.ProgressEvery == 0 {
+		cfg.ProgressEvery = DefaultProgressEvery
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	switch {
+	case cfg.Dir == "":
+		return errors.New("bench: no data dir")
+	case cfg.Commands < 1:
+		return fmt.Errorf("bench: commands %d < 1", cfg.Commands)
+	case cfg.Producers < 1 || cfg.Producers > MaxProducers:
+		return fmt.Errorf("bench: producers %d outside 1..%d", cfg.Producers, MaxProducers)
+	case cfg.Batch < 1 || cfg.Batch > MaxBatch:
+		return fmt.Errorf("bench: batch %d outside 1..%d", cfg.Batch, MaxBatch)
+	case cfg.Journal.RingSize != 0 && cfg.Batch > cfg.Journal.RingSize:
+		return fmt.Errorf("bench: batch %d larger than the ring (%d)", cfg.Batch, cfg.Journal.RingSize)
+	}
+	return nil
+}
+
+// produce starts cfg.Producers goroutines that claim batches until remaining
+// commands are submitted; the returned func waits for them.
+func produce(pl *journal.Pipeline, w *Workload, cfg PipelineConfig, remaining int64) func() error {
+	var left atomic.Int64
+	left.Store(remaining)
+	take := func() int {
+		for {
+			r := left.Load()
+			if r <= 0 {
+				return 0
+			}
+			n := min(r, int64(cfg.Batch))
+			if left.CompareAndSwap(r, r-n) {
+				return int(n)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, cfg.Producers)
+	for i := range cfg.Producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := take(); n > 0; n = take() {
+				if _, err := pl.SubmitFunc(n, w.Fill); err != nil {
+					errs[i] = fmt.Errorf("bench: producer %d: %w", i, err)
+					return
+				}
+			}
+		}()
+	}
+	return func() error { wg.Wait(); return errors.Join(errs...) }
+}
+
+// waitAcked blocks until the last command is acknowledged, reporting
+// progress, or fails if the pipeline stops first.
+func waitAcked(pl *journal.Pipeline, lat *ackLatency, cfg PipelineConfig) error {
+	tick := time.NewTicker(cfg.ProgressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-lat.done:
+			return nil
+		case <-pl.Dead():
+			if err := pl.Err(); err != nil {
+				return err
+			}
+			return journal.ErrStopped
+		case <-tick.C:
+			// A failed pipeline closes Dead only in Close; poll its error too.
+			if err := pl.Err(); err != nil {
+				return err
+			}
+			if cfg.Progress != nil {
+				cfg.Progress(pl.AckedSeq())
+			}
+		}
+	}
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }

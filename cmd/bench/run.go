@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+
+	"github.com/ubscore/ubscore/bench"
+	"github.com/ubscore/ubscore/core"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+const usage = `usage: bench <scenario> [flags]
+
+scenarios:
+  pipeline   durable commands/s and submit->ack latency through the journal pipeline
+
+run "bench pipeline -h" for its flags
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "pipeline":
+		return runPipeline(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "bench: unknown scenario %q\n%s", args[0], usage)
+	return exitUsage
+}
+
+func runPipeline(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench pipeline", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfg     bench.PipelineConfig
+		seed    uint64
+		asJSON  bool
+		cpuprof string
+	)
+	fs.StringVar(&cfg.Dir, "data", "", "data dir (required; must hold no WAL yet)")
+	fs.IntVar(&cfg.Commands, "commands", 1_000_000, "commands to submit")
+	fs.IntVar(&cfg.Producers, "producers", 4, "producer goroutines")
+	fs.IntVar(&cfg.Batch, "batch", bench.DefaultBatch, "seqs claimed per SubmitFunc call")
+	fs.Uint64Var(&seed, "seed", 1, "workload seed")
+	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON line")
+	fs.IntVar(&cfg.Workload.Users, "users", bench.DefaultUsers, "funded users")
+	fs.IntVar(&cfg.Workload.Markets, "markets", 2, "markets traded (1 or 2)")
+	fs.IntVar(&cfg.Workload.SeedPerBook, "seed-per-book", bench.DefaultSeedPerBook, "resting orders seeded per book")
+	fs.IntVar(&cfg.Journal.RingSize, "ring", 0, "journal ring size (power of two; 0 = journal default): bounds commands in flight")
+	fs.IntVar(&cfg.Journal.MaxBatch, "max-batch", 0, "journal group-commit limit, commands per fsync (0 = journal default)")
+	fs.IntVar(&cfg.Journal.SegmentSize, "segment-size", 0, "WAL segment size in bytes (0 = journal default)")
+	fs.BoolVar(&cfg.Journal.NoSync, "nosync", false, "skip fsync (NOT durable; for comparison only)")
+	fs.StringVar(&cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 || cfg.Dir == "" {
+		fmt.Fprintln(stderr, "bench pipeline: --data DIR is required and no positional arguments are allowed")
+		fs.Usage()
+		return exitUsage
+	}
+	cfg.Seed = seed
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Progress = func(acked core.Seq) { fmt.Fprintf(stderr, "acked %d\n", acked) }
+
+	stop, err := startCPUProfile(cpuprof)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return exitFail
+	}
+	res, err := bench.RunPipeline(cfg)
+	if perr := stop(); err == nil {
+		err = perr
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return exitFail
+	}
+	if asJSON {
+		b, err := json.Marshal(res)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return exitFail
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "commands      %d\nlast_seq      %d\ncmds_per_sec  %.0f\nack_p50_us    %.1f\n"+
+		"ack_p99_us    %.1f\nack_p999_us   %.1f\nack_max_us    %.1f\nelapsed       %v\nstate_hash    %s\n",
+		res.Commands, res.LastSeq, res.CmdsPerSec, res.AckP50us, res.AckP99us, res.AckP999us, res.AckMaxUs,
+		res.Elapsed.Round(1e6), res.StateHash)
+	return exitOK
+}
+
+// startCPUProfile starts a CPU profile into path ("" = none) and returns
+// the func that stops it.
+func startCPUProfile(path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error { pprof.StopCPUProfile(); return f.Close() }, nil
+}
