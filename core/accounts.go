@@ -25,6 +25,10 @@ type assetState struct {
 	total      Units // running sum of Avail+Frozen, maintained by every balance mutation
 }
 
+// feeAcct is the index of FeeUser's account: New creates it first and
+// snapshots keep creation order, so it is always 0 (Restore checks).
+const feeAcct int32 = 0
+
 // accountIdx returns the index of user's account, or -1.
 func (p *Processor) accountIdx(u UserID) int32 {
 	if i, ok := p.userIdx[u]; ok {
@@ -83,7 +87,8 @@ func (p *Processor) move(a int32, asset AssetID, dAvail, dFrozen Units) {
 	st := &p.assets[asset]
 	st.total += dAvail + dFrozen
 	p.touch(asset)
-	p.emit(Event{Kind: EvBalance, User: acc.id, Asset: asset, DAvail: dAvail, DFrozen: dFrozen})
+	e := p.newEvent(EvBalance)
+	e.User, e.Asset, e.DAvail, e.DFrozen = acc.id, asset, dAvail, dFrozen
 }
 
 // touch records that asset's conservation must be checked after this command.

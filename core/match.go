@@ -134,22 +134,24 @@ func (p *Processor) fill(m *market, ti, mi int32, lv *level, q Units) {
 	t.lastPx = price
 	tid := p.nextTradeID
 	p.nextTradeID++
-	p.emit(Event{Kind: EvTrade, Market: m.id, TradeID: tid, Price: price, Qty: q, Amount: n,
-		OrderID: mk.id, OtherOrderID: t.id, User: mk.user, OtherUser: t.user,
-		Fee: makerFee, Fee2: takerFee, Side: t.side})
+	e := p.newEvent(EvTrade)
+	e.Market, e.TradeID, e.Price, e.Qty, e.Amount = m.id, tid, price, q, n
+	e.OrderID, e.OtherOrderID, e.User, e.OtherUser = mk.id, t.id, mk.user, t.user
+	e.Fee, e.Fee2, e.Side = makerFee, takerFee, t.side
 	p.move(buyer.acct, cfg.Quote, 0, -spend)
 	p.move(buyer.acct, cfg.Base, q, 0)
 	p.move(seller.acct, cfg.Base, 0, -q)
 	p.move(seller.acct, cfg.Quote, n-sellerFee, 0)
-	p.move(p.userIdx[FeeUser], cfg.Quote, buyerFee+sellerFee, 0)
+	p.move(feeAcct, cfg.Quote, buyerFee+sellerFee, 0)
 	if mk.remaining() == 0 {
-		p.emit(Event{Kind: EvOrderFilled, Market: m.id, User: mk.user, OrderID: mk.id, OtherOrderID: t.id,
-			Price: price, Qty: q, Side: mk.side, Status: StatusFilled})
+		e := p.newEvent(EvOrderFilled)
+		e.Market, e.User, e.OrderID, e.OtherOrderID = m.id, mk.user, mk.id, t.id
+		e.Price, e.Qty, e.Side, e.Status = price, q, mk.side, StatusFilled
 		p.closeOrder(m, mi)
 	} else {
-		p.emit(Event{Kind: EvOrderPartiallyFilled, Market: m.id, User: mk.user, OrderID: mk.id,
-			OtherOrderID: t.id, Price: price, Qty: q, Amount: mk.remaining(), Side: mk.side,
-			Status: StatusPartiallyFilled})
+		e := p.newEvent(EvOrderPartiallyFilled)
+		e.Market, e.User, e.OrderID, e.OtherOrderID = m.id, mk.user, mk.id, t.id
+		e.Price, e.Qty, e.Amount, e.Side, e.Status = price, q, mk.remaining(), mk.side, StatusPartiallyFilled
 	}
 }
 
@@ -180,8 +182,9 @@ func (p *Processor) cancelResting(m *market, oi int32, reason Code) {
 	o := &p.pool.slots[oi]
 	id, user, side, rem := o.id, o.user, o.side, o.remaining()
 	rel := p.closeOrder(m, oi)
-	p.emit(Event{Kind: EvOrderCancelled, Market: m.id, User: user, OrderID: id, Side: side,
-		Qty: rem, Amount: rel, Code: reason, Status: StatusCancelled})
+	e := p.newEvent(EvOrderCancelled)
+	e.Market, e.User, e.OrderID, e.Side = m.id, user, id, side
+	e.Qty, e.Amount, e.Code, e.Status = rem, rel, reason, StatusCancelled
 }
 
 // finalize decides the taker's fate after matching: rest, fill or expire.
@@ -198,8 +201,9 @@ func (p *Processor) finalize(m *market, ti int32, rests bool) {
 		if t.filled > 0 {
 			p.res.status = StatusPartiallyFilled
 		}
-		p.emit(Event{Kind: EvOrderAccepted, Market: m.id, User: t.user, OrderID: t.id, Side: t.side,
-			Price: t.price, Qty: t.remaining(), Amount: t.frozen, Status: p.res.status, Key: t.key})
+		e := p.newEvent(EvOrderAccepted)
+		e.Market, e.User, e.OrderID, e.Side = m.id, t.user, t.id, t.side
+		e.Price, e.Qty, e.Amount, e.Status, e.Key = t.price, t.remaining(), t.frozen, p.res.status, t.key
 		return
 	case byQuote && t.filled > 0 && p.budgetSpent(m, t):
 		p.res.status = StatusFilled

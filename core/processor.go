@@ -100,8 +100,9 @@ func (p *Processor) begin(c *Command) {
 
 func (p *Processor) finish(c *Command, code Code) []Event {
 	p.checkCheap()
-	p.emit(Event{Kind: EvResult, CmdKind: c.Kind, Code: code, User: c.User, Market: c.Market,
-		OrderID: p.res.orderID, Status: p.res.status, Qty: p.res.filled, Key: c.Key})
+	e := p.newEvent(EvResult)
+	e.CmdKind, e.Code, e.User, e.Market = c.Kind, code, c.User, c.Market
+	e.OrderID, e.Status, e.Qty, e.Key = p.res.orderID, p.res.status, p.res.filled, c.Key
 	return p.events
 }
 
@@ -144,6 +145,22 @@ func (p *Processor) emit(e Event) {
 	e.Seq = p.lastSeq
 	e.Time = p.lastTime
 	p.events = append(p.events, e)
+}
+
+// newEvent appends a zeroed event stamped with seq and time and returns it
+// for the caller to fill in place (the hot paths: no temporary copy of a
+// 170-byte struct). The pointer is valid until the next append.
+func (p *Processor) newEvent(kind EventKind) *Event {
+	n := len(p.events)
+	if n < cap(p.events) {
+		p.events = p.events[:n+1]
+		p.events[n] = Event{}
+	} else {
+		p.events = append(p.events, Event{})
+	}
+	e := &p.events[n]
+	e.Kind, e.Seq, e.Time = kind, p.lastSeq, p.lastTime
+	return e
 }
 
 func (p *Processor) tick(c *Command) Code {

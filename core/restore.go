@@ -80,7 +80,7 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	for a := range p.assets {
 		p.assets[a].total = p.assets[a].credited - p.assets[a].debited
 	}
-	if p.accountIdx(FeeUser) < 0 {
+	if p.accountIdx(FeeUser) != feeAcct {
 		return nil, ErrSnapshot
 	}
 	if v, _ := p.UnhaltedViolations(); len(v) != 0 {
