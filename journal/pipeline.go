@@ -14,7 +14,7 @@ import (
 
 // Named limits and defaults of the pipeline.
 const (
-	DefaultRingSize      = 1 << 16 // commands in flight between submit and reply
+	DefaultRingSize      = 1 << 12 // commands in flight between submit and reply: bounds queueing latency (4096 at ~1M/s is ~4 ms)
 	DefaultMaxBatch      = 8192    // commands per WriteBatch + fsync (group commit)
 	DefaultSnapshotEvery = 1_000_000
 	DefaultKeepSnapshots = 2
