@@ -164,41 +164,115 @@ func replay(proc *core.Processor, w *WAL, upTo core.Seq, poisoned map[core.Seq]b
 	if from > upTo {
 		return 0, nil
 	}
-	var c core.Command
+	batches, quit, done := decodeAhead(w, from, upTo)
+	defer func() {
+		close(quit)
+		for range batches { // let the decoder finish and exit
+		}
+	}()
 	var n uint64
-	err := w.Iterate(uint64(from), func(seq uint64, payload []byte) error {
-		if err := core.DecodeCommand(payload, &c); err != nil {
-			return fmt.Errorf("journal: undecodable command at seq %d: %w", seq, err)
+	for b := range batches {
+		if b.err != nil {
+			return n, b.err
 		}
-		if uint64(c.Seq) != seq {
-			return fmt.Errorf("journal: entry at seq %d carries command seq %d", seq, c.Seq)
-		}
-		var evs []core.Event
-		if poisoned[c.Seq] {
-			evs = proc.Skip(&c, core.CodePoisonCommand)
-		} else {
-			var perr *poisonError
-			evs, perr = applyRecover(proc, &c)
-			if perr != nil {
-				return perr
+		for i := range b.cmds {
+			c := &b.cmds[i]
+			var evs []core.Event
+			if poisoned[c.Seq] {
+				evs = proc.Skip(c, core.CodePoisonCommand)
+			} else {
+				var perr *poisonError
+				evs, perr = applyRecover(proc, c)
+				if perr != nil {
+					return n, perr
+				}
+			}
+			n++
+			if on != nil {
+				on(c, evs)
 			}
 		}
-		n++
-		if on != nil {
-			on(&c, evs)
-		}
-		if c.Seq >= upTo {
-			return errStop
-		}
-		return nil
-	})
-	if errors.Is(err, errStop) {
-		err = nil
+		done <- b
 	}
-	if err == nil && proc.LastSeq() != upTo {
-		err = fmt.Errorf("journal: replay ended at seq %d, expected %d", proc.LastSeq(), upTo)
+	if proc.LastSeq() != upTo {
+		return n, fmt.Errorf("journal: replay ended at seq %d, expected %d", proc.LastSeq(), upTo)
 	}
-	return n, err
+	return n, nil
+}
+
+// replayBatch is a run of decoded commands handed from the decoder to the applier.
+type replayBatch struct {
+	cmds []core.Command
+	err  error
+}
+
+// Replay pipeline limits: decoding (read, CRC, varints) runs on its own
+// goroutine, a few batches ahead of the applier.
+const (
+	replayBatchSize = 1024
+	replayBatches   = 4
+)
+
+// decodeAhead reads and decodes WAL entries [from, upTo] on a goroutine and
+// sends them in batches; the consumer returns each batch on done for reuse
+// and closes quit to stop early. The batches channel is closed at the end.
+func decodeAhead(w *WAL, from, upTo core.Seq) (<-chan *replayBatch, chan struct{}, chan *replayBatch) {
+	out := make(chan *replayBatch, replayBatches)
+	done := make(chan *replayBatch, replayBatches)
+	quit := make(chan struct{})
+	for i := 0; i < replayBatches; i++ {
+		done <- &replayBatch{cmds: make([]core.Command, 0, replayBatchSize)}
+	}
+	go func() {
+		defer close(out)
+		var b *replayBatch
+		take := func() bool {
+			select {
+			case b = <-done:
+				b.cmds = b.cmds[:0]
+				return true
+			case <-quit:
+				return false
+			}
+		}
+		send := func() bool {
+			select {
+			case out <- b:
+				b = nil
+				return true
+			case <-quit:
+				return false
+			}
+		}
+		if !take() {
+			return
+		}
+		err := w.Iterate(uint64(from), func(seq uint64, payload []byte) error {
+			b.cmds = append(b.cmds, core.Command{})
+			c := &b.cmds[len(b.cmds)-1]
+			if err := core.DecodeCommand(payload, c); err != nil {
+				return fmt.Errorf("journal: undecodable command at seq %d: %w", seq, err)
+			}
+			if uint64(c.Seq) != seq {
+				return fmt.Errorf("journal: entry at seq %d carries command seq %d", seq, c.Seq)
+			}
+			if c.Seq >= upTo {
+				return errStop
+			}
+			if len(b.cmds) == replayBatchSize && (!send() || !take()) {
+				return errStop
+			}
+			return nil
+		})
+		if b == nil {
+			return // quit
+		}
+		if err != nil && !errors.Is(err, errStop) {
+			b.cmds, b.err = b.cmds[:len(b.cmds)-1], err
+		}
+		send()
+	}()
+	return out, quit, done
 }
 
 func applyRecover(proc *core.Processor, c *core.Command) (evs []core.Event, perr *poisonError) {
