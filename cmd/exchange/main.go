@@ -33,6 +33,10 @@ func run(args []string) error {
 		return err
 	}
 	log := newLogger()
+	// Register before anything is logged, so a signal sent as soon as the
+	// process speaks is a graceful shutdown, never a kill.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	pl, err := journal.Start(journal.Config{Dir: *dataDir, Logger: log})
 	if err != nil {
 		return err
@@ -53,8 +57,6 @@ func run(args []string) error {
 		}
 		log.Info("exchange: default config installed", "assets", len(defaultAssets), "markets", len(defaultMarkets))
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	select {
 	case s := <-sig:
 		log.Info("exchange: shutting down", "signal", s.String())
