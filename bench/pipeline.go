@@ -34,6 +34,12 @@ type PipelineConfig struct {
 	Seed      uint64
 	Workload  Options
 	Time      int64 // fixed command time (unix ns); DefaultTime if 0
+	// Rate, if > 0, paces submission open-loop at this many commands/s in
+	// total (each producer at Rate/Producers); 0 = closed loop, as fast as
+	// the ring admits. Latency is measured from the claim, and a paced
+	// producer that falls behind its schedule submits at once, so latency
+	// under overload is understated; run below the measured maximum.
+	Rate float64
 	// Progress, if set, is called with the highest acknowledged seq at least
 	// every ProgressEvery while commands are in flight, and once at the end.
 	Progress      func(acked core.Seq)
@@ -195,7 +201,15 @@ func produce(pl *journal.Pipeline, w *Workload, cfg PipelineConfig, remaining in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			start, sent := time.Now(), 0
 			for n := take(); n > 0; n = take() {
+				if cfg.Rate > 0 {
+					due := start.Add(time.Duration(float64(sent) * float64(time.Second) * float64(cfg.Producers) / cfg.Rate))
+					if d := time.Until(due); d > 0 {
+						time.Sleep(d)
+					}
+					sent += n
+				}
 				if _, err := pl.SubmitFunc(n, w.Fill); err != nil {
 					errs[i] = fmt.Errorf("bench: producer %d: %w", i, err)
 					return

@@ -60,6 +60,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Batch, "batch", bench.DefaultBatch, "seqs claimed per SubmitFunc call")
 	fs.Uint64Var(&seed, "seed", 1, "workload seed")
 	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON line")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "open-loop offered load in commands/s (0 = closed loop)")
 	fs.IntVar(&cfg.Workload.Users, "users", bench.DefaultUsers, "funded users")
 	fs.IntVar(&cfg.Workload.Markets, "markets", 2, "markets traded (1 or 2)")
 	fs.IntVar(&cfg.Workload.SeedPerBook, "seed-per-book", bench.DefaultSeedPerBook, "resting orders seeded per book")
