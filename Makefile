@@ -17,6 +17,8 @@ run: build
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -short -tags invariants -timeout 9m $(PKGS)
+	# the 1M-command determinism property run (no race detector: ~1 min)
+	$(GO) test -tags invariants -count 1 -run '^TestPropertyRandomStream$$' -timeout 5m ./core
 
 ## test-long: the long suites (1M-command determinism, many crash rounds)
 test-long:
