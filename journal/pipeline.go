@@ -88,6 +88,7 @@ type Pipeline struct {
 	snaps *SnapshotStore
 
 	proc     *core.Processor // owned by the processor goroutine after Start
+	baseSnap []byte          // serialized state at lastSnap (or at start): the poison-rebuild base; processor goroutine
 	poisoned map[core.Seq]bool
 
 	durable  atomic.Uint64 // highest seq fsynced in the WAL
@@ -144,6 +145,7 @@ func Start(cfg Config) (*Pipeline, error) {
 	pl := &Pipeline{cfg: cfg, log: cfg.Logger, ring: r, wal: rec.WAL, snaps: rec.Snapshots,
 		proc: rec.Proc, poisoned: rec.Poisoned, base: rec.Proc.LastSeq(), lastSnap: rec.SnapshotSeq,
 		dead: make(chan struct{}), snapJobs: make(chan snapJob, 2)}
+	pl.baseSnap = rec.Proc.AppendSnapshot(nil)
 	pl.jst = r.NewStage()
 	pl.pst = r.NewStage()
 	pl.rst = r.NewStage(pl.jst, pl.pst)

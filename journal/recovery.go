@@ -284,14 +284,17 @@ func applyRecover(proc *core.Processor, c *core.Command) (evs []core.Event, perr
 	return proc.Apply(c), nil
 }
 
-// rebuild returns a fresh processor at seq upTo from snapshot + WAL.
-func rebuild(snaps *SnapshotStore, w *WAL, cfg core.Config, upTo core.Seq, poisoned map[core.Seq]bool,
-	log *slog.Logger) (*core.Processor, error) {
-	rc := RecoverConfig{Core: cfg, Logger: log}
+// rebuild returns a fresh processor at seq upTo from base (a serialized
+// state the pipeline holds in memory: the recovered state or the last
+// snapshot it handed to the writer) plus the WAL after it. It never reads the
+// snapshot directory, which the snapshot writer prunes concurrently; the WAL
+// after base is always present because front truncation never passes the
+// oldest snapshot on disk, which is at or below base.
+func rebuild(base []byte, w *WAL, cfg core.Config, upTo core.Seq, poisoned map[core.Seq]bool) (*core.Processor, error) {
 	for {
-		proc, _, err := loadBase(snaps, w, rc, upTo)
+		proc, err := core.Restore(cfg, base)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("journal: rebuild base: %w", err)
 		}
 		_, err = replay(proc, w, upTo, poisoned, nil)
 		var pe *poisonError

@@ -56,6 +56,10 @@ func (pl *Pipeline) journaler() {
 	}
 }
 
+// processorCommitEvery bounds how many applied commands wait for the end of
+// a batch before the responder may release them.
+const processorCommitEvery = 256
+
 // processor applies every published command to the core, speculatively
 // ahead of the fsync. Nothing it produces leaves the process before the
 // responder sees the command durable.
@@ -68,6 +72,10 @@ func (pl *Pipeline) processor() {
 			return
 		}
 		for s := next; s <= hi; s++ {
+			if s > next && (s-next)%processorCommitEvery == 0 {
+				pl.applied.Store(uint64(pl.base) + uint64(s-1))
+				pl.pst.Commit(s - 1) // let the responder release acks while a big batch is applied
+			}
 			slot := pl.ring.Slot(s)
 			evs := pl.applySafe(&slot.Cmd)
 			slot.Result = evs[len(evs)-1]
@@ -89,9 +97,11 @@ func (pl *Pipeline) processor() {
 // to the snapshot writer, which writes it only once seq is durable (a
 // snapshot must never cover a command the WAL could still lose).
 func (pl *Pipeline) takeSnapshot(seq core.Seq) {
+	data := pl.proc.AppendSnapshot(nil)
 	select {
-	case pl.snapJobs <- snapJob{seq: seq, data: pl.proc.AppendSnapshot(nil)}:
+	case pl.snapJobs <- snapJob{seq: seq, data: data}:
 		pl.lastSnap = seq
+		pl.baseSnap = data // the writer only reads it
 	default: // the writer is busy: try again at the next opportunity
 	}
 }
@@ -116,7 +126,7 @@ func (pl *Pipeline) poison(c *core.Command, cause any) []core.Event {
 		time.Sleep(100 * time.Microsecond) // the journaler is independent of us: it will get there
 	}
 	pl.poisoned[c.Seq] = true
-	proc, err := rebuild(pl.snaps, pl.wal, pl.cfg.Core, c.Seq-1, pl.poisoned, pl.log)
+	proc, err := rebuild(pl.baseSnap, pl.wal, pl.cfg.Core, c.Seq-1, pl.poisoned)
 	if err != nil {
 		pl.fail(fmt.Errorf("journal: rebuild after poison command at seq %d: %w", c.Seq, err))
 		panic(err) // the state is unusable; the process must restart from disk
