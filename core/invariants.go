@@ -83,7 +83,13 @@ func (p *Processor) CheckInvariants() []Violation {
 			if b.Avail < 0 || b.Frozen < 0 {
 				out = append(out, Violation{Asset: AssetID(asset), Detail: ViolNegativeBalance})
 			}
-			sums[asset] += b.Avail + b.Frozen
+			var ok1, ok2 bool
+			if sums[asset], ok1 = addUnits(sums[asset], b.Avail); ok1 {
+				sums[asset], ok2 = addUnits(sums[asset], b.Frozen)
+			}
+			if !ok1 || !ok2 {
+				out = append(out, Violation{Asset: AssetID(asset), Detail: ViolConservation})
+			}
 			if b.Frozen != held[[2]uint64{uint64(ai), uint64(asset)}] {
 				out = append(out, Violation{Asset: AssetID(asset), Detail: ViolFrozenMismatch})
 			}
