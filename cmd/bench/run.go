@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"runtime/pprof"
 
 	"github.com/ubscore/ubscore/bench"
 	"github.com/ubscore/ubscore/core"
@@ -84,7 +82,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Progress = func(acked core.Seq) { fmt.Fprintf(stderr, "acked %d\n", acked) }
 
-	stop, err := startCPUProfile(cpuprof)
+	stop, err := bench.StartCPUProfile(cpuprof)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return exitFail
@@ -111,21 +109,4 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 		res.Commands, res.LastSeq, res.CmdsPerSec, res.AckP50us, res.AckP99us, res.AckP999us, res.AckMaxUs,
 		res.Elapsed.Round(1e6), res.StateHash)
 	return exitOK
-}
-
-// startCPUProfile starts a CPU profile into path ("" = none) and returns
-// the func that stops it.
-func startCPUProfile(path string) (func() error, error) {
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() error { pprof.StopCPUProfile(); return f.Close() }, nil
 }

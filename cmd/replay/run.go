@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"runtime/pprof"
 
+	"github.com/ubscore/ubscore/bench"
 	"github.com/ubscore/ubscore/core"
 )
 
@@ -70,7 +69,7 @@ func run(args []string, e env) int {
 	if o == nil {
 		return code
 	}
-	stop, err := startCPUProfile(o.cpuprof)
+	stop, err := bench.StartCPUProfile(o.cpuprof)
 	if err == nil {
 		err = sub(o, e)
 		if perr := stop(); err == nil {
@@ -130,21 +129,6 @@ func parseFlags(name string, args []string, e env) (*opts, int) {
 // warnLogger passes the journal's warnings (torn tail, damaged snapshot) to stderr.
 func warnLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-func startCPUProfile(path string) (func() error, error) {
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() error { pprof.StopCPUProfile(); return f.Close() }, nil
 }
 
 func seqOf(v uint64) core.Seq { return core.Seq(v) }
