@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/tidwall/wal v1.2.1
 	golang.org/x/term v0.44.0
