@@ -24,6 +24,11 @@ const (
 // 503 rather than queueing without bound.
 var ErrBusy = errors.New("journal: pipeline busy")
 
+// ErrInvalidKind is returned by Submit and TrySubmit for a command whose Kind
+// the WAL codec cannot replay: it is refused before it gets a seq, so it can
+// never be journaled and then block recovery.
+var ErrInvalidKind = errors.New("journal: invalid command kind")
+
 // ErrStopped is returned once the pipeline is closed or has failed.
 var ErrStopped = errors.New("journal: pipeline stopped")
 
@@ -184,6 +189,9 @@ func (pl *Pipeline) Dead() <-chan struct{} { return pl.dead }
 // Submit sequences c (stamping Seq and Time), waiting while the ring is full.
 // If reply is non-nil it is signalled once c is durable and applied.
 func (pl *Pipeline) Submit(c *core.Command, reply *Reply) (core.Seq, error) {
+	if !c.Kind.Valid() {
+		return 0, ErrInvalidKind
+	}
 	lo, _, err := pl.ring.Claim(1)
 	if err != nil {
 		return 0, ErrStopped
@@ -193,6 +201,9 @@ func (pl *Pipeline) Submit(c *core.Command, reply *Reply) (core.Seq, error) {
 
 // TrySubmit is Submit that answers ErrBusy instead of waiting on a full ring.
 func (pl *Pipeline) TrySubmit(c *core.Command, reply *Reply) (core.Seq, error) {
+	if !c.Kind.Valid() {
+		return 0, ErrInvalidKind
+	}
 	lo, _, ok := pl.ring.TryClaim(1)
 	if !ok {
 		if pl.ring.Closed() {
