@@ -45,6 +45,7 @@ type ackLatency struct {
 	negative int64                             // acks that computed < 0 (clock error), recorded as 0
 	target   core.Seq                          // close done when this seq is acked
 	done     chan struct{}
+	from     core.Seq // record latencies of seqs >= from only (warm-up excluded)
 }
 
 func newAckLatency(target core.Seq) *ackLatency {
@@ -65,7 +66,9 @@ func (l *ackLatency) onAck(s *journal.Slot) {
 		l.negative++
 		d = 0
 	}
-	_ = l.hist.RecordValue(min(d, latencyMax))
+	if s.Cmd.Seq >= l.from {
+		_ = l.hist.RecordValue(min(d, latencyMax))
+	}
 	if s.Cmd.Seq == l.target {
 		close(l.done)
 	}

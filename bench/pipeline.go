@@ -20,6 +20,7 @@ const (
 	MaxBatch             = 1 << 14 // a claim must fit the ring with room to spare
 	MaxProducers         = 1_024
 	DefaultProgressEvery = 100 * time.Millisecond
+	DefaultWarmup        = 100_000
 	// DefaultTime is the fixed command time: with it the same seed gives the
 	// same state hash on every run.
 	DefaultTime int64 = 1_700_000_000_000_000_000
@@ -40,6 +41,13 @@ type PipelineConfig struct {
 	// producer that falls behind its schedule submits at once, so latency
 	// under overload is understated; run below the measured maximum.
 	Rate float64
+	// Warmup is how many commands after the workload's setup (funding and
+	// seeded books) are excluded from the latency histogram: the first
+	// ones run while the heap, the maps and the WAL tail buffers are still
+	// growing (page faults on fresh memory are expensive on this VM).
+	// Throughput always counts every command. DefaultWarmup if 0; negative
+	// = record every command.
+	Warmup int
 	// Progress, if set, is called with the highest acknowledged seq at least
 	// every ProgressEvery while commands are in flight, and once at the end.
 	Progress      func(acked core.Seq)
@@ -57,7 +65,11 @@ type PipelineResult struct {
 	AckP50us   float64  `json:"ack_p50_us"`   // submit (Slot.Enq) -> ack, per command
 	AckP99us   float64  `json:"ack_p99_us"`
 	AckP999us  float64  `json:"ack_p999_us"`
-	StateHash  string   `json:"state_hash"` // after Close
+	// LatencyFromSeq is the first seq whose latency is in the histogram
+	// (after setup and warm-up); 0 = every command. Not in the JSON report,
+	// whose keys are fixed.
+	LatencyFromSeq core.Seq `json:"-"`
+	StateHash      string   `json:"state_hash"` // after Close
 
 	Elapsed   time.Duration `json:"-"`
 	AckMaxUs  float64       `json:"-"`
@@ -82,6 +94,12 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 		return PipelineResult{}, err
 	}
 	lat := newAckLatency(core.Seq(cfg.Commands))
+	if cfg.Warmup > 0 {
+		// Never exclude more than half of the steady commands, so a short
+		// run still reports latencies.
+		steady := max(cfg.Commands-w.SetupLen(), 0)
+		lat.from = core.Seq(w.SetupLen() + min(cfg.Warmup, steady/2) + 1)
+	}
 	var calibrating atomic.Bool
 	calN := 0 // calibration claims made; calibrating goroutine only
 	jc := cfg.Journal
@@ -137,16 +155,17 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 		cfg.Logger.Warn("bench: negative ack latencies recorded as 0", "count", lat.negative, "skew", skew)
 	}
 	return PipelineResult{
-		Commands:   cfg.Commands,
-		LastSeq:    pl.AckedSeq(),
-		CmdsPerSec: math.Round(float64(cfg.Commands) / elapsed.Seconds()),
-		AckP50us:   round1(lat.quantileMicros(50)),
-		AckP99us:   round1(lat.quantileMicros(99)),
-		AckP999us:  round1(lat.quantileMicros(99.9)),
-		StateHash:  pl.Processor().StateHash(),
-		Elapsed:    elapsed,
-		AckMaxUs:   float64(lat.hist.Max()) / 1e3,
-		ClockSkew:  skew,
+		Commands:       cfg.Commands,
+		LastSeq:        pl.AckedSeq(),
+		CmdsPerSec:     math.Round(float64(cfg.Commands) / elapsed.Seconds()),
+		AckP50us:       round1(lat.quantileMicros(50)),
+		AckP99us:       round1(lat.quantileMicros(99)),
+		AckP999us:      round1(lat.quantileMicros(99.9)),
+		LatencyFromSeq: lat.from,
+		StateHash:      pl.Processor().StateHash(),
+		Elapsed:        elapsed,
+		AckMaxUs:       float64(lat.hist.Max()) / 1e3,
+		ClockSkew:      skew,
 	}, nil
 }
 
@@ -156,6 +175,9 @@ func (cfg *PipelineConfig) defaults() error {
 	}
 	if cfg.Time == 0 {
 		cfg.Time = DefaultTime
+	}
+	if cfg.Warmup == 0 {
+		cfg.Warmup = DefaultWarmup
 	}
 	if cfg.ProgressEvery == 0 {
 		cfg.ProgressEvery = DefaultProgressEvery

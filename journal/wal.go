@@ -14,11 +14,13 @@ import (
 
 // DefaultSegmentSize is the default target size of a WAL segment file.
 // tidwall keeps the whole current segment in one in-memory buffer that is
-// grown by copying, so a large segment means long, uninterruptible copies
-// (measured here: worst case ~20 ms at 4 MiB, ~80 ms at 16 MiB, 290–420 ms at
-// 64 MiB; tidwall's own 20 MB default gave 130–165 ms stalls). 4 MiB keeps
-// the stall well under the fsync latency of this disk.
-const DefaultSegmentSize = 4 << 20
+// grown by copying into fresh memory, and on this paravirtualised VM the page
+// faults on fresh memory dominate the journaler's kernel time. Measured with
+// `bench pipeline --rate 500000 --batch 16` (ack p99, two runs each):
+// 16 MiB 43–85 ms, 4 MiB 15–37 ms, 2 MiB 21 ms, 1 MiB 14 ms, 512 KiB
+// 18–21 ms, 256 KiB 18 ms (rotation costs a file create and a directory
+// fsync). 1 MiB is the knee; it rotates ~every 23k commands.
+const DefaultSegmentSize = 1 << 20
 
 // Options configure Open. The zero value is the production configuration.
 type Options struct {

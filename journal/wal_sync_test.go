@@ -54,7 +54,7 @@ func TestWALDirSyncOnNewSegment(t *testing.T) {
 
 // TestWALAppendAllocs: steady-state AppendBatch does not allocate per entry.
 func TestWALAppendAllocs(t *testing.T) {
-	w := walTestOpen(t, t.TempDir(), Options{NoSync: true})
+	w := walTestOpen(t, t.TempDir(), Options{NoSync: true, SegmentSize: 4 << 20})
 	defer w.Close()
 	es := make([]Entry, 64)
 	payload := make([]byte, 64)
