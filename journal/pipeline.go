@@ -32,6 +32,13 @@ var ErrInvalidKind = errors.New("journal: invalid command kind")
 // ErrStopped is returned once the pipeline is closed or has failed.
 var ErrStopped = errors.New("journal: pipeline stopped")
 
+// ErrBatchSize is returned by SubmitBatch and SubmitFunc for an empty batch
+// or one larger than the ring.
+var ErrBatchSize = errors.New("journal: batch size out of range")
+
+// ErrNoReadView is returned by Read when Config.ReadView is off.
+var ErrNoReadView = errors.New("journal: no read view configured")
+
 // Config configures a Pipeline.
 type Config struct {
 	Dir           string
@@ -51,8 +58,17 @@ type Config struct {
 	OnAck func(s *Slot)
 	// TruncateLimit, if set, returns the highest seq a downstream consumer
 	// (e.g. the Postgres sink) no longer needs; the WAL front is never
-	// truncated past it.
+	// truncated past it, and the newest snapshot at or below it is kept.
 	TruncateLimit func() core.Seq
+	// ReadView enables Read: a read replica of the core state, kept by its
+	// own goroutine that re-applies every command after the processor, so
+	// readers never touch (or stall) the processor's state.
+	ReadView bool
+	// OnView, if set (with ReadView), is called on the view goroutine for
+	// every command and its events, in seq order, while the view's write
+	// lock is held: state derived from events and read inside Read stays
+	// consistent with the replica. It must not block or keep evs.
+	OnView func(c *core.Command, evs []core.Event)
 }
 
 // Slot is one ring entry. The submitter writes Cmd, Reply and Enq; the
@@ -76,8 +92,14 @@ type Reply struct {
 // NewReply returns a reusable Reply.
 func NewReply() *Reply { return &Reply{done: make(chan struct{}, 1)} }
 
-// Result is the command's EvResult (valid after Done).
-func (r *Reply) Result() core.Event { return r.Events[len(r.Events)-1] }
+// Result is the command's EvResult (valid after a successful Wait; the zero
+// Event if there is none). A Reply whose Wait failed must not be reused.
+func (r *Reply) Result() core.Event {
+	if len(r.Events) == 0 {
+		return core.Event{}
+	}
+	return r.Events[len(r.Events)-1]
+}
 
 // Pipeline is ring -> {journaler, processor} -> responder around one
 // core.Processor, plus a snapshot writer. See the package doc.
@@ -87,6 +109,7 @@ type Pipeline struct {
 	ring  *ring.Ring[Slot]
 	jst   *ring.Stage[Slot] // journaler
 	pst   *ring.Stage[Slot] // processor
+	vst   *ring.Stage[Slot] // read view (nil without Config.ReadView)
 	rst   *ring.Stage[Slot] // responder
 	base  core.Seq          // core seq = base + ring seq
 	wal   *WAL
@@ -96,7 +119,16 @@ type Pipeline struct {
 	baseSnap []byte          // serialized state at lastSnap (or at start): the poison-rebuild base; processor goroutine
 	poisoned map[core.Seq]bool
 
+	// The read view: a replica processor owned by the viewer goroutine;
+	// readers hold viewMu.RLock, the viewer holds viewMu.Lock while applying.
+	view    *core.Processor
+	viewMu  sync.RWMutex
+	viewSeq core.Seq // seq the view reflects; guarded by viewMu
+
 	durable  atomic.Uint64 // highest seq fsynced in the WAL
+	jDone    atomic.Bool   // the journaler has stopped: durable will not grow
+	durWait  waiter        // woken when durable grows or the journaler stops
+	pendSnap bool          // an explicit snapshot request waits for the writer; processor goroutine
 	applied  atomic.Uint64 // highest seq applied by the processor
 	acked    atomic.Uint64 // highest seq released by the responder
 	failed   atomic.Pointer[error]
@@ -151,9 +183,21 @@ func Start(cfg Config) (*Pipeline, error) {
 		proc: rec.Proc, poisoned: rec.Poisoned, base: rec.Proc.LastSeq(), lastSnap: rec.SnapshotSeq,
 		dead: make(chan struct{}), snapJobs: make(chan snapJob, 2)}
 	pl.baseSnap = rec.Proc.AppendSnapshot(nil)
+	pl.durWait.init()
 	pl.jst = r.NewStage()
 	pl.pst = r.NewStage()
-	pl.rst = r.NewStage(pl.jst, pl.pst)
+	if cfg.ReadView {
+		view, err := core.Restore(cfg.Core, pl.baseSnap)
+		if err != nil {
+			rec.WAL.Close()
+			return nil, fmt.Errorf("journal: read view: %w", err)
+		}
+		pl.view, pl.viewSeq = view, pl.base
+		pl.vst = r.NewStage(pl.pst)
+		pl.rst = r.NewStage(pl.jst, pl.vst)
+	} else {
+		pl.rst = r.NewStage(pl.jst, pl.pst)
+	}
 	pl.durable.Store(uint64(pl.base))
 	pl.applied.Store(uint64(pl.base))
 	pl.acked.Store(uint64(pl.base))
@@ -161,6 +205,10 @@ func Start(cfg Config) (*Pipeline, error) {
 	go pl.journaler()
 	go pl.processor()
 	go pl.responder()
+	if pl.vst != nil {
+		pl.wg.Add(1)
+		go pl.viewer()
+	}
 	pl.snapDoneCh = make(chan struct{})
 	go pl.snapshotter()
 	return pl, nil
@@ -228,6 +276,14 @@ func (pl *Pipeline) fill(lo int64, c *core.Command, reply *Reply) core.Seq {
 // SubmitBatch sequences cmds as one contiguous range with a single publish
 // (no replies; use Config.OnAck to observe them). It returns the first seq.
 func (pl *Pipeline) SubmitBatch(cmds []core.Command) (core.Seq, error) {
+	if len(cmds) == 0 || len(cmds) > pl.ring.Cap() {
+		return 0, fmt.Errorf("%w: %d commands (1..%d)", ErrBatchSize, len(cmds), pl.ring.Cap())
+	}
+	for i := range cmds {
+		if !cmds[i].Kind.Valid() {
+			return 0, ErrInvalidKind
+		}
+	}
 	lo, hi, err := pl.ring.Claim(len(cmds))
 	if err != nil {
 		return 0, ErrStopped
@@ -305,21 +361,102 @@ func (pl *Pipeline) String() string {
 // knowing its seq (so a workload can be a deterministic function of seq even
 // with many producers), then publishes them with one publish. Time is stamped
 // after fill.
+//
+// A command fill leaves with an invalid Kind cannot be journaled: its seq is
+// consumed by a no-op tick instead and SubmitFunc returns ErrInvalidKind
+// (after publishing the whole range).
 func (pl *Pipeline) SubmitFunc(n int, fill func(seq core.Seq, c *core.Command)) (core.Seq, error) {
+	if n < 1 || n > pl.ring.Cap() {
+		return 0, fmt.Errorf("%w: %d commands (1..%d)", ErrBatchSize, n, pl.ring.Cap())
+	}
 	lo, hi, err := pl.ring.Claim(n)
 	if err != nil {
 		return 0, ErrStopped
 	}
 	now, enq := pl.cfg.Now(), nanotime()
+	var bad error
 	for i := lo; i <= hi; i++ {
 		s := pl.ring.Slot(i)
 		seq := pl.base + core.Seq(i)
 		s.Cmd = core.Command{}
 		fill(seq, &s.Cmd)
+		if !s.Cmd.Kind.Valid() {
+			s.Cmd = core.Command{Kind: core.KindTick}
+			bad = ErrInvalidKind
+		}
 		s.Cmd.Seq, s.Cmd.Time = seq, now
 		s.Reply = nil
 		s.Enq = enq
 	}
 	pl.ring.Publish(lo, hi)
-	return pl.base + core.Seq(lo), nil
+	return pl.base + core.Seq(lo), bad
+}
+
+// Read runs fn on the read view (Config.ReadView) under its read lock: a
+// replica of the core state that includes every command already answered
+// to anyone. Read returns only once the seq the view reflected is durable,
+// so nothing fn saw can be lost in a crash; it returns ErrStopped if the
+// pipeline stops first. fn must only query p and must not keep references
+// into it. Read never blocks the processor (only the viewer, for the time
+// fn runs).
+func (pl *Pipeline) Read(fn func(p *core.Processor) error) error {
+	if pl.view == nil {
+		return ErrNoReadView
+	}
+	pl.viewMu.RLock()
+	seq := pl.viewSeq
+	err := fn(pl.view)
+	pl.viewMu.RUnlock()
+	if err != nil {
+		return err
+	}
+	return pl.waitDurable(seq)
+}
+
+// waitDurable blocks until seq is durable; ErrStopped if the journaler has
+// stopped (or failed) below it.
+func (pl *Pipeline) waitDurable(seq core.Seq) error {
+	ok := func() bool { return pl.DurableSeq() >= seq || pl.jDone.Load() }
+	if !ok() {
+		pl.durWait.wait(ok)
+	}
+	if pl.DurableSeq() >= seq {
+		return nil
+	}
+	if err := pl.Err(); err != nil {
+		return err
+	}
+	return ErrStopped
+}
+
+// waiter is a condition variable for atomically published state: wait
+// registers, re-checks and sleeps under mu; notify (after the state change
+// is stored) only takes mu when somebody sleeps. Sequentially consistent
+// atomics make a lost wake-up impossible: either the waiter's re-check sees
+// the change or notify sees waiters > 0 and broadcasts once it gets mu,
+// which is only after the waiter sleeps.
+type waiter struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	waiters atomic.Int32
+}
+
+func (w *waiter) init() { w.cond.L = &w.mu }
+
+func (w *waiter) wait(ok func() bool) {
+	w.mu.Lock()
+	w.waiters.Add(1)
+	for !ok() {
+		w.cond.Wait()
+	}
+	w.waiters.Add(-1)
+	w.mu.Unlock()
+}
+
+func (w *waiter) notify() {
+	if w.waiters.Load() > 0 {
+		w.mu.Lock()
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	}
 }

@@ -53,6 +53,18 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 	if err != nil {
 		return nil, err
 	}
+	// newest is the seq of the newest snapshot on disk (valid or not): it
+	// was written only after its seq was durable in the WAL.
+	var newest uint64
+	if !rc.IgnoreSnapshots {
+		infos, lerr := snaps.List()
+		if lerr != nil {
+			return nil, lerr
+		}
+		if len(infos) > 0 {
+			newest = infos[len(infos)-1].Seq
+		}
+	}
 	var w *WAL
 	walPath := filepath.Join(rc.Dir, WALDir)
 	if rc.ReadOnly {
@@ -61,13 +73,21 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 		// A fresh WAL dir beside a snapshot at S must start at S+1 (FirstSeq
 		// is ignored for a WAL that already has segments).
 		first := uint64(1)
-		if infos, lerr := snaps.List(); lerr == nil && len(infos) > 0 && !rc.IgnoreSnapshots {
-			first = infos[len(infos)-1].Seq + 1
+		if newest > 0 {
+			first = newest + 1
 		}
-		w, err = Open(walPath, Options{SegmentSize: rc.SegmentSize, NoSync: rc.NoSync, Logger: rc.Logger, FirstSeq: first})
+		w, err = Open(walPath, Options{SegmentSize: rc.SegmentSize, NoSync: rc.NoSync, Logger: rc.Logger,
+			FirstSeq: first, MinLastSeq: newest})
 	}
 	if err != nil {
 		return nil, err
+	}
+	if newest > w.LastSeq() {
+		// Snapshots are written only once their seq is durable, so the WAL
+		// must reach the newest one (ReadOnly path; Open refuses itself).
+		w.Close()
+		return nil, &CorruptError{Seq: w.LastSeq() + 1, Segment: walPath,
+			Reason: fmt.Sprintf("the WAL ends at seq %d but a snapshot covers seq %d: durable entries are missing", w.LastSeq(), newest)}
 	}
 	out := &Recovered{WAL: w, Snapshots: snaps, Poisoned: map[core.Seq]bool{}}
 	upTo := rc.UpTo

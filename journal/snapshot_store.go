@@ -221,7 +221,14 @@ func (s *SnapshotStore) Latest() (seq uint64, data []byte, err error) {
 // entries up to it are no longer needed, WAL.TruncateFront(oldest+1) is
 // safe. ErrNoSnapshot (and nothing deleted) if no snapshot verifies.
 func (s *SnapshotStore) Prune(keep int) (oldest uint64, err error) {
-	return s.prune(keep)
+	return s.prune(keep, 0)
+}
+
+// PruneKeeping is Prune that also keeps the newest valid snapshot at or
+// below pin (when pin > 0): a downstream consumer that has persisted up to
+// pin re-derives its events from there after a restart.
+func (s *SnapshotStore) PruneKeeping(keep int, pin uint64) (oldest uint64, err error) {
+	return s.prune(keep, pin)
 }
 
 // OldestSeq returns the seq of the oldest valid snapshot (after Prune: the
@@ -247,7 +254,7 @@ func (s *SnapshotStore) OldestSeq() (uint64, bool) {
 	return 0, false
 }
 
-func (s *SnapshotStore) prune(keep int) (oldest uint64, err error) {
+func (s *SnapshotStore) prune(keep int, pin uint64) (oldest uint64, err error) {
 	if keep < 1 {
 		return 0, fmt.Errorf("journal: prune: keep must be >= 1, got %d", keep)
 	}
@@ -260,8 +267,9 @@ func (s *SnapshotStore) prune(keep int) (oldest uint64, err error) {
 	}
 	var drop []SnapshotInfo
 	kept := 0
+	pinned := pin == 0 // no pin, or the pinned snapshot is already kept
 	for i := len(infos) - 1; i >= 0; i-- {
-		if kept == keep {
+		if kept >= keep && (pinned || infos[i].Seq > pin) {
 			drop = append(drop, infos[i])
 			continue
 		}
@@ -275,6 +283,9 @@ func (s *SnapshotStore) prune(keep int) (oldest uint64, err error) {
 		}
 		kept++
 		oldest = infos[i].Seq
+		if infos[i].Seq <= pin {
+			pinned = true
+		}
 	}
 	if kept == 0 {
 		return 0, ErrNoSnapshot

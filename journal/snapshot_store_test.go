@@ -172,3 +172,35 @@ func TestSnapshotStoreTempFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneKeepingPin: besides the newest keep snapshots, PruneKeeping keeps
+// the newest one at or below the pin (a downstream consumer restarts there).
+func TestPruneKeepingPin(t *testing.T) {
+	s, _ := snapTestOpen(t, t.TempDir())
+	for _, seq := range []uint64{10, 20, 30, 40, 50} {
+		if err := s.Write(seq, []byte{byte(seq)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldest, err := s.PruneKeeping(2, 35)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	infos, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range infos {
+		got = append(got, in.Seq)
+	}
+	if oldest != 30 || len(got) != 3 || got[0] != 30 || got[1] != 40 || got[2] != 50 {
+		t.Fatalf("kept %v (oldest %d), want [30 40 50] (oldest 30)", got, oldest)
+	}
+	if _, err := s.PruneKeeping(2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if infos, _ := s.List(); len(infos) != 2 {
+		t.Fatalf("without a pin %d snapshots kept, want 2", len(infos))
+	}
+}

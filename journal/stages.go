@@ -17,6 +17,10 @@ func nanotime() int64 { return int64(time.Since(clockBase)) }
 // published. A failed append is sticky: the pipeline stops.
 func (pl *Pipeline) journaler() {
 	defer pl.wg.Done()
+	defer func() { // durable will not grow any more: release every waiter
+		pl.jDone.Store(true)
+		pl.durWait.notify()
+	}()
 	var (
 		buf     []byte
 		offs    []int
@@ -46,6 +50,7 @@ func (pl *Pipeline) journaler() {
 			return
 		}
 		pl.durable.Store(uint64(pl.base) + uint64(hi))
+		pl.durWait.notify()
 		pl.jst.Commit(hi)
 		next = hi + 1
 		if t := pl.truncReq.Swap(0); t != 0 && t <= pl.wal.LastSeq() {
@@ -78,12 +83,23 @@ func (pl *Pipeline) processor() {
 			}
 			slot := pl.ring.Slot(s)
 			evs := pl.applySafe(&slot.Cmd)
+			if evs == nil { // a poison command whose rebuild failed: the pipeline has failed
+				if s > next {
+					pl.applied.Store(uint64(pl.base) + uint64(s-1))
+					pl.pst.Commit(s - 1)
+				}
+				pl.pst.Halt()
+				return
+			}
 			slot.Result = evs[len(evs)-1]
 			if slot.Reply != nil {
 				slot.Reply.Events = append(slot.Reply.Events[:0], evs...)
 			}
 			seq := slot.Cmd.Seq
-			if slot.Cmd.Kind == core.KindSnapshot || uint64(seq-pl.lastSnap) >= pl.cfg.SnapshotEvery {
+			if slot.Cmd.Kind == core.KindSnapshot {
+				pl.pendSnap = true
+			}
+			if pl.pendSnap || uint64(seq-pl.lastSnap) >= pl.cfg.SnapshotEvery {
 				pl.takeSnapshot(seq)
 			}
 		}
@@ -102,7 +118,8 @@ func (pl *Pipeline) takeSnapshot(seq core.Seq) {
 	case pl.snapJobs <- snapJob{seq: seq, data: data}:
 		pl.lastSnap = seq
 		pl.baseSnap = data // the writer only reads it
-	default: // the writer is busy: try again at the next opportunity
+		pl.pendSnap = false
+	default: // the writer is busy: try again at the next command (pendSnap keeps an explicit request)
 	}
 }
 
@@ -122,14 +139,16 @@ func (pl *Pipeline) applySafe(c *core.Command) (evs []core.Event) {
 func (pl *Pipeline) poison(c *core.Command, cause any) []core.Event {
 	pl.log.Error("journal: poison command; rebuilding state", "seq", c.Seq, "kind", c.Kind.String(),
 		"panic", fmt.Sprint(cause))
-	for pl.DurableSeq() < c.Seq-1 && pl.Err() == nil {
-		time.Sleep(100 * time.Microsecond) // the journaler is independent of us: it will get there
+	// The journaler is independent of us: it gets there unless it stops.
+	if err := pl.waitDurable(c.Seq - 1); err != nil {
+		pl.fail(fmt.Errorf("journal: poison command at seq %d while the journal stopped: %w", c.Seq, err))
+		return nil // the state is unusable; a restart recovers from disk
 	}
 	pl.poisoned[c.Seq] = true
 	proc, err := rebuild(pl.baseSnap, pl.wal, pl.cfg.Core, c.Seq-1, pl.poisoned)
 	if err != nil {
 		pl.fail(fmt.Errorf("journal: rebuild after poison command at seq %d: %w", c.Seq, err))
-		panic(err) // the state is unusable; the process must restart from disk
+		return nil // the state is unusable; a restart recovers from disk
 	}
 	pl.proc = proc
 	return proc.Skip(c, core.CodePoisonCommand)
@@ -166,18 +185,24 @@ func (pl *Pipeline) responder() {
 func (pl *Pipeline) snapshotter() {
 	defer close(pl.snapDoneCh)
 	for job := range pl.snapJobs {
-		for pl.DurableSeq() < job.seq {
-			if pl.Err() != nil {
-				return
+		if err := pl.waitDurable(job.seq); err != nil {
+			// The journaler stopped below job.seq (failure, or a command
+			// applied after the journaler drained at Close): never write a
+			// snapshot the WAL does not cover. Drain the channel and exit.
+			for range pl.snapJobs {
 			}
-			time.Sleep(200 * time.Microsecond)
+			return
 		}
 		if err := pl.snaps.Write(uint64(job.seq), job.data); err != nil {
 			pl.log.Error("journal: snapshot write failed", "seq", job.seq, "err", err)
 			continue
 		}
 		pl.log.Info("journal: snapshot written", "seq", job.seq, "bytes", len(job.data))
-		oldest, err := pl.snaps.Prune(pl.cfg.KeepSnapshots)
+		var pin uint64
+		if pl.cfg.TruncateLimit != nil {
+			pin = uint64(pl.cfg.TruncateLimit())
+		}
+		oldest, err := pl.snaps.PruneKeeping(pl.cfg.KeepSnapshots, pin)
 		if err != nil {
 			pl.log.Warn("journal: snapshot prune failed", "err", err)
 			continue
@@ -190,4 +215,59 @@ func (pl *Pipeline) snapshotter() {
 			pl.truncReq.Store(limit + 1)
 		}
 	}
+}
+
+// viewerChunk bounds how many commands the viewer applies under one write
+// lock (readers wait at most that long) and before it lets acks through.
+const viewerChunk = 256
+
+// viewer keeps the read replica: it re-applies every command after the
+// processor (a poison command, which the processor rejected after a
+// rebuild, is skipped the same way without applying it), calls OnView, and
+// commits so the responder can release acks: an answered command is always
+// in the view.
+func (pl *Pipeline) viewer() {
+	defer pl.wg.Done()
+	next := int64(1)
+	for {
+		hi, err := pl.vst.WaitFor(next)
+		if err != nil {
+			return
+		}
+		for lo := next; lo <= hi; lo += viewerChunk {
+			end := min(hi, lo+viewerChunk-1)
+			pl.viewMu.Lock()
+			for s := lo; s <= end; s++ {
+				slot := pl.ring.Slot(s)
+				c := &slot.Cmd
+				var evs []core.Event
+				if slot.Result.Code == core.CodePoisonCommand {
+					evs = pl.view.Skip(c, core.CodePoisonCommand)
+				} else if evs, err = applyView(pl.view, c); err != nil {
+					pl.viewMu.Unlock()
+					pl.vst.Halt()
+					pl.fail(err)
+					return
+				}
+				if pl.cfg.OnView != nil {
+					pl.cfg.OnView(c, evs)
+				}
+			}
+			pl.viewSeq = pl.base + core.Seq(end)
+			pl.viewMu.Unlock()
+			pl.vst.Commit(end)
+		}
+		next = hi + 1
+	}
+}
+
+// applyView applies c to the replica; a panic there (the processor did not
+// panic on c) means the two diverged, which must stop the pipeline.
+func applyView(p *core.Processor, c *core.Command) (evs []core.Event, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("journal: read view panicked at seq %d where the processor did not: %v", c.Seq, r)
+		}
+	}()
+	return p.Apply(c), nil
 }

@@ -40,6 +40,12 @@ type Options struct {
 	// Logger receives warnings (tail repair) and errors. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// MinLastSeq, if > 0, is a seq the WAL must still hold after a torn
+	// tail is repaired: the seq of the newest snapshot, which is written
+	// only once its seq is durable. A WAL that ends below it (a "torn" tail
+	// inside fsynced entries is bit rot, not a crash) is refused before
+	// anything on disk is changed.
+	MinLastSeq uint64
 }
 
 // Entry is one journaled command.
@@ -145,6 +151,15 @@ func Open(dir string, opts Options) (*WAL, error) {
 	sc, err := scanWAL(l.segs)
 	if err != nil {
 		return nil, err
+	}
+	if opts.MinLastSeq > 0 && sc.last < opts.MinLastSeq {
+		ce := &CorruptError{Seq: sc.last + 1, Segment: l.segs[len(l.segs)-1].path,
+			Reason: fmt.Sprintf("the WAL ends at seq %d but a snapshot covers seq %d: durable entries are missing", sc.last, opts.MinLastSeq)}
+		if sc.torn != nil {
+			ce.Offset = sc.torn.Offset
+			ce.Reason += " (damaged entry: " + sc.torn.Reason + "); refusing to repair"
+		}
+		return nil, ce
 	}
 	if sc.torn != nil {
 		if err := w.repairTail(sc.torn); err != nil {
