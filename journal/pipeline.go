@@ -60,6 +60,10 @@ type Config struct {
 	// (e.g. the Postgres sink) no longer needs; the WAL front is never
 	// truncated past it, and the newest snapshot at or below it is kept.
 	TruncateLimit func() core.Seq
+	// OnJournalBatch, if set, is called on the journaler goroutine after
+	// every group commit with the batch size and the time of its write +
+	// fsync (metrics). It must not block.
+	OnJournalBatch func(n int, d time.Duration)
 	// ReadView enables Read: a read replica of the core state, kept by its
 	// own goroutine that re-applies every command after the processor, so
 	// readers never touch (or stall) the processor's state.
@@ -459,4 +463,10 @@ func (w *waiter) notify() {
 		w.cond.Broadcast()
 		w.mu.Unlock()
 	}
+}
+
+// InFlight is the number of commands sequenced but not yet answered (the
+// ring's depth).
+func (pl *Pipeline) InFlight() int64 {
+	return pl.ring.Claimed() - int64(pl.acked.Load()-uint64(pl.base))
 }

@@ -44,10 +44,14 @@ func (pl *Pipeline) journaler() {
 		for i := range offs[:len(offs)-1] {
 			entries = append(entries, Entry{Seq: uint64(pl.base) + uint64(next) + uint64(i), Payload: buf[offs[i]:offs[i+1]]})
 		}
+		t0 := nanotime()
 		if err := pl.wal.AppendBatch(entries); err != nil {
 			pl.jst.Halt()
 			pl.fail(err)
 			return
+		}
+		if pl.cfg.OnJournalBatch != nil {
+			pl.cfg.OnJournalBatch(len(entries), time.Duration(nanotime()-t0))
 		}
 		pl.durable.Store(uint64(pl.base) + uint64(hi))
 		pl.durWait.notify()
