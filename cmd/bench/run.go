@@ -23,6 +23,7 @@ const usage = `usage: bench <scenario> [flags]
 
 scenarios:
   pipeline   durable commands/s and submit->ack latency through the journal pipeline
+  http       POST /api/v1/order on the real exchange binary vs a fasthttp hello-world baseline
 
 run "bench pipeline -h" for its flags
 `
@@ -35,6 +36,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "pipeline":
 		return runPipeline(args[1:], stdout, stderr)
+	case "http":
+		return runHTTP(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
