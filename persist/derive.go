@@ -1,0 +1,384 @@
+package persist
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// This file turns records into table rows. It is pure (no I/O), so the
+// mapping from the core's events to rows can be reasoned about on its own:
+//
+//   - trades:      one row per EvTrade.
+//   - spot_ledger: one row per EvBalance.
+//   - wal_events:  one row per order audit event (accepted, filled, partially
+//     filled, cancelled, expired).
+//   - orders:      one row per order touched by the batch, collapsed to its
+//     state after the batch's last record (see orderRow): new orders are
+//     inserted whole, older ones updated (fills added, status replaced).
+
+// tradeRow is one trades row. Amounts in smallest units (see the migration).
+type tradeRow struct {
+	tradeID, seq           int64
+	market                 int32
+	price, qty, quote      int64
+	makerOrder, takerOrder int64
+	makerUser, takerUser   int64
+	makerFee, takerFee     int64
+	takerSide              string
+	time                   time.Time
+}
+
+// ledgerRow is one spot_ledger row: a signed change of a balance.
+type ledgerRow struct {
+	seq             int64
+	idx             int32 // the event's index within its record
+	user            int64
+	asset           int32
+	dAvail, dFrozen int64 // asset units
+	cause           string
+	ref             string // NULL when !hasRef
+	hasRef          bool
+	tradeID         int64 // NULL when !hasTrade
+	hasTrade        bool
+	time            time.Time
+}
+
+// walEventRow is one wal_events row; its payload is payloads[start:end].
+type walEventRow struct {
+	seq        int64
+	idx        int32
+	typ        string
+	order      int64
+	start, end int
+	time       time.Time
+}
+
+// orderRow is what a batch does to one order. A new order (placed in this
+// batch) carries its complete state and is inserted whole; an existing order
+// carries only what changed: status when status != 0, price/qty when the
+// has* flags are set, and filled as a delta added to the stored value
+// (filled_quantity changes only through trades, so deltas are exact and the
+// collapse of many changes within a batch is their sum).
+type orderRow struct {
+	id    core.OrderID
+	isNew bool
+
+	// Set for new orders only.
+	user       core.UserID
+	market     core.MarketID
+	side       core.Side
+	typ        core.OrderType
+	tif        core.TimeInForce
+	quoteQty   core.Units // MARKET BUY quote budget, quote units
+	clientID   core.Key
+	createdSeq core.Seq
+	createdAt  int64 // unix ns
+
+	price    core.Price // quote units per whole base unit
+	hasPrice bool
+	qty      core.Units // total base quantity
+	hasQty   bool
+	filled   core.Units       // new: total filled; existing: filled in this batch (base units)
+	status   core.OrderStatus // 0 = unchanged (existing orders only)
+
+	updatedSeq core.Seq
+	updatedAt  int64 // unix ns
+}
+
+// batchRows holds the rows of one batch. Reused across batches.
+type batchRows struct {
+	trades   []tradeRow
+	ledger   []ledgerRow
+	events   []walEventRow
+	payloads []byte // wal_events payloads, back to back
+	orders   []orderRow
+	byID     map[core.OrderID]int // index into orders
+}
+
+func (b *batchRows) reset() {
+	b.trades = b.trades[:0]
+	b.ledger = b.ledger[:0]
+	b.events = b.events[:0]
+	b.payloads = b.payloads[:0]
+	b.orders = b.orders[:0]
+	if b.byID == nil {
+		b.byID = make(map[core.OrderID]int)
+	}
+	clear(b.byID)
+}
+
+// rowCount is the number of rows the batch writes.
+func (b *batchRows) rowCount() int {
+	return len(b.trades) + len(b.ledger) + len(b.events) + len(b.orders)
+}
+
+// derive fills b with the rows of recs (contiguous, in seq order). Orders
+// are sorted by id afterwards, so row locks are taken in a stable order.
+func (b *batchRows) derive(recs []Record) {
+	b.reset()
+	for i := range recs {
+		b.record(&recs[i])
+	}
+	slices.SortFunc(b.orders, func(x, y orderRow) int {
+		switch {
+		case x.id < y.id:
+			return -1
+		case x.id > y.id:
+			return 1
+		}
+		return 0
+	})
+}
+
+// record derives the rows of one command.
+func (b *batchRows) record(r *Record) {
+	c := &r.Cmd
+	res := resultOf(r)
+	at := recordTime(r)
+	if c.Kind == core.KindPlaceOrder && res != nil && res.Code == core.OK && res.OrderID != 0 {
+		b.newOrder(c, res.OrderID, at)
+	}
+	ref, hasRef := refOf(c, res)
+	cause := c.Kind.String()
+	// The BALANCE events right after an EvTrade are that trade's settlement.
+	var tradeID int64
+	inTrade := false
+	for i := range r.Events {
+		e := &r.Events[i]
+		switch e.Kind {
+		case core.EvBalance:
+			b.ledger = append(b.ledger, ledgerRow{seq: int64(c.Seq), idx: int32(i), user: int64(e.User),
+				asset: int32(e.Asset), dAvail: int64(e.DAvail), dFrozen: int64(e.DFrozen),
+				cause: cause, ref: ref, hasRef: hasRef, tradeID: tradeID, hasTrade: inTrade, time: at})
+			continue
+		case core.EvTrade:
+			b.trade(c.Seq, e, at)
+			tradeID, inTrade = int64(e.TradeID), true
+			continue
+		}
+		inTrade = false
+		b.orderEvent(c, e, int32(i), at)
+	}
+}
+
+// trade records one EvTrade: its row and the fills of both orders.
+func (b *batchRows) trade(seq core.Seq, e *core.Event, at time.Time) {
+	b.trades = append(b.trades, tradeRow{tradeID: int64(e.TradeID), seq: int64(seq), market: int32(e.Market),
+		price: int64(e.Price), qty: int64(e.Qty), quote: int64(e.Amount),
+		makerOrder: int64(e.OrderID), takerOrder: int64(e.OtherOrderID),
+		makerUser: int64(e.User), takerUser: int64(e.OtherUser),
+		makerFee: int64(e.Fee), takerFee: int64(e.Fee2), takerSide: sideName(e.Side), time: at})
+	b.order(e.OrderID, seq, at).filled += e.Qty
+	b.order(e.OtherOrderID, seq, at).filled += e.Qty
+}
+
+// orderEvent applies an order lifecycle event (or the command's result) to
+// the order's row and, for audit events, adds a wal_events row.
+func (b *batchRows) orderEvent(c *core.Command, e *core.Event, idx int32, at time.Time) {
+	switch e.Kind {
+	case core.EvOrderAccepted:
+		o := b.order(e.OrderID, c.Seq, at)
+		o.status = e.Status // NEW, or PARTIALLY_FILLED when it traded before resting
+		o.price, o.hasPrice = e.Price, true
+	case core.EvOrderFilled:
+		b.order(e.OrderID, c.Seq, at).status = core.StatusFilled
+	case core.EvOrderPartiallyFilled:
+		b.order(e.OrderID, c.Seq, at).status = core.StatusPartiallyFilled
+	case core.EvOrderCancelled:
+		b.order(e.OrderID, c.Seq, at).status = core.StatusCancelled
+	case core.EvOrderExpired:
+		b.order(e.OrderID, c.Seq, at).status = core.StatusExpired
+	case core.EvOrderModified:
+		o := b.order(e.OrderID, c.Seq, at)
+		o.status = e.Status
+		o.price, o.hasPrice = e.Price, true
+		o.qty, o.hasQty = e.Qty, true // the new total
+	case core.EvResult:
+		if isOrderCmd(e.CmdKind) && e.Code == core.OK && e.OrderID != 0 && e.Status != 0 {
+			b.order(e.OrderID, c.Seq, at).status = e.Status
+		}
+		return
+	default:
+		return
+	}
+	if typ := auditType(e.Kind); typ != "" {
+		b.walEvent(c.Seq, idx, typ, e, at)
+	}
+}
+
+// newOrder starts the row of an order placed by c (its full state; events
+// of the same record then update status, price and fills).
+func (b *batchRows) newOrder(c *core.Command, id core.OrderID, atT time.Time) {
+	at := atT.UnixNano()
+	tif := c.TIF
+	if c.Type == core.Market {
+		tif = core.IOC // market orders are always IOC
+	}
+	b.byID[id] = len(b.orders)
+	b.orders = append(b.orders, orderRow{id: id, isNew: true, user: c.User, market: c.Market, side: c.Side,
+		typ: c.Type, tif: tif, quoteQty: c.QuoteQty, clientID: c.Key, createdSeq: c.Seq, createdAt: at,
+		price: c.Price, hasPrice: true, qty: c.Qty, hasQty: true, status: core.StatusNew,
+		updatedSeq: c.Seq, updatedAt: at})
+}
+
+// order returns the row of order id, starting a change set for an order
+// placed before this batch if it has none yet, and stamps the update.
+func (b *batchRows) order(id core.OrderID, seq core.Seq, at time.Time) *orderRow {
+	i, ok := b.byID[id]
+	if !ok {
+		i = len(b.orders)
+		b.byID[id] = i
+		b.orders = append(b.orders, orderRow{id: id})
+	}
+	o := &b.orders[i]
+	o.updatedSeq, o.updatedAt = seq, at.UnixNano()
+	return o
+}
+
+// refOf is the ledger ref of a command's balance changes: the order it
+// placed, cancelled or modified, or the req_id / reference of a transfer.
+func refOf(c *core.Command, res *core.Event) (string, bool) {
+	switch {
+	case isOrderCmd(c.Kind):
+		if res == nil || res.OrderID == 0 {
+			return "", false
+		}
+		return strconv.FormatUint(uint64(res.OrderID), 10), true
+	case !c.Key.IsZero():
+		return keyText(c.Key), true
+	}
+	return "", false
+}
+
+// walEvent appends an audit row with its JSON payload (snake_case keys,
+// amounts in smallest units, sides as BUY/SELL).
+func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event, at time.Time) {
+	start := len(b.payloads)
+	p := b.payloads
+	p = jsonInt(append(p, `{"market_id":`...), int64(e.Market))
+	p = jsonUint(append(p, `,"user_id":`...), uint64(e.User))
+	p = jsonUint(append(p, `,"order_id":`...), uint64(e.OrderID))
+	p = append(append(append(p, `,"side":"`...), sideName(e.Side)...), '"')
+	switch e.Kind {
+	case core.EvOrderAccepted:
+		p = append(append(append(p, `,"status":"`...), e.Status.String()...), '"')
+		p = jsonInt(append(p, `,"price":`...), int64(e.Price))
+		p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Qty))
+		p = jsonInt(append(p, `,"frozen":`...), int64(e.Amount))
+		if !e.Key.IsZero() {
+			q, _ := json.Marshal(keyText(e.Key)) // a string always marshals
+			p = append(append(p, `,"client_order_id":`...), q...)
+		}
+	case core.EvOrderFilled:
+		if e.OtherOrderID != 0 { // a resting order filled by a taker
+			p = append(p, `,"role":"maker"`...)
+			p = jsonInt(append(p, `,"price":`...), int64(e.Price))
+			p = jsonInt(append(p, `,"fill_qty":`...), int64(e.Qty))
+			p = jsonUint(append(p, `,"counter_order_id":`...), uint64(e.OtherOrderID))
+		} else { // the incoming order, filled in full
+			p = append(p, `,"role":"taker"`...)
+			p = jsonInt(append(p, `,"filled_qty":`...), int64(e.Qty))
+		}
+	case core.EvOrderPartiallyFilled:
+		p = jsonInt(append(p, `,"price":`...), int64(e.Price))
+		p = jsonInt(append(p, `,"fill_qty":`...), int64(e.Qty))
+		p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Amount))
+		p = jsonUint(append(p, `,"counter_order_id":`...), uint64(e.OtherOrderID))
+	case core.EvOrderCancelled:
+		p = append(append(append(p, `,"reason":"`...), e.Code.String()...), '"') // OK = the user asked
+		p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Qty))
+		p = jsonInt(append(p, `,"released":`...), int64(e.Amount))
+	case core.EvOrderExpired:
+		p = jsonInt(append(p, `,"expired_qty":`...), int64(e.Qty))
+		p = jsonInt(append(p, `,"filled_qty":`...), int64(e.Amount))
+	}
+	p = append(p, '}')
+	b.payloads = p
+	b.events = append(b.events, walEventRow{seq: int64(seq), idx: idx, typ: typ, order: int64(e.OrderID),
+		start: start, end: len(p), time: at})
+}
+
+// auditType maps an event to its wal_events type, "" if it is not audited.
+func auditType(k core.EventKind) string {
+	switch k {
+	case core.EvOrderAccepted:
+		return "ORDER_ACCEPTED"
+	case core.EvOrderFilled:
+		return "ORDER_MATCHED"
+	case core.EvOrderPartiallyFilled:
+		return "ORDER_PARTIALLY_FILLED"
+	case core.EvOrderCancelled:
+		return "ORDER_CANCELLED"
+	case core.EvOrderExpired:
+		return "ORDER_EXPIRED"
+	}
+	return ""
+}
+
+// resultOf returns the record's EvResult (its last event), or nil.
+func resultOf(r *Record) *core.Event {
+	if n := len(r.Events); n > 0 && r.Events[n-1].Kind == core.EvResult {
+		return &r.Events[n-1]
+	}
+	return nil
+}
+
+// recordTime is the command's sequenced time as the core clamped it (every
+// event carries it), in UTC.
+func recordTime(r *Record) time.Time {
+	ns := r.Cmd.Time
+	if len(r.Events) > 0 {
+		ns = r.Events[0].Time
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+func isOrderCmd(k core.Kind) bool {
+	return k == core.KindPlaceOrder || k == core.KindCancelOrder || k == core.KindModifyOrder
+}
+
+// keyText is a client key as text Postgres accepts: canonical keys have no
+// zero bytes; invalid UTF-8 is replaced so a row can never be refused.
+func keyText(k core.Key) string { return strings.ToValidUTF8(k.String(), "\uFFFD") }
+
+func sideName(s core.Side) string {
+	switch s {
+	case core.Buy:
+		return "BUY"
+	case core.Sell:
+		return "SELL"
+	}
+	return "UNKNOWN(" + strconv.Itoa(int(s)) + ")" // refused by the CHECK: a core bug, never silently stored
+}
+
+func typeName(t core.OrderType) string {
+	switch t {
+	case core.Limit:
+		return "LIMIT"
+	case core.Market:
+		return "MARKET"
+	}
+	return "UNKNOWN(" + strconv.Itoa(int(t)) + ")"
+}
+
+func tifName(t core.TimeInForce) string {
+	switch t {
+	case core.GTC:
+		return "GTC"
+	case core.IOC:
+		return "IOC"
+	case core.FOK:
+		return "FOK"
+	case core.PostOnly:
+		return "POST_ONLY"
+	}
+	return "UNKNOWN(" + strconv.Itoa(int(t)) + ")"
+}
+
+func jsonInt(p []byte, v int64) []byte   { return strconv.AppendInt(p, v, 10) }
+func jsonUint(p []byte, v uint64) []byte { return strconv.AppendUint(p, v, 10) }

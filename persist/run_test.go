@@ -1,0 +1,154 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// sliceSource serves recorded records, max at a time, then blocks until ctx
+// is done (a live WAL with nothing new). onNext runs before each call.
+type sliceSource struct {
+	mu     sync.Mutex
+	recs   []Record
+	pos    int
+	calls  int
+	onNext func(call int)
+}
+
+func (s *sliceSource) Next(ctx context.Context, max int) ([]Record, error) {
+	s.mu.Lock()
+	s.calls++
+	call, hook := s.calls, s.onNext
+	s.mu.Unlock()
+	if hook != nil {
+		hook(call)
+	}
+	s.mu.Lock()
+	if s.pos >= len(s.recs) {
+		s.mu.Unlock()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	n := min(max, len(s.recs)-s.pos)
+	out := s.recs[s.pos : s.pos+n]
+	s.pos += n
+	s.mu.Unlock()
+	return out, nil
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestRunRetriesAndConverges: the first connections are refused, one commit
+// fails after all rows were written, and every backend is terminated mid-run;
+// Run retries the same records until they commit and the tables converge to
+// exactly the stream, with nothing doubled.
+func TestRunRetriesAndConverges(t *testing.T) {
+	db, _ := migratedDB(t)
+	const users = 10
+	r := newRecorder(t)
+	r.randomStream(2, 1500, users)
+
+	cfg := db.poolConfig()
+	var connects atomic.Int32
+	cfg.BeforeConnect = func(context.Context, *pgx.ConnConfig) error {
+		if connects.Add(1) <= 3 {
+			return errors.New("injected: connection refused")
+		}
+		return nil
+	}
+	pool := openPool(t, cfg)
+	sink := NewSink(pool, Options{MaxBatch: 100, Logger: quietLogger(), MinBackoff: 2 * time.Millisecond,
+		MaxBackoff: 20 * time.Millisecond})
+	var commits atomic.Int32
+	sink.beforeCommit = func(context.Context, pgx.Tx) error {
+		if commits.Add(1) == 3 {
+			return errors.New("injected: commit lost")
+		}
+		return nil
+	}
+	src := &sliceSource{recs: r.recs, onNext: func(call int) {
+		if call == 6 || call == 11 {
+			db.terminateBackends(t)
+		}
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- sink.Run(ctx, src) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for sink.PersistedSeqCached() != r.lastSeq() {
+		if time.Now().After(deadline) {
+			t.Fatalf("Run did not converge: %+v", sink.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v", err)
+	}
+	st := sink.Stats()
+	if st.Retries < 4 || st.LastError == "" || st.Records != uint64(len(r.recs)) || st.Batches < 15 {
+		t.Fatalf("stats %+v", st)
+	}
+	checkAgainstProcessor(t, db.pool(t), r, users)
+	t.Logf("stats %+v", st)
+}
+
+// TestRunWithPostgresDown: with nothing listening, Run keeps retrying the
+// same batch (never taking the next one), records the error, and returns
+// promptly when its context ends.
+func TestRunWithPostgresDown(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig("postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := openPool(t, cfg)
+	r := crossingScenario(t)
+	src := &sliceSource{recs: r.recs}
+	sink := NewSink(pool, Options{MaxBatch: 4, Logger: quietLogger(), MinBackoff: time.Millisecond,
+		MaxBackoff: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sink.Run(ctx, src) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for sink.Stats().Retries < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no retries: %+v", sink.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not stop after cancel")
+	}
+	st := sink.Stats()
+	if src.calls != 1 || st.Batches != 0 || st.LastError == "" || st.PersistedSeq != 0 {
+		t.Fatalf("calls %d, stats %+v", src.calls, st)
+	}
+}
+
+// TestRunStopsOnGap: a Source opened beyond persisted_seq+1 is a permanent
+// error, not an endless retry.
+func TestRunStopsOnGap(t *testing.T) {
+	_, pool := migratedDB(t)
+	r := crossingScenario(t)
+	sink := NewSink(pool, Options{Logger: quietLogger()})
+	err := sink.Run(context.Background(), &sliceSource{recs: r.recs[3:]})
+	if !errors.Is(err, ErrSeqGap) {
+		t.Fatalf("Run returned %v", err)
+	}
+}

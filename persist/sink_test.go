@@ -1,0 +1,139 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+func TestMigrateIdempotentAndConcurrent(t *testing.T) {
+	db := newTestDB(t)
+	pool := db.pool(t)
+	ctx := context.Background()
+	ms, err := Migrations()
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("migrations: %v %v", ms, err)
+	}
+	// Four processes starting at once: the advisory lock serializes them.
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		p := db.pool(t) // one pool per "process"
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = Migrate(ctx, p)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 2; i++ { // and again, sequentially
+		if err := Migrate(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := queryInt(t, pool, "SELECT count(*) FROM schema_migrations"); n != int64(len(ms)) {
+		t.Fatalf("%d schema_migrations rows, want %d", n, len(ms))
+	}
+	if n := queryInt(t, pool, "SELECT max(version) FROM schema_migrations"); n != int64(ms[len(ms)-1].Version) {
+		t.Fatalf("latest version %d", n)
+	}
+	sink := NewSink(pool, Options{})
+	if seq, err := sink.PersistedSeq(ctx); err != nil || seq != 0 {
+		t.Fatalf("fresh checkpoint %d, %v", seq, err)
+	}
+	for _, table := range []string{"orders", "trades", "spot_ledger", "wal_events"} {
+		if n := queryInt(t, pool, "SELECT count(*) FROM "+table); n != 0 {
+			t.Fatalf("%s has %d rows", table, n)
+		}
+	}
+}
+
+// TestReplayAndOverlapDoubleNothing: retried, replayed and overlapping
+// batches leave exactly the rows of one clean pass.
+func TestReplayAndOverlapDoubleNothing(t *testing.T) {
+	_, pool := migratedDB(t)
+	ctx := context.Background()
+	r := crossingScenario(t)
+	sink := NewSink(pool, Options{})
+	if err := sink.WriteBatch(ctx, r.recs); err != nil {
+		t.Fatal(err)
+	}
+	want := dumpAll(t, pool)
+	resetTables(t, pool)
+
+	n := len(r.recs)
+	steps := [][2]int{{0, 5}, {0, 5}, {2, 9}, {9, 10}, {0, 10}, {7, n}, {0, n}, {n - 1, n}, {3, 4}}
+	for _, s := range steps {
+		if err := sink.WriteBatch(ctx, r.recs[s[0]:s[1]]); err != nil {
+			t.Fatalf("batch %v: %v", s, err)
+		}
+	}
+	if got := dumpAll(t, pool); !equalDumps(got, want) {
+		t.Fatalf("after replays:\n%v\nwant\n%v", got, want)
+	}
+	checkCrossingTables(t, pool, r)
+	st := sink.Stats()
+	if st.PersistedSeq != r.lastSeq() || st.Skipped == 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestWriteBatchRefusesGapsAndDisorder(t *testing.T) {
+	_, pool := migratedDB(t)
+	ctx := context.Background()
+	r := crossingScenario(t)
+	sink := NewSink(pool, Options{})
+	if err := sink.WriteBatch(ctx, r.recs[:5]); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.WriteBatch(ctx, r.recs[6:9]); !errors.Is(err, ErrSeqGap) {
+		t.Fatalf("gap: %v", err)
+	}
+	bad := []Record{r.recs[5], r.recs[7]}
+	if err := sink.WriteBatch(ctx, bad); !errors.Is(err, ErrBadBatch) {
+		t.Fatalf("disorder: %v", err)
+	}
+	if seq, _ := sink.PersistedSeq(ctx); seq != 5 {
+		t.Fatalf("persisted %d after refused batches", seq)
+	}
+	if st := sink.Stats(); st.LastError == "" {
+		t.Fatalf("last error not recorded: %+v", st)
+	}
+}
+
+// TestRandomStreamMatchesProcessor writes a few thousand random commands in
+// random, sometimes overlapping batches and compares the tables with the
+// processor's final state.
+func TestRandomStreamMatchesProcessor(t *testing.T) {
+	_, pool := migratedDB(t)
+	ctx := context.Background()
+	const users = 12
+	r := newRecorder(t)
+	r.randomStream(1, 3000, users)
+	sink := NewSink(pool, Options{})
+	rng := rand.New(rand.NewPCG(7, 7))
+	for next := 0; next < len(r.recs); {
+		from := next
+		if rng.IntN(5) == 0 { // overlap: start up to 20 records back
+			from = max(0, next-rng.IntN(20))
+		}
+		to := min(len(r.recs), next+1+rng.IntN(250))
+		if err := sink.WriteBatch(ctx, r.recs[from:to]); err != nil {
+			t.Fatal(err)
+		}
+		next = to
+	}
+	checkAgainstProcessor(t, pool, r, users)
+	st := sink.Stats()
+	if st.Records != uint64(len(r.recs)) || st.MissingOrders != 0 || st.PersistedSeq != r.lastSeq() {
+		t.Fatalf("stats %+v, want %d records", st, len(r.recs))
+	}
+	t.Logf("stream: %d commands, %+v", len(r.recs), r.counts())
+}
