@@ -9,7 +9,10 @@ DATA    ?= ./data
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## run: start the exchange with the built-in default config (data under $(DATA))
+## run: start the exchange with the built-in default config (data under $(DATA)).
+## Postgres: UBS_PG_URL or DATABASE_URL when set, else a private cluster under
+## $(DATA)/pg (persist/localpg; none if the host has no PostgreSQL binaries).
+## Tokens for it: ./bin/exchange token --user 42 [--admin] --data-dir $(DATA)
 run: build
 	./bin/exchange --data-dir $(DATA)
 

@@ -23,7 +23,7 @@ type Backend interface {
 	// seq the view reflects is durable), and is stable while fn runs. fn
 	// must only call the query methods of *core.Processor (Balances,
 	// BalanceOf, AccountStatusOf, Depth, Market, Markets, Order, OpenOrders,
-	// LastSeq) and read the History, and must not keep references into them
+	// LastSeq, Halted) and read the History, and must not keep references into them
 	// after it returns. Read never blocks the processor.
 	Read(fn func(p *core.Processor, h *History) error) error
 }

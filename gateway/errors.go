@@ -13,6 +13,45 @@ const (
 	CodeInvalidAmount     = "INVALID_AMOUNT"     // 400: not a decimal, or <= 0
 	CodePrecisionOverflow = "PRECISION_OVERFLOW" // 400: more decimals than the scale
 	CodeOverflow          = "OVERFLOW"           // 400: does not fit in int64 units
+
+	// Request shape (layer 1, before anything reaches the core).
+	CodeInvalidJSON      = "INVALID_JSON"       // 400: not one well-formed JSON object
+	CodeUnknownField     = "UNKNOWN_FIELD"      // 400: a member the endpoint does not define
+	CodeDuplicateField   = "DUPLICATE_FIELD"    // 400: the same member twice
+	CodeInvalidFieldType = "INVALID_FIELD_TYPE" // 400: e.g. a number where a decimal string is required
+	CodeMissingField     = "MISSING_FIELD"      // 400: a required member is absent
+	CodeInvalidParameter = "INVALID_PARAMETER"  // 400: a bad query parameter (limit, status)
+	CodeBodyTooLarge     = "BODY_TOO_LARGE"     // 413: body longer than ServerConfig.MaxBodyBytes
+	CodeHeaderTooLarge   = "HEADER_TOO_LARGE"   // 431: request headers beyond the read buffer
+	CodeBadRequest       = "BAD_REQUEST"        // 400: the HTTP request itself could not be parsed
+	CodeRequestTimeout   = "REQUEST_TIMEOUT"    // 408: the request was not received in time
+
+	// Routing.
+	CodeNotFound         = "NOT_FOUND"          // 404: no such endpoint
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED" // 405: the endpoint exists, not with this method
+
+	// Availability.
+	CodeSystemBusy         = "SYSTEM_BUSY"         // 503: the input ring is full (Backend ErrBusy); retry later
+	CodeServiceUnavailable = "SERVICE_UNAVAILABLE" // 503: the core has stopped or is not ready yet
+	CodeInternal           = "INTERNAL_ERROR"      // 500: a bug; logged with details, never shown
+
+	// Core reason codes the gateway also produces itself at the edge. The
+	// strings are the core's (core.Code.String), so a client sees one code
+	// whichever layer rejected the request.
+	CodeInvalidMarket      = "INVALID_MARKET"
+	CodeInvalidAsset       = "INVALID_ASSET"
+	CodeInvalidUser        = "INVALID_USER"
+	CodeInvalidSide        = "INVALID_SIDE"
+	CodeInvalidOrderType   = "INVALID_ORDER_TYPE"
+	CodeInvalidTimeInForce = "INVALID_TIME_IN_FORCE"
+	CodeInvalidPrice       = "INVALID_PRICE"
+	CodeInvalidQuantity    = "INVALID_QUANTITY"
+	CodeQuantityTooSmall   = "QUANTITY_TOO_SMALL"
+	CodeQuantityTooLarge   = "QUANTITY_TOO_LARGE"
+	CodeInvalidKey         = "INVALID_KEY"
+	CodeInvalidStatus      = "INVALID_STATUS"
+	CodeNothingToModify    = "NOTHING_TO_MODIFY"
+	CodeOrderNotFound      = "ORDER_NOT_FOUND"
 )
 
 // APIError is a rejection a user can cause. The server writes it as HTTP Status
@@ -46,6 +85,12 @@ func Forbidden(msg string) *APIError {
 // BadRequest is a 400 with the given stable code (e.g. CodeInvalidAmount).
 func BadRequest(code, msg string) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Code: code, Message: msg}
+}
+
+// Unavailable is a 503 with the given stable code (CodeSystemBusy or
+// CodeServiceUnavailable): the request was not applied; it may be retried.
+func Unavailable(code, msg string) *APIError {
+	return &APIError{Status: http.StatusServiceUnavailable, Code: code, Message: msg}
 }
 
 // AsAPIError returns the *APIError in err's chain, if any.

@@ -407,14 +407,18 @@ func (pl *Pipeline) Read(fn func(p *core.Processor) error) error {
 	if pl.view == nil {
 		return ErrNoReadView
 	}
-	pl.viewMu.RLock()
-	seq := pl.viewSeq
-	err := fn(pl.view)
-	pl.viewMu.RUnlock()
+	seq, err := pl.readView(fn)
 	if err != nil {
 		return err
 	}
 	return pl.waitDurable(seq)
+}
+
+// readView runs fn under the view's read lock (released even if fn panics).
+func (pl *Pipeline) readView(fn func(p *core.Processor) error) (core.Seq, error) {
+	pl.viewMu.RLock()
+	defer pl.viewMu.RUnlock()
+	return pl.viewSeq, fn(pl.view)
 }
 
 // waitDurable blocks until seq is durable; ErrStopped if the journaler has

@@ -1,40 +1,260 @@
 package main
 
-import "github.com/ubscore/ubscore/core"
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 
-// defaultAssets and defaultMarkets are the built-in config, so the server
-// starts with no files. Ids are stable: they are baked into the WAL.
-var defaultAssets = []struct {
-	ID    core.AssetID
-	Name  string
-	Scale uint8
-}{
-	{1, "USDT", 6},
-	{2, "BTC", 8},
-	{3, "ETH", 8},
+	"github.com/ubscore/ubscore/gateway"
+)
+
+// Config is the server's resolved configuration. Every setting is a flag
+// with an environment fallback; a flag given on the command line wins over
+// the environment, which wins over the default. An environment variable set
+// to "" counts as unset.
+type Config struct {
+	// HTTPAddr is the listen address of the HTTP API (--http, UBS_HTTP).
+	HTTPAddr string
+	// DataDir holds the WAL, snapshots, jwt.secret and the private Postgres
+	// cluster (pg/) (--data-dir, UBS_DATA_DIR).
+	DataDir string
+	// PGURL is the Postgres URL (--pg-url, UBS_PG_URL, then DATABASE_URL).
+	// As parsed: "" = a private cluster under DataDir/pg (localpg), or no
+	// Postgres if the host has no PostgreSQL binaries; "none" = no Postgres.
+	// serve gets the final value: the URL to use, "" = run without Postgres.
+	PGURL string
+	// JWTSecret is the HS256 secret (--jwt-secret, UBS_JWT_SECRET, else the
+	// content of DataDir/jwt.secret, generated on first run). It never prints.
+	JWTSecret Secret
+	// ConfigFile is the --config (UBS_CONFIG) JSON file, "" = built-in config.
+	ConfigFile string
+	// Assets and Markets are the instruments: the built-in defaults or those
+	// of ConfigFile, validated (gateway registry rules and the core's own
+	// market-config checks). ConfigCommands installs them in the core.
+	Assets  []gateway.Asset
+	Markets []gateway.MarketSpec
 }
 
-var defaultMarkets = []struct {
-	ID   core.MarketID
-	Name string
-	Cfg  core.MarketCfg
-}{
-	// tick 0.01 USDT x lot 0.0001 BTC = 10^4 x 10^4 = 10^8 = 10^BaseScale: notionals are exact.
-	{1, "BTC-USDT", core.MarketCfg{Base: 2, Quote: 1, BaseScale: 8, Tick: 10_000, Lot: 10_000,
-		MinQty: 10_000, MaxQty: 1_000 * 100_000_000, MakerFee: 1_000, TakerFee: 2_000}},
-	{2, "ETH-USDT", core.MarketCfg{Base: 3, Quote: 1, BaseScale: 8, Tick: 10_000, Lot: 10_000,
-		MinQty: 10_000, MaxQty: 10_000 * 100_000_000, MakerFee: 1_000, TakerFee: 2_000}},
+// pgNone is the --pg-url value that disables Postgres.
+const pgNone = "none"
+
+// secretFileName is the generated secret's file in the data dir.
+const secretFileName = "jwt.secret"
+
+// Secret is a secret byte string that never prints: fmt (every verb),
+// log/slog and encoding/json all render it as "[redacted]". It converts to
+// []byte implicitly (gateway.NewAuthenticator(cfg.JWTSecret)).
+type Secret []byte
+
+const redacted = "[redacted]"
+
+func (Secret) String() string               { return redacted }
+func (Secret) GoString() string             { return redacted }
+func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, redacted) }
+func (Secret) LogValue() slog.Value         { return slog.StringValue(redacted) }
+func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+
+// privatePostgresDir is where the private cluster lives (--pg-url "").
+func (c Config) privatePostgresDir() string { return filepath.Join(c.DataDir, "pg") }
+
+// usageError is a command-line mistake (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// envFlag binds a flag to its environment fallbacks (first non-empty wins).
+type envFlag struct {
+	name string
+	envs []string
 }
 
-// configCommands returns the commands that install the default config on a
-// fresh core (they are idempotent, so re-applying them is harmless).
-func configCommands() []core.Command {
-	var out []core.Command
-	for _, a := range defaultAssets {
-		out = append(out, core.Command{Kind: core.KindConfigAsset, Asset: a.ID, BaseScale: a.Scale})
+// serverFlags are the flags of the server and their environment variables.
+var serverFlags = []envFlag{
+	{"http", []string{"UBS_HTTP"}},
+	{"data-dir", []string{"UBS_DATA_DIR"}},
+	{"pg-url", []string{"UBS_PG_URL", "DATABASE_URL"}},
+	{"jwt-secret", []string{"UBS_JWT_SECRET"}},
+	{"config", []string{"UBS_CONFIG"}},
+}
+
+// applyEnv sets every flag of fs that was not given on the command line from
+// its environment variables. Defaults shown by -h stay the static ones, so
+// usage output never echoes the environment (UBS_JWT_SECRET).
+func applyEnv(fs *flag.FlagSet, bindings []envFlag, getenv func(string) string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, b := range bindings {
+		if set[b.name] || fs.Lookup(b.name) == nil {
+			continue
+		}
+		for _, e := range b.envs {
+			if v := getenv(e); v != "" {
+				if err := fs.Set(b.name, v); err != nil {
+					return usageError{fmt.Errorf("%s: %w", e, err)}
+				}
+				break
+			}
+		}
 	}
-	for _, m := range defaultMarkets {
-		out = append(out, core.Command{Kind: core.KindConfigMarket, Market: m.ID, Cfg: m.Cfg})
+	return nil
+}
+
+// parseConfig parses the server's command line and environment and loads the
+// instruments. It does not touch the data dir (see resolveSecret).
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+	fs := flag.NewFlagSet("exchange", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg Config
+	var secret string
+	fs.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "HTTP listen address; env UBS_HTTP")
+	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "data directory (WAL, snapshots, jwt.secret, private Postgres in pg/); env UBS_DATA_DIR")
+	fs.StringVar(&cfg.PGURL, "pg-url", "", "Postgres URL; empty = a private cluster under <data-dir>/pg (none if the host has no PostgreSQL binaries); \"none\" = no Postgres; env UBS_PG_URL, then DATABASE_URL")
+	fs.StringVar(&secret, "jwt-secret", "", "HS256 secret for bearer tokens, at least 32 bytes (a flag is visible in ps: prefer the env or the file); empty = <data-dir>/jwt.secret, generated on first run; env UBS_JWT_SECRET")
+	fs.StringVar(&cfg.ConfigFile, "config", "", "JSON file with assets and markets; empty = the built-in config; env UBS_CONFIG")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
+		fs.PrintDefaults()
 	}
-	return out
+	if err := fs.Parse(args); err != nil {
+		return Config{}, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return Config{}, usageError{fmt.Errorf("unexpected argument %q (subcommands: token)", fs.Arg(0))}
+	}
+	if err := applyEnv(fs, serverFlags, getenv); err != nil {
+		return Config{}, err
+	}
+	if _, _, err := net.SplitHostPort(cfg.HTTPAddr); err != nil {
+		return Config{}, usageError{fmt.Errorf("--http %q: %w", cfg.HTTPAddr, err)}
+	}
+	if cfg.DataDir == "" {
+		return Config{}, usageError{errors.New("--data-dir must not be empty")}
+	}
+	if secret != "" {
+		if err := checkSecret([]byte(secret), "--jwt-secret (or UBS_JWT_SECRET)"); err != nil {
+			return Config{}, usageError{err}
+		}
+		cfg.JWTSecret = Secret(secret)
+	}
+	var err error
+	if cfg.ConfigFile == "" {
+		cfg.Assets, cfg.Markets = defaultInstruments()
+	} else if cfg.Assets, cfg.Markets, err = loadInstruments(cfg.ConfigFile); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// loadConfig is parseConfig plus the secret: the configured one, or the
+// data dir's jwt.secret (generated, and logged as generated, on first run).
+func loadConfig(args []string, getenv func(string) string, stderr io.Writer, log *slog.Logger) (Config, error) {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return Config{}, err
+	}
+	if len(cfg.JWTSecret) == 0 {
+		if cfg.JWTSecret, err = loadOrCreateSecret(cfg.DataDir, log); err != nil {
+			return Config{}, err
+		}
+	}
+	return cfg, nil
+}
+
+func checkSecret(s []byte, what string) error {
+	if len(s) < gateway.MinSecretLen {
+		return fmt.Errorf("%s must be at least %d bytes (got %d)", what, gateway.MinSecretLen, len(s))
+	}
+	return nil
+}
+
+// loadOrCreateSecret returns the secret in <dataDir>/jwt.secret (its
+// content, surrounding whitespace trimmed, is the HS256 key as is). If the
+// file does not exist it is created: 32 random bytes, hex-encoded (64
+// characters), mode 0600. Creation is atomic and exclusive (a temp file
+// linked into place), so two processes starting at once agree on one secret.
+func loadOrCreateSecret(dataDir string, log *slog.Logger) (Secret, error) {
+	path := filepath.Join(dataDir, secretFileName)
+	s, err := readSecretFile(path, log)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return s, err
+	}
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return nil, err
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(dataDir, secretFileName+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	// CreateTemp makes the file 0600; the content is the hex text plus "\n".
+	_, werr := tmp.WriteString(hex.EncodeToString(raw[:]) + "\n")
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	} else if err == nil {
+		syncDir(dataDir)
+		log.Info("exchange: generated a new JWT secret", "file", path)
+	}
+	return readSecretFile(path, log) // ours, or the one a concurrent process linked first
+}
+
+func readSecretFile(path string, log *slog.Logger) (Secret, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s := bytes.TrimSpace(b)
+	if err := checkSecret(s, path); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		log.Warn("exchange: the JWT secret file is readable by other users; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
+	}
+	return Secret(s), nil
+}
+
+func syncDir(dir string) {
+	if f, err := os.Open(dir); err == nil {
+		_ = f.Sync()
+		_ = f.Close()
+	}
+}
+
+// redactURL is a Postgres URL fit for logs: the password (user info or
+// ?password=) replaced, a key/value DSN not shown at all.
+func redactURL(s string) string {
+	if !strings.HasPrefix(s, "postgres://") && !strings.HasPrefix(s, "postgresql://") {
+		return "(DSN not shown)"
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL not shown)"
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }

@@ -1,83 +1,80 @@
 // Command exchange runs the UBSCore exchange core.
 //
-// This first version recovers the core from --data-dir (snapshot + WAL +
-// invariant check), installs the built-in default config on a fresh data
-// dir, and runs the sequenced pipeline until SIGINT/SIGTERM, when it drains,
-// fsyncs, snapshots and exits. The HTTP API, auth and the Postgres sink come
-// with the server issue.
+//	exchange [--http ADDR] [--data-dir DIR] [--pg-url URL|none] [--jwt-secret S] [--config FILE]
+//	exchange token --user N [--admin] [--ttl 1h] [--data-dir DIR] [--jwt-secret S]
+//
+// The server recovers the core from --data-dir (snapshot + WAL + invariant
+// check), installs the configured instruments (built-in by default) on a
+// fresh data dir, and runs the sequenced pipeline until SIGINT/SIGTERM, when
+// it drains, fsyncs, snapshots and exits. Without --pg-url it runs a private
+// PostgreSQL cluster under <data-dir>/pg (see persist/localpg), or none if
+// the host has no PostgreSQL binaries. Settings: see Config (config.go).
+//
+// Logs are log/slog records on stdout: JSON when stdout is not a terminal,
+// text otherwise. Secrets (the JWT secret, Postgres passwords) are never
+// logged.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/ubscore/ubscore/core"
-	"github.com/ubscore/ubscore/journal"
+	"golang.org/x/term"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	err := run(os.Args[1:])
+	var ue usageError
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "exchange:", err)
+		os.Exit(2)
+	default:
 		fmt.Fprintln(os.Stderr, "exchange:", err)
 		os.Exit(1)
 	}
 }
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("exchange", flag.ContinueOnError)
-	dataDir := fs.String("data-dir", envOr("UBS_DATA_DIR", "./data"), "data directory (WAL + snapshots); env UBS_DATA_DIR")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if len(args) > 0 && args[0] == "token" {
+		return runToken(args[1:], os.Getenv, os.Stdout, os.Stderr)
 	}
-	log := newLogger()
 	// Register before anything is logged, so a signal sent as soon as the
 	// process speaks is a graceful shutdown, never a kill.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	pl, err := journal.Start(journal.Config{Dir: *dataDir, Logger: log})
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log := newLogger(os.Stdout, term.IsTerminal(int(os.Stdout.Fd())))
+	cfg, err := loadConfig(args, os.Getenv, os.Stderr, log)
 	if err != nil {
 		return err
 	}
-	log.Info("exchange: core recovered", "durable_seq", pl.DurableSeq(), "data_dir", *dataDir)
-	if pl.DurableSeq() == 0 {
-		r := journal.NewReply()
-		for _, c := range configCommands() {
-			if _, err := pl.Submit(&c, r); err != nil {
-				return err
-			}
-			if err := pl.Wait(r); err != nil {
-				return err
-			}
-			if res := r.Result(); res.Code != core.OK {
-				return fmt.Errorf("default config: %v: %v", c.Kind, res.Code)
-			}
-		}
-		log.Info("exchange: default config installed", "assets", len(defaultAssets), "markets", len(defaultMarkets))
+	pgURL, stopPG, err := setupPostgres(ctx, cfg, log)
+	if err != nil {
+		return err
 	}
-	select {
-	case s := <-sig:
-		log.Info("exchange: shutting down", "signal", s.String())
-	case <-pl.Dead():
+	cfg.PGURL = pgURL
+	err = serve(ctx, cfg, log)
+	if perr := stopPG(); perr != nil {
+		log.Error("postgres: stop failed", "err", perr.Error())
+		err = errors.Join(err, perr)
 	}
-	err = pl.Close()
-	log.Info("exchange: stopped", "seq", pl.Processor().LastSeq(), "state_hash", pl.Processor().StateHash())
 	return err
 }
 
-func envOr(key, def string) string {
-	if v, ok := os.LookupEnv(key); ok {
-		return v
+// newLogger logs text to a terminal, JSON otherwise.
+func newLogger(w io.Writer, terminal bool) *slog.Logger {
+	if terminal {
+		return slog.New(slog.NewTextHandler(w, nil))
 	}
-	return def
-}
-
-// newLogger logs JSON when stdout is not a terminal, text otherwise.
-func newLogger() *slog.Logger {
-	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		return slog.New(slog.NewTextHandler(os.Stdout, nil))
-	}
-	return slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	return slog.New(slog.NewJSONHandler(w, nil))
 }

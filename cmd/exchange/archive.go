@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/gateway"
+)
+
+// pgArchive answers GET /api/v1/order/{id} for finished orders that the
+// core and History no longer hold, from the sink's `orders` and `trades`
+// tables (gateway.OrderArchive). Postgres lags the WAL by the sink's lag, so
+// it is only a fallback for old orders.
+type pgArchive struct {
+	pool    *pgxpool.Pool
+	timeout time.Duration
+	ready   *atomic.Bool // the sink has applied the migrations: the tables exist
+}
+
+var (
+	sideByName   = map[string]core.Side{"BUY": core.Buy, "SELL": core.Sell}
+	typeByName   = map[string]core.OrderType{"LIMIT": core.Limit, "MARKET": core.Market}
+	tifByName    = map[string]core.TimeInForce{"GTC": core.GTC, "IOC": core.IOC, "FOK": core.FOK, "POST_ONLY": core.PostOnly}
+	statusByName = map[string]core.OrderStatus{"NEW": core.StatusNew, "PARTIALLY_FILLED": core.StatusPartiallyFilled,
+		"FILLED": core.StatusFilled, "CANCELLED": core.StatusCancelled, "EXPIRED": core.StatusExpired, "REJECTED": core.StatusRejected}
+)
+
+// Order implements gateway.OrderArchive.
+func (a *pgArchive) Order(id core.OrderID) (gateway.OrderRecord, bool, error) {
+	if !a.ready.Load() {
+		return gateway.OrderRecord{}, false, errors.New("the read model is not migrated yet")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	defer cancel()
+	var (
+		rec                          gateway.OrderRecord
+		user, market                 int64
+		price, qty, quoteQty, filled int64
+		side, typ, tif, status       string
+		clientID                     *string
+	)
+	err := a.pool.QueryRow(ctx, `SELECT user_id, market_id, side, type, time_in_force, price, quantity,
+		quote_quantity, filled_quantity, status, client_order_id FROM orders WHERE order_id = $1`, int64(id)).
+		Scan(&user, &market, &side, &typ, &tif, &price, &qty, &quoteQty, &filled, &status, &clientID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, err
+	}
+	rec = gateway.OrderRecord{ID: id, User: core.UserID(user), Market: core.MarketID(market),
+		Side: sideByName[side], Type: typeByName[typ], TIF: tifByName[tif], Status: statusByName[status],
+		Price: core.Price(price), Qty: core.Units(qty), QuoteQty: core.Units(quoteQty), Filled: core.Units(filled)}
+	if clientID != nil {
+		rec.ClientID, _ = core.KeyFrom(*clientID)
+	}
+	rows, err := a.pool.Query(ctx, `SELECT trade_id, extract(epoch from time)*1e9, price, quantity,
+		CASE WHEN maker_order_id = $1 THEN maker_fee ELSE taker_fee END, maker_order_id, taker_order_id
+		FROM trades WHERE maker_order_id = $1 OR taker_order_id = $1 ORDER BY trade_id LIMIT $2`,
+		int64(id), gateway.MaxFillsPerOrder+1)
+	if err != nil {
+		return rec, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			f                      gateway.Fill
+			tid, p, q, fee, mk, tk int64
+			t                      float64
+		)
+		if err := rows.Scan(&tid, &t, &p, &q, &fee, &mk, &tk); err != nil {
+			return rec, false, err
+		}
+		if len(rec.Fills) == gateway.MaxFillsPerOrder {
+			rec.FillsTruncated = true
+			break
+		}
+		f = gateway.Fill{TradeID: uint64(tid), Time: int64(t), Price: core.Price(p), Qty: core.Units(q),
+			Fee: core.Units(fee), Maker: core.OrderID(mk), Taker: core.OrderID(tk)}
+		rec.Fills = append(rec.Fills, f)
+	}
+	return rec, true, rows.Err()
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/journal"
+)
+
+// pipelineBackend is gateway.Backend over the journal pipeline: commands go
+// through the ring (sequenced, journaled, fsynced before the answer), reads
+// go to the pipeline's read view with the gateway's History beside it.
+type pipelineBackend struct {
+	pl      *journal.Pipeline
+	hist    *gateway.History // updated by the view goroutine (OnView), read under Read
+	replies sync.Pool        // *journal.Reply
+}
+
+func newPipelineBackend(pl *journal.Pipeline, hist *gateway.History) *pipelineBackend {
+	b := &pipelineBackend{pl: pl, hist: hist}
+	b.replies.New = func() any { return journal.NewReply() }
+	return b
+}
+
+// Submit sequences c without waiting for room: a full ring is ErrBusy (503),
+// never an unbounded queue.
+func (b *pipelineBackend) Submit(c *core.Command) ([]core.Event, error) {
+	r := b.replies.Get().(*journal.Reply)
+	if _, err := b.pl.TrySubmit(c, r); err != nil {
+		b.replies.Put(r)
+		switch {
+		case errors.Is(err, journal.ErrBusy):
+			return nil, gateway.ErrBusy
+		case errors.Is(err, journal.ErrInvalidKind):
+			return nil, err
+		default:
+			return nil, gateway.ErrUnavailable
+		}
+	}
+	if err := b.pl.Wait(r); err != nil {
+		return nil, gateway.ErrUnavailable // r may still be signalled: never reuse it
+	}
+	evs := append([]core.Event(nil), r.Events...)
+	b.replies.Put(r)
+	return evs, nil
+}
+
+// Read runs fn on the read view once it is durable.
+func (b *pipelineBackend) Read(fn func(p *core.Processor, h *gateway.History) error) error {
+	err := b.pl.Read(func(p *core.Processor) error { return fn(p, b.hist) })
+	if errors.Is(err, journal.ErrStopped) {
+		return gateway.ErrUnavailable
+	}
+	return err
+}

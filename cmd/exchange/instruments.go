@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/gateway"
+)
+
+// defaultAssets and defaultMarkets are the built-in config, so the server
+// starts with no files. Ids are stable: they are baked into the WAL.
+// testdata/default-config.json is the same config in the --config format.
+var defaultAssets = []gateway.Asset{
+	{ID: 1, Symbol: "USDT", Scale: 6},
+	{ID: 2, Symbol: "BTC", Scale: 8},
+	{ID: 3, Symbol: "ETH", Scale: 8},
+}
+
+var defaultMarkets = []gateway.MarketSpec{
+	// tick 0.01 USDT x lot 0.0001 BTC = 10^4 x 10^4 = 10^8 = 10^BaseScale: notionals are exact.
+	{ID: 1, Symbol: "BTC-USDT", Cfg: core.MarketCfg{Base: 2, Quote: 1, BaseScale: 8, Tick: 10_000, Lot: 10_000,
+		MinQty: 10_000, MaxQty: 1_000 * 100_000_000, MakerFee: 1_000, TakerFee: 2_000}},
+	{ID: 2, Symbol: "ETH-USDT", Cfg: core.MarketCfg{Base: 3, Quote: 1, BaseScale: 8, Tick: 10_000, Lot: 10_000,
+		MinQty: 10_000, MaxQty: 10_000 * 100_000_000, MakerFee: 1_000, TakerFee: 2_000}},
+}
+
+// defaultInstruments returns copies of the built-in config.
+func defaultInstruments() ([]gateway.Asset, []gateway.MarketSpec) {
+	return append([]gateway.Asset(nil), defaultAssets...), append([]gateway.MarketSpec(nil), defaultMarkets...)
+}
+
+// ConfigCommands returns the commands that install the instruments in a
+// fresh core: assets, then markets (they are idempotent, so re-applying them
+// to a core that has them is harmless while no order rests).
+func (c Config) ConfigCommands() []core.Command {
+	return instrumentCommands(c.Assets, c.Markets)
+}
+
+func instrumentCommands(assets []gateway.Asset, markets []gateway.MarketSpec) []core.Command {
+	out := make([]core.Command, 0, len(assets)+len(markets))
+	for _, a := range assets {
+		out = append(out, core.Command{Kind: core.KindConfigAsset, Asset: a.ID, BaseScale: a.Scale})
+	}
+	for _, m := range markets {
+		out = append(out, core.Command{Kind: core.KindConfigMarket, Market: m.ID, Cfg: m.Cfg})
+	}
+	return out
+}
+
+// maxConfigFile bounds the --config file.
+const maxConfigFile = 1 << 20
+
+// configFile is the --config format. Every field is required (pointers tell
+// "absent" from zero); unknown fields and trailing data are errors.
+// Decimals are strings, read at the asset's scale: tick at the quote asset's,
+// lot, min_qty and max_qty at the base asset's.
+//
+//	{"assets":  [{"symbol": "USDT", "id": 1, "scale": 6}, ...],
+//	 "markets": [{"symbol": "BTC-USDT", "id": 1, "base": "BTC", "quote": "USDT",
+//	              "tick": "0.01", "lot": "0.0001", "min_qty": "0.0001", "max_qty": "1000",
+//	              "maker_fee_ppm": 1000, "taker_fee_ppm": 2000}, ...]}
+type configFile struct {
+	Assets  []configAsset  `json:"assets"`
+	Markets []configMarket `json:"markets"`
+}
+
+type configAsset struct {
+	Symbol string  `json:"symbol"`
+	ID     *uint32 `json:"id"`
+	Scale  *uint8  `json:"scale"`
+}
+
+type configMarket struct {
+	Symbol      string  `json:"symbol"`
+	ID          *uint32 `json:"id"`
+	Base        string  `json:"base"`
+	Quote       string  `json:"quote"`
+	Tick        string  `json:"tick"`
+	Lot         string  `json:"lot"`
+	MinQty      string  `json:"min_qty"`
+	MaxQty      string  `json:"max_qty"`
+	MakerFeePPM *int64  `json:"maker_fee_ppm"`
+	TakerFeePPM *int64  `json:"taker_fee_ppm"`
+}
+
+// loadInstruments reads and validates a --config file.
+func loadInstruments(path string) ([]gateway.Asset, []gateway.MarketSpec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--config: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--config: %w", err)
+	}
+	if len(b) > maxConfigFile {
+		return nil, nil, fmt.Errorf("--config %s: larger than %d bytes", path, maxConfigFile)
+	}
+	assets, markets, err := parseInstruments(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--config %s: %w", path, err)
+	}
+	return assets, markets, nil
+}
+
+// parseInstruments decodes the --config format strictly and validates it.
+func parseInstruments(b []byte) ([]gateway.Asset, []gateway.MarketSpec, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil, errors.New("empty file")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var cf configFile
+	if err := dec.Decode(&cf); err != nil {
+		return nil, nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, errors.New("unexpected data after the JSON object")
+	}
+	if len(cf.Assets) == 0 {
+		return nil, nil, errors.New("no assets")
+	}
+	assets := make([]gateway.Asset, 0, len(cf.Assets))
+	bySymbol := map[string]gateway.Asset{}
+	for i, a := range cf.Assets {
+		name := "assets[" + strconv.Itoa(i) + "] " + strconv.Quote(a.Symbol)
+		switch {
+		case a.Symbol == "":
+			return nil, nil, errors.New("assets[" + strconv.Itoa(i) + "]: symbol missing")
+		case a.ID == nil:
+			return nil, nil, errors.New(name + ": id missing")
+		case a.Scale == nil:
+			return nil, nil, errors.New(name + ": scale missing")
+		case *a.Scale > gateway.MaxScale:
+			return nil, nil, fmt.Errorf("%s: scale %d above %d", name, *a.Scale, gateway.MaxScale)
+		}
+		ga := gateway.Asset{ID: core.AssetID(*a.ID), Symbol: a.Symbol, Scale: *a.Scale}
+		if _, dup := bySymbol[a.Symbol]; dup {
+			return nil, nil, errors.New(name + ": duplicate symbol")
+		}
+		bySymbol[a.Symbol] = ga
+		assets = append(assets, ga)
+	}
+	markets := make([]gateway.MarketSpec, 0, len(cf.Markets))
+	for i, m := range cf.Markets {
+		name := "markets[" + strconv.Itoa(i) + "] " + strconv.Quote(m.Symbol)
+		if m.Symbol == "" {
+			return nil, nil, errors.New("markets[" + strconv.Itoa(i) + "]: symbol missing")
+		}
+		if m.ID == nil {
+			return nil, nil, errors.New(name + ": id missing")
+		}
+		base, okB := bySymbol[m.Base]
+		quote, okQ := bySymbol[m.Quote]
+		if !okB || !okQ {
+			return nil, nil, fmt.Errorf("%s: base %q and quote %q must be symbols of configured assets", name, m.Base, m.Quote)
+		}
+		var vals [4]int64
+		for j, d := range []struct {
+			field, s string
+			scale    uint8
+		}{{"tick", m.Tick, quote.Scale}, {"lot", m.Lot, base.Scale}, {"min_qty", m.MinQty, base.Scale}, {"max_qty", m.MaxQty, base.Scale}} {
+			if d.s == "" {
+				return nil, nil, fmt.Errorf("%s: %s missing", name, d.field)
+			}
+			v, err := gateway.ParseUnits(d.s, d.scale)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %s %q at scale %d: %w", name, d.field, d.s, d.scale, err)
+			}
+			vals[j] = v
+		}
+		if m.MakerFeePPM == nil || m.TakerFeePPM == nil {
+			return nil, nil, errors.New(name + ": maker_fee_ppm and taker_fee_ppm are required")
+		}
+		markets = append(markets, gateway.MarketSpec{ID: core.MarketID(*m.ID), Symbol: m.Symbol, Cfg: core.MarketCfg{
+			Base: base.ID, Quote: quote.ID, BaseScale: base.Scale,
+			Tick: core.Price(vals[0]), Lot: core.Units(vals[1]), MinQty: core.Units(vals[2]), MaxQty: core.Units(vals[3]),
+			MakerFee: core.Rate(*m.MakerFeePPM), TakerFee: core.Rate(*m.TakerFeePPM),
+		}})
+	}
+	if err := validateInstruments(assets, markets); err != nil {
+		return nil, nil, err
+	}
+	return assets, markets, nil
+}
+
+// validateInstruments applies the gateway registry's rules (ids, symbols,
+// scales) and then the core's own: the config commands are applied to a
+// scratch core, and each must succeed (lot multiples, fee limits, tick x lot
+// a multiple of 10^BaseScale).
+func validateInstruments(assets []gateway.Asset, markets []gateway.MarketSpec) error {
+	if _, err := gateway.NewRegistry(assets, markets); err != nil {
+		return err
+	}
+	p := core.New(core.Config{})
+	for i, c := range instrumentCommands(assets, markets) {
+		c.Seq = core.Seq(i + 1)
+		evs := p.Apply(&c)
+		if code := evs[len(evs)-1].Code; code != core.OK {
+			if c.Kind == core.KindConfigAsset {
+				return fmt.Errorf("asset %q rejected by the core: %v", assets[i].Symbol, code)
+			}
+			return fmt.Errorf("market %q rejected by the core: %v (lot multiples, fees <= %d ppm, tick x lot a multiple of 10^base scale)",
+				markets[i-len(assets)].Symbol, code, core.MaxFeeRate)
+		}
+	}
+	return nil
+}

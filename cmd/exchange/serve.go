@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/persist"
+)
+
+// Shutdown budgets.
+const (
+	httpDrainTimeout = 10 * time.Second // in-flight requests finish within this
+	sinkDrainTimeout = 5 * time.Second  // the sink may catch up to the final durable seq within this
+	archiveTimeout   = 2 * time.Second  // one Postgres lookup of an old order
+)
+
+// serve runs the exchange until ctx is cancelled (SIGINT or SIGTERM;
+// context.Cause names the signal) or the core dies:
+//
+//  1. recover the core from cfg.DataDir (snapshot + WAL + full invariant
+//     check) with its read view, and rebuild the HTTP History from the WAL
+//     still on disk;
+//  2. install cfg's instruments on a fresh data dir;
+//  3. start the Postgres sink (if cfg.PGURL is set): it follows the WAL from
+//     the persisted seq, independent of the core, retrying while Postgres is
+//     away; the WAL is never truncated past what it has persisted;
+//  4. serve HTTP; /health/ready turns 200 only now.
+//
+// On the way out: stop accepting and finish in-flight requests, drain the
+// ring, fsync, snapshot (Pipeline.Close), let the sink catch up briefly,
+// close Postgres.
+func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	reg, err := gateway.NewRegistry(cfg.Assets, cfg.Markets)
+	if err != nil {
+		return err
+	}
+	auth, err := gateway.NewAuthenticator(cfg.JWTSecret)
+	if err != nil {
+		return err
+	}
+	m := newMetrics()
+	hist := &gateway.History{}
+
+	var (
+		pool *pgxpool.Pool
+		sink *persist.Sink
+	)
+	jc := journal.Config{Dir: cfg.DataDir, Logger: log, ReadView: true,
+		OnView: func(c *core.Command, evs []core.Event) {
+			hist.Apply(c, evs)
+			m.onView(c, evs)
+		},
+		OnJournalBatch: m.journalBatch,
+	}
+	if cfg.PGURL != "" {
+		pool, err = pgxpool.New(ctx, cfg.PGURL) // connects lazily: Postgres may be down now
+		if err != nil {
+			return fmt.Errorf("postgres: %s: %w", redactURL(cfg.PGURL), err)
+		}
+		defer pool.Close()
+		sink = persist.NewSink(pool, persist.Options{Logger: log})
+		persisted := sink.PersistedSeqCached
+		m.persisted.Store(&persisted)
+		jc.TruncateLimit = persisted // 0 until the sink knows: nothing is truncated before
+	} else {
+		log.Warn("postgres: none; orders and balances run from the WAL alone, no SQL read model is written")
+	}
+
+	pl, err := journal.Start(jc)
+	if err != nil {
+		return err
+	}
+	m.pl.Store(pl)
+	log.Info("exchange: core recovered", "durable_seq", pl.DurableSeq(), "data_dir", cfg.DataDir)
+	if err := warmHistory(ctx, pl, hist, log); err != nil {
+		_ = pl.Close()
+		return err
+	}
+	if pl.DurableSeq() == 0 {
+		if err := installConfig(pl, cfg); err != nil {
+			_ = pl.Close()
+			return err
+		}
+		log.Info("exchange: default config installed", "assets", len(cfg.Assets), "markets", len(cfg.Markets),
+			"config_file", cfg.ConfigFile)
+	}
+
+	sinkCtx, stopSink := context.WithCancel(context.Background())
+	var sinkWG sync.WaitGroup
+	var migrated atomic.Bool
+	if sink != nil {
+		sinkWG.Add(1)
+		go func() {
+			defer sinkWG.Done()
+			runSink(sinkCtx, pl, pool, sink, &migrated, log)
+		}()
+	}
+
+	var ready atomic.Bool
+	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
+		Observer: m, Metrics: m.handler(), Ready: ready.Load}
+	if pool != nil {
+		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated}
+	}
+	srv := gateway.NewServer(scfg)
+	hs := srv.HTTPServer()
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		stopSink()
+		sinkWG.Wait()
+		_ = pl.Close()
+		return err
+	}
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- hs.Serve(ln) }()
+	ready.Store(true)
+	log.Info("exchange: serving", "http", ln.Addr().String(), "durable_seq", pl.DurableSeq())
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("exchange: shutting down", "cause", context.Cause(ctx).Error())
+	case <-pl.Dead():
+		runErr = pl.Err()
+		log.Error("exchange: core stopped", "err", runErr)
+	case err := <-httpErr:
+		runErr = fmt.Errorf("http: %w", err)
+		log.Error("exchange: http server failed", "err", err)
+	}
+	ready.Store(false)
+	sctx, cancel := context.WithTimeout(context.Background(), httpDrainTimeout)
+	if err := hs.ShutdownWithContext(sctx); err != nil {
+		log.Warn("exchange: http shutdown", "err", err)
+	}
+	cancel()
+	// Every answered command is durable now; let the sink catch up while
+	// the WAL is still open, then close the core.
+	if sink != nil {
+		deadline := time.Now().Add(sinkDrainTimeout)
+		for sink.PersistedSeqCached() < pl.DurableSeq() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		stopSink()
+		sinkWG.Wait()
+		log.Info("exchange: sink stopped", "persisted_seq", sink.PersistedSeqCached(), "durable_seq", pl.DurableSeq())
+	}
+	if err := pl.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	stopSink()
+	log.Info("exchange: stopped", "seq", pl.Processor().LastSeq(), "state_hash", pl.Processor().StateHash())
+	return runErr
+}
+
+// warmHistory rebuilds the gateway's History (finished orders, fills, recent
+// trades) from the WAL still on disk, so orders answered before a restart are
+// still found after it; then it adds the orders resting in the core that the
+// replayed part did not see placed. It runs before any request: nothing else
+// touches hist yet.
+func warmHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, log *slog.Logger) error {
+	target := pl.DurableSeq()
+	if target > 0 {
+		f, err := pl.NewFollower(1)
+		var gone *journal.HistoryGoneError
+		if errors.As(err, &gone) {
+			f, err = pl.NewFollower(gone.Earliest)
+		}
+		if err != nil {
+			return fmt.Errorf("history warm-up: %w", err)
+		}
+		from := f.NextSeq()
+		for f.NextSeq() <= target {
+			recs, err := f.Next(ctx, 4096)
+			if err != nil {
+				return fmt.Errorf("history warm-up: %w", err)
+			}
+			for _, r := range recs {
+				hist.Apply(r.Cmd, r.Events)
+			}
+		}
+		log.Info("exchange: history rebuilt from the WAL", "from_seq", from, "to_seq", target)
+	}
+	return pl.Read(func(p *core.Processor) error { hist.Seed(p); return nil })
+}
+
+// followerSource adapts a journal.Follower to persist.Source.
+type followerSource struct {
+	f    *journal.Follower
+	recs []persist.Record
+}
+
+func (s *followerSource) Next(ctx context.Context, max int) ([]persist.Record, error) {
+	frs, err := s.f.Next(ctx, max)
+	if err != nil {
+		return nil, err
+	}
+	s.recs = s.recs[:0]
+	for _, r := range frs {
+		s.recs = append(s.recs, persist.Record{Cmd: *r.Cmd, Events: r.Events})
+	}
+	return s.recs, nil
+}
+
+// runSink keeps the Postgres read model following the WAL until ctx ends:
+// migrate, read the persisted seq, follow the WAL from the next one, and
+// start over (with backoff) after anything that stops it. Postgres being
+// away never blocks the core: the follower reads the WAL on its own.
+func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink *persist.Sink, migrated *atomic.Bool, log *slog.Logger) {
+	backoff := 100 * time.Millisecond
+	pause := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 5*time.Second)
+			return true
+		}
+	}
+	for ctx.Err() == nil {
+		if err := persist.Migrate(ctx, pool); err != nil {
+			log.Warn("sink: migrations not applied yet; retrying", "err", err)
+			if !pause() {
+				return
+			}
+			continue
+		}
+		migrated.Store(true)
+		persisted, err := sink.PersistedSeq(ctx)
+		if err != nil {
+			log.Warn("sink: cannot read the persisted seq; retrying", "err", err)
+			if !pause() {
+				return
+			}
+			continue
+		}
+		f, err := pl.NewFollower(persisted + 1)
+		var gone *journal.HistoryGoneError
+		if errors.As(err, &gone) {
+			// The database is behind what the WAL still holds (e.g. wiped
+			// after the WAL front was truncated): rows before Earliest can
+			// no longer be derived. Say so loudly and continue from there.
+			log.Error("CRITICAL sink: events before the earliest retained seq cannot be re-derived; the read model skips them",
+				"persisted_seq", persisted, "earliest", gone.Earliest)
+			if _, err := pool.Exec(ctx, `UPDATE core_checkpoint SET persisted_seq = $1 WHERE id = 1 AND persisted_seq < $1`,
+				int64(gone.Earliest-1)); err != nil {
+				log.Warn("sink: cannot move the checkpoint; retrying", "err", err)
+				if !pause() {
+					return
+				}
+				continue
+			}
+			f, err = pl.NewFollower(gone.Earliest)
+		}
+		if err != nil {
+			log.Error("sink: cannot follow the WAL; retrying", "from", persisted+1, "err", err)
+			if !pause() {
+				return
+			}
+			continue
+		}
+		log.Info("sink: following the WAL", "from_seq", f.NextSeq())
+		backoff = 100 * time.Millisecond
+		err = sink.Run(ctx, &followerSource{f: f})
+		if ctx.Err() != nil || errors.Is(err, journal.ErrStopped) {
+			return
+		}
+		log.Error("sink: stopped; restarting", "err", err)
+		if !pause() {
+			return
+		}
+	}
+}
+
+// installConfig submits cfg's config commands and waits for each.
+func installConfig(pl *journal.Pipeline, cfg Config) error {
+	r := journal.NewReply()
+	for _, c := range cfg.ConfigCommands() {
+		if _, err := pl.Submit(&c, r); err != nil {
+			return err
+		}
+		if err := pl.Wait(r); err != nil {
+			return err
+		}
+		if res := r.Result(); res.Code != core.OK {
+			return fmt.Errorf("config: %v: %v", c.Kind, res.Code)
+		}
+	}
+	return nil
+}

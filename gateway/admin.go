@@ -1,0 +1,135 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// Admin endpoints (/admin/v1, admin role). Every applied action is logged
+// at Info with the acting admin's user id: an audit trail beside the WAL.
+
+// POST /admin/v1/adjust {user_id, asset, amount, ref}: a signed adjustment
+// of a user's available balance, idempotent by ref. A repeat with the same
+// parameters gets the first result again ("repeat": true when it was
+// applied, the first error otherwise); other parameters are 409
+// REQ_ID_CONFLICT.
+func (s *Server) adjust(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	var a Asset
+	var err *APIError
+	if st.cmd, a, err = parseAdjust(st.body, s.reg, st); err != nil {
+		return err
+	}
+	c := &st.cmd
+	res, evs, err := s.submit(c)
+	if err != nil {
+		return err
+	}
+	repeat := false
+	for i := range evs {
+		if evs[i].Kind == core.EvTransfer && evs[i].Flags&1 != 0 {
+			repeat = true
+		}
+	}
+	s.log.Info("gateway: admin adjust", "admin", st.claims.UserID, "user_id", uint64(c.User), "asset", a.Symbol,
+		"amount", FormatUnits(int64(c.Amount), a.Scale), "ref", c.Key.String(), "repeat", repeat, "code", res.Code.String())
+	if res.Code != core.OK {
+		e := coreError(res.Code)
+		if repeat {
+			e = &APIError{Status: e.Status, Code: e.Code, Message: e.Message + " (the first result of this ref)"}
+		}
+		return e
+	}
+	b := append(st.out[:0], `{"user_id":`...)
+	b = appendUint(b, uint64(c.User))
+	b = append(b, `,"asset":`...)
+	b = appendStr(b, a.Symbol)
+	b = append(b, `,"amount":`...)
+	b = appendUnitsStr(b, int64(c.Amount), a.Scale)
+	b = append(b, `,"ref":`...)
+	b = appendClientID(b, &c.Key)
+	b = append(b, `,"repeat":`...)
+	b = appendBool(b, repeat)
+	st.out = append(b, '}')
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}
+
+// POST /admin/v1/markets/{market}/halt: no new orders, cancels or modifies
+// until resumed; queries still served. Halting a halted market is a no-op.
+func (s *Server) halt(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	return s.marketAction(ctx, st, core.KindHaltMarket, "HALTED")
+}
+
+// POST /admin/v1/markets/{market}/resume: lifted only if the core's full
+// invariant check passes (409 INVARIANT_VIOLATION otherwise; 409 NOT_HALTED
+// if it was not halted).
+func (s *Server) resume(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	return s.marketAction(ctx, st, core.KindResumeMarket, "ACTIVE")
+}
+
+func (s *Server) marketAction(ctx *fasthttp.RequestCtx, st *reqState, kind core.Kind, status string) *APIError {
+	m, err := s.pathMarket(st)
+	if err != nil {
+		return err
+	}
+	if err := s.noBody(ctx, st); err != nil {
+		return err
+	}
+	st.cmd = core.Command{Kind: kind, Market: m.ID}
+	res, _, err := s.submit(&st.cmd)
+	if err != nil {
+		return err
+	}
+	s.log.Info("gateway: admin market action", "admin", st.claims.UserID, "action", kind.String(),
+		"market", m.Symbol, "code", res.Code.String())
+	if res.Code != core.OK {
+		return coreError(res.Code)
+	}
+	b := append(st.out[:0], `{"market":`...)
+	b = appendStr(b, m.Symbol)
+	b = append(b, `,"status":`...)
+	b = appendStr(b, status)
+	st.out = append(b, '}')
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}
+
+// POST /admin/v1/accounts/{user_id}/status {status: ACTIVE|FROZEN|DISABLED}.
+func (s *Server) accountStatus(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	u, ok := parseUserID(bstr(st.params[0]))
+	if !ok {
+		return BadRequest(CodeInvalidUser, "user_id must be a positive integer")
+	}
+	v := st.vals[:len(statusSchema)]
+	var err *APIError
+	if st.scratch, err = decodeObject(st.body, statusSchema, v, st.scratch); err != nil {
+		return err
+	}
+	if !v[0].set {
+		return missing("status")
+	}
+	status, ok := parseAccountStatus(v[0].b)
+	if !ok {
+		return BadRequest(CodeInvalidStatus, "status must be ACTIVE, FROZEN or DISABLED")
+	}
+	st.cmd = core.Command{Kind: core.KindSetAccountStatus, User: core.UserID(u), Status: status}
+	res, _, err := s.submit(&st.cmd)
+	if err != nil {
+		return err
+	}
+	s.log.Info("gateway: admin account status", "admin", st.claims.UserID, "user_id", u,
+		"status", accountStatusName(status), "code", res.Code.String())
+	if res.Code != core.OK {
+		return coreError(res.Code)
+	}
+	b := append(st.out[:0], `{"user_id":`...)
+	b = appendUint(b, u)
+	b = append(b, `,"status":`...)
+	b = appendStr(b, accountStatusName(status))
+	st.out = append(b, '}')
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}

@@ -1,0 +1,290 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// POST /api/v1/order. The answer is built from the command's own events
+// (no read of the state): the order as this command left it, with the fills
+// it made as the taker.
+func (s *Server) postOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	var m *Market
+	var err *APIError
+	if st.cmd, m, err = parseOrder(st.body, s.reg, st); err != nil {
+		return err
+	}
+	c := &st.cmd
+	c.User = core.UserID(st.claims.UserID)
+	res, evs, err := s.submit(c)
+	if err != nil {
+		return err
+	}
+	switch {
+	case res.Code == core.OK:
+	case res.Code == core.CodeDuplicateClientOrderID && res.OrderID != 0:
+		// The core names the live order holding this client_order_id:
+		// answer with it, so a retried request gets what the first one made.
+		found, err := s.lookupOrder(st, res.OrderID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return coreError(res.Code)
+		}
+		return s.replyOrder(ctx, st, true, true)
+	default:
+		return coreError(res.Code)
+	}
+	r := &st.rec
+	*r = OrderRecord{ID: res.OrderID, User: c.User, Market: c.Market, Side: c.Side, Type: c.Type, TIF: c.TIF,
+		Status: res.Status, Price: c.Price, Qty: c.Qty, QuoteQty: c.QuoteQty, Filled: res.Qty, ClientID: c.Key}
+	if c.Type == core.Market {
+		r.TIF = core.IOC
+	}
+	st.fills = st.fills[:0]
+	for i := range evs {
+		e := &evs[i]
+		if e.Kind != core.EvTrade || e.OtherOrderID != res.OrderID {
+			continue
+		}
+		if len(st.fills) == MaxFillsPerOrder {
+			r.FillsTruncated = true
+			break
+		}
+		st.fills = append(st.fills, Fill{TradeID: e.TradeID, Time: e.Time, Price: e.Price, Qty: e.Qty,
+			Fee: e.Fee2, Maker: e.OrderID, Taker: e.OtherOrderID})
+	}
+	r.Fills = st.fills
+	st.out = appendOrder(st.out[:0], r, m, true, false)
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}
+
+// GET /api/v1/order/{id}: another user's order is 404, as a missing one.
+func (s *Server) getOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	id, ok := parseUserID(bstr(st.params[0]))
+	if !ok {
+		return coreError(core.CodeOrderNotFound)
+	}
+	found, err := s.lookupOrder(st, core.OrderID(id))
+	if err != nil {
+		return err
+	}
+	if !found {
+		return coreError(core.CodeOrderNotFound)
+	}
+	return s.replyOrder(ctx, st, true, false)
+}
+
+// DELETE /api/v1/order/{id}.
+func (s *Server) cancelOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	id, ok := parseUserID(bstr(st.params[0]))
+	if !ok {
+		return coreError(core.CodeOrderNotFound)
+	}
+	if err := s.noBody(ctx, st); err != nil {
+		return err
+	}
+	st.cmd = core.Command{Kind: core.KindCancelOrder, User: core.UserID(st.claims.UserID), OrderID: core.OrderID(id)}
+	c := &st.cmd
+	res, evs, err := s.submit(c)
+	if err != nil {
+		return err
+	}
+	if res.Code != core.OK {
+		return coreError(res.Code)
+	}
+	found, err := s.lookupOrder(st, c.OrderID)
+	if err != nil {
+		return err
+	}
+	if !found { // History dropped it already: what the events say
+		st.rec = OrderRecord{ID: c.OrderID, User: c.User, Status: core.StatusCancelled, Filled: res.Qty,
+			Partial: true, FillsTruncated: res.Qty > 0}
+		for i := range evs {
+			if e := &evs[i]; e.Kind == core.EvOrderCancelled && e.OrderID == c.OrderID {
+				st.rec.Market, st.rec.Side, st.rec.Qty = e.Market, e.Side, res.Qty+e.Qty
+			}
+		}
+		st.rec.Fills = st.fills[:0]
+	}
+	return s.replyOrder(ctx, st, true, false)
+}
+
+// PATCH /api/v1/order/{id} {price?, quantity?}: the body is checked first,
+// then the order's market is read for the scales, then the core decides.
+func (s *Server) modifyOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	id, ok := parseUserID(bstr(st.params[0]))
+	if !ok {
+		return coreError(core.CodeOrderNotFound)
+	}
+	v := st.vals[:len(modifySchema)]
+	var err *APIError
+	if st.scratch, err = decodeObject(st.body, modifySchema, v, st.scratch); err != nil {
+		return err
+	}
+	user := core.UserID(st.claims.UserID)
+	var mid core.MarketID
+	if rerr := s.backend.Read(func(p *core.Processor, _ *History) error {
+		if o, ok := p.Order(core.OrderID(id)); ok && o.User == user {
+			mid = o.Market
+		}
+		return nil
+	}); rerr != nil {
+		return s.backendError(rerr)
+	}
+	m, ok := s.reg.MarketByID(mid)
+	if !ok {
+		return coreError(core.CodeOrderNotFound) // not live, not this user's, or unknown market
+	}
+	price, qty, err := parseModify(v, m)
+	if err != nil {
+		return err
+	}
+	st.cmd = core.Command{Kind: core.KindModifyOrder, User: user, OrderID: core.OrderID(id), Market: m.ID,
+		Price: price, Qty: qty}
+	c := &st.cmd
+	res, _, err := s.submit(c)
+	if err != nil {
+		return err
+	}
+	if res.Code != core.OK {
+		return coreError(res.Code)
+	}
+	found, err := s.lookupOrder(st, c.OrderID)
+	if err != nil {
+		return err
+	}
+	if !found {
+		st.rec = OrderRecord{ID: c.OrderID, User: user, Market: m.ID, Status: res.Status, Filled: res.Qty,
+			Partial: true, FillsTruncated: res.Qty > 0, Fills: st.fills[:0]}
+	}
+	return s.replyOrder(ctx, st, true, false)
+}
+
+// lookupOrder loads the caller's order id into st.rec (its fills copied to
+// st.fills): a live order from the core (authoritative) with History's
+// fills, else a finished one from History, else from the Archive. Another
+// user's order is reported as not found.
+func (s *Server) lookupOrder(st *reqState, id core.OrderID) (bool, *APIError) {
+	user := core.UserID(st.claims.UserID)
+	found, known := false, false // known: the core or History holds it (whoever owns it)
+	st.fills = st.fills[:0]
+	err := s.backend.Read(func(p *core.Processor, h *History) error {
+		hr, inHist := h.Order(id)
+		if o, ok := p.Order(id); ok {
+			known = true
+			if o.User != user {
+				return nil
+			}
+			found = true
+			st.rec = liveRecord(&o)
+			if inHist {
+				st.fills = append(st.fills, hr.Fills...)
+				st.rec.FillsTruncated = hr.FillsTruncated
+			}
+			return nil
+		}
+		known = known || inHist
+		if inHist && hr.User == user {
+			found = true
+			st.rec = hr
+			st.fills = append(st.fills, hr.Fills...)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, s.backendError(err)
+	}
+	if !known && s.archive != nil {
+		r, ok, err := s.archive.Order(id)
+		if err != nil {
+			s.log.Error("gateway: order archive", "order_id", uint64(id), "err", err)
+			return false, Unavailable(CodeServiceUnavailable, "the order archive is unavailable")
+		}
+		if ok && r.User == user && r.ID == id {
+			found = true
+			st.rec = r
+			st.fills = append(st.fills, r.Fills...)
+		}
+	}
+	st.rec.Fills = st.fills
+	return found, nil
+}
+
+// replyOrder writes st.rec as the answer.
+func (s *Server) replyOrder(ctx *fasthttp.RequestCtx, st *reqState, withFills, duplicate bool) *APIError {
+	m, ok := s.reg.MarketByID(st.rec.Market)
+	if !ok {
+		s.log.Error("gateway: order of an unregistered market", "order_id", uint64(st.rec.ID), "market", uint32(st.rec.Market))
+		return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+	}
+	st.out = appendOrder(st.out[:0], &st.rec, m, withFills, duplicate)
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}
+
+// GET /api/v1/orders?market=&status=open: the caller's resting orders (no
+// fills), in one market or all, each market's bids best first then asks.
+func (s *Server) listOrders(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	args := ctx.QueryArgs()
+	if stv := args.Peek("status"); len(stv) > 0 && string(stv) != "open" {
+		return BadRequest(CodeInvalidParameter, "status must be open")
+	}
+	var only *Market
+	if mv := args.Peek("market"); len(mv) > 0 {
+		m, ok := s.reg.MarketBytes(mv)
+		if !ok {
+			return coreError(core.CodeInvalidMarket)
+		}
+		only = m
+	}
+	user := core.UserID(st.claims.UserID)
+	if user == 0 {
+		panic("gateway: user 0 would list every user's orders") // Authenticate never yields 0
+	}
+	st.views = st.views[:0]
+	err := s.backend.Read(func(p *core.Processor, _ *History) error {
+		if only != nil {
+			st.views = p.OpenOrders(only.ID, user, st.views)
+			return nil
+		}
+		for i := range s.reg.markets {
+			st.views = p.OpenOrders(s.reg.markets[i].ID, user, st.views)
+		}
+		return nil
+	})
+	if err != nil {
+		return s.backendError(err)
+	}
+	b := append(st.out[:0], `{"orders":[`...)
+	for i := range st.views {
+		m, ok := s.reg.MarketByID(st.views[i].Market)
+		if !ok {
+			continue
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		r := liveRecord(&st.views[i])
+		b = appendOrder(b, &r, m, false, false)
+	}
+	st.out = append(b, "]}"...)
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}
+
+// noBody accepts an empty body or {} on endpoints that take no input.
+func (s *Server) noBody(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	body := st.body
+	if len(body) == 0 {
+		return nil
+	}
+	var err *APIError
+	st.scratch, err = decodeObject(body, emptySchema, st.vals[:0], st.scratch)
+	return err
+}

@@ -1,0 +1,155 @@
+package gateway
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// access is who may call a path. It is decided by prefix before routing, so
+// an unauthenticated caller learns nothing about which paths exist.
+type access uint8
+
+const (
+	accessPublic access = iota // /health*, /metrics
+	accessUser                 // /api/...: a valid token
+	accessAdmin                // /admin/...: a valid token with the admin role
+)
+
+func accessOf(path []byte) access {
+	switch {
+	case hasSegPrefix(path, "/api"):
+		return accessUser
+	case hasSegPrefix(path, "/admin"):
+		return accessAdmin
+	}
+	return accessPublic
+}
+
+// hasSegPrefix reports whether path is prefix or starts with prefix + "/".
+func hasSegPrefix(path []byte, prefix string) bool {
+	return bytes.HasPrefix(path, []byte(prefix)) && (len(path) == len(prefix) || path[len(prefix)] == '/')
+}
+
+// handler answers one matched request: it writes the success response
+// itself and returns nil, or returns the error to answer with.
+type handler func(s *Server, ctx *fasthttp.RequestCtx, st *reqState) *APIError
+
+// route is one endpoint: a method and a path of literal segments and "{}"
+// parameters (each one whole, non-empty segment).
+type route struct {
+	method string
+	segs   []string
+	name   string // metrics label, e.g. "GET /api/v1/order/{id}"
+	h      handler
+}
+
+// maxParams is the most "{}" segments in a route.
+const maxParams = 2
+
+// routeUnmatched is the metrics label of requests no route matched.
+const routeUnmatched = "unmatched"
+
+var routes = []route{
+	mkRoute("POST", "/api/v1/order", (*Server).postOrder),
+	mkRoute("GET", "/api/v1/order/{id}", (*Server).getOrder),
+	mkRoute("DELETE", "/api/v1/order/{id}", (*Server).cancelOrder),
+	mkRoute("PATCH", "/api/v1/order/{id}", (*Server).modifyOrder),
+	mkRoute("GET", "/api/v1/orders", (*Server).listOrders),
+	mkRoute("GET", "/api/v1/depth/{market}", (*Server).depth),
+	mkRoute("GET", "/api/v1/trades/{market}", (*Server).trades),
+	mkRoute("GET", "/api/v1/balances", (*Server).balances),
+	mkRoute("POST", "/admin/v1/adjust", (*Server).adjust),
+	mkRoute("POST", "/admin/v1/markets/{market}/halt", (*Server).halt),
+	mkRoute("POST", "/admin/v1/markets/{market}/resume", (*Server).resume),
+	mkRoute("POST", "/admin/v1/accounts/{user_id}/status", (*Server).accountStatus),
+	mkRoute("GET", "/health/live", (*Server).live),
+	mkRoute("GET", "/health/ready", (*Server).readiness),
+	mkRoute("GET", "/health", (*Server).health),
+	mkRoute("GET", "/metrics", (*Server).serveMetrics),
+}
+
+func mkRoute(method, pattern string, h handler) route {
+	segs := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
+	n := 0
+	for i, sg := range segs {
+		if strings.HasPrefix(sg, "{") {
+			segs[i] = "{}"
+			n++
+		}
+	}
+	if n > maxParams {
+		panic("gateway: route " + pattern + " has more than maxParams parameters")
+	}
+	return route{method: method, segs: segs, name: method + " " + pattern, h: h}
+}
+
+// matchRoute finds the route of method and path; 404 NOT_FOUND if no route
+// has the path, 405 METHOD_NOT_ALLOWED if some route has it with another
+// method. It does not allocate.
+func matchRoute(method, path []byte, params *[maxParams][]byte) (*route, *APIError) {
+	pathFound := false
+	for i := range routes {
+		r := &routes[i]
+		if !matchPath(r.segs, path, params) {
+			continue
+		}
+		if string(method) == r.method || (r.method == "GET" && string(method) == "HEAD") {
+			return r, nil
+		}
+		pathFound = true
+	}
+	if pathFound {
+		return nil, errMethodNotAllowed
+	}
+	return nil, errNotFound
+}
+
+var (
+	errNotFound         = &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such endpoint"}
+	errMethodNotAllowed = &APIError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: "method not allowed on this endpoint"}
+)
+
+// allowedMethods is the Allow header for a path that matched with another method.
+func allowedMethods(path []byte) string {
+	var params [maxParams][]byte
+	var ms []string
+	for i := range routes {
+		if matchPath(routes[i].segs, path, &params) {
+			ms = append(ms, routes[i].method)
+		}
+	}
+	return strings.Join(ms, ", ")
+}
+
+// matchPath matches "/seg/seg/..." against segs, capturing "{}" segments.
+func matchPath(segs []string, path []byte, params *[maxParams][]byte) bool {
+	if len(path) == 0 || path[0] != '/' {
+		return false
+	}
+	rest := path[1:]
+	n := 0
+	for i, sg := range segs {
+		j := bytes.IndexByte(rest, '/')
+		last := i == len(segs)-1
+		if last != (j < 0) {
+			return false // too few or too many segments
+		}
+		cur := rest
+		if j >= 0 {
+			cur, rest = rest[:j], rest[j+1:]
+		}
+		if sg == "{}" {
+			if len(cur) == 0 {
+				return false
+			}
+			params[n] = cur
+			n++
+		} else if string(cur) != sg {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,275 @@
+package gateway
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// Limits and defaults of the HTTP server.
+const (
+	// DefaultMaxBodyBytes is the largest request body accepted (413
+	// BODY_TOO_LARGE beyond). The biggest valid request, an order, is
+	// under 400 bytes.
+	DefaultMaxBodyBytes = 16 << 10
+	// DefaultDepthLimit and MaxDepthLimit: price levels per side of GET /depth.
+	DefaultDepthLimit = 20
+	MaxDepthLimit     = 1_000
+	// DefaultTradesLimit: trades of GET /trades (at most MaxTradesPerMarket).
+	DefaultTradesLimit = 100
+)
+
+// Observer receives one call per answered request (a metrics hook). route
+// is the endpoint's pattern ("POST /api/v1/order"), one of a fixed set, or
+// "unmatched": safe as a metric label. It must not block.
+type Observer interface {
+	Observe(route string, status int, d time.Duration)
+}
+
+// RejectionObserver, if the Observer also implements it, receives the code
+// of every error answer (gateway or core), e.g. "INVALID_PRICE".
+type RejectionObserver interface {
+	Rejected(code string)
+}
+
+// OrderArchive is an optional source of finished orders History no longer
+// holds (e.g. the Postgres read model). It is asked only after the core and
+// History said "not found", outside Backend.Read; it may do I/O. It returns
+// the order whoever owns it: the server checks the owner.
+type OrderArchive interface {
+	Order(id core.OrderID) (OrderRecord, bool, error)
+}
+
+// ServerConfig configures NewServer. Backend, Auth and Registry are required.
+type ServerConfig struct {
+	Backend  Backend
+	Auth     *Authenticator
+	Registry *Registry
+	Logger   *slog.Logger // nil: slog.Default()
+
+	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int
+	// TokenCacheSize bounds the cache of verified Authorization headers;
+	// 0 means DefaultTokenCacheSize, negative disables the cache.
+	TokenCacheSize int
+
+	// Observer, if set, is told about every request (metrics).
+	Observer Observer
+	// Metrics, if set, is served at GET /metrics without authentication.
+	Metrics fasthttp.RequestHandler
+	// Ready reports whether the server may take traffic (recovery done);
+	// GET /health/ready answers 503 until it returns true. nil: always ready.
+	Ready func() bool
+	// Archive, if set, answers GET /order/{id} for orders History dropped.
+	Archive OrderArchive
+	// Now is the clock for token expiry; nil means time.Now (tests set it).
+	Now func() time.Time
+}
+
+// Server is the HTTP API. Create it with NewServer; it is safe for
+// concurrent use by fasthttp's goroutines.
+type Server struct {
+	backend Backend
+	auth    *Authenticator
+	reg     *Registry
+	log     *slog.Logger
+	obs     Observer
+	rej     RejectionObserver
+	metrics fasthttp.RequestHandler
+	ready   func() bool
+	archive OrderArchive
+	now     func() time.Time
+	maxBody int
+	tokens  *tokenCache
+	states  sync.Pool // *reqState
+}
+
+// reqState is the per-request scratch memory, pooled so that a request in
+// steady state allocates nothing of its own. Nothing in it outlives the
+// request.
+type reqState struct {
+	claims  Claims
+	body    []byte            // the request body (<= maxBody), aliasing the request or bodyBuf
+	bodyBuf []byte            // a streamed body read here
+	params  [maxParams][]byte // path parameters, aliasing the request path
+	vals    [MaxJSONFields]jsonValue
+	scratch []byte       // unescaped JSON strings
+	out     []byte       // the response body being written
+	cmd     core.Command // the command submitted (here so it does not escape per request)
+	rec     OrderRecord
+	fills   []Fill
+	views   []core.OrderView
+	bids    []core.PriceLevel
+	asks    []core.PriceLevel
+	trades  []Trade
+}
+
+// NewServer returns a server for cfg. It panics if Backend, Auth or
+// Registry is missing (a wiring bug, not a runtime condition).
+func NewServer(cfg ServerConfig) *Server {
+	if cfg.Backend == nil || cfg.Auth == nil || cfg.Registry == nil {
+		panic("gateway: NewServer needs Backend, Auth and Registry")
+	}
+	s := &Server{backend: cfg.Backend, auth: cfg.Auth, reg: cfg.Registry, log: cfg.Logger,
+		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, archive: cfg.Archive,
+		now: cfg.Now, maxBody: cfg.MaxBodyBytes}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	switch {
+	case cfg.TokenCacheSize == 0:
+		s.tokens = newTokenCache(DefaultTokenCacheSize)
+	case cfg.TokenCacheSize > 0:
+		s.tokens = newTokenCache(cfg.TokenCacheSize)
+	}
+	if r, ok := cfg.Observer.(RejectionObserver); ok {
+		s.rej = r
+	}
+	s.states.New = func() any { return new(reqState) }
+	return s
+}
+
+// Handler returns the request handler.
+func (s *Server) Handler() fasthttp.RequestHandler { return s.serve }
+
+func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	st := s.states.Get().(*reqState)
+	route := routeUnmatched
+	defer s.done(ctx, st, &route, start)
+
+	if err := s.readBody(ctx, st); err != nil {
+		s.fail(ctx, st, err)
+		return
+	}
+	path := ctx.Path()
+	if acc := accessOf(path); acc != accessPublic {
+		if err := s.authenticate(ctx, st, acc, start); err != nil {
+			s.fail(ctx, st, err)
+			return
+		}
+	}
+	r, err := matchRoute(ctx.Method(), path, &st.params)
+	if err != nil {
+		if err.Code == CodeMethodNotAllowed {
+			ctx.Response.Header.Set("Allow", allowedMethods(path))
+		}
+		s.fail(ctx, st, err)
+		return
+	}
+	route = r.name
+	if err := r.h(s, ctx, st); err != nil {
+		s.fail(ctx, st, err)
+	}
+}
+
+// done recovers a panic in a handler (answered 500 and logged: a bug must
+// not take the server down), reports the request and recycles st.
+func (s *Server) done(ctx *fasthttp.RequestCtx, st *reqState, route *string, start time.Time) {
+	if v := recover(); v != nil {
+		s.log.Error("gateway: handler panic", "route", *route, "panic", v)
+		ctx.Response.Reset()
+		s.fail(ctx, st, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"})
+	}
+	if s.obs != nil {
+		s.obs.Observe(*route, ctx.Response.StatusCode(), time.Since(start))
+	}
+	st.claims = Claims{}
+	st.body = nil
+	st.cmd = core.Command{}
+	st.rec = OrderRecord{}
+	clear(st.params[:])
+	clear(st.vals[:])
+	s.states.Put(st)
+}
+
+// authenticate checks the bearer token (a cache hit skips the JWT check) and
+// the admin role for accessAdmin.
+func (s *Server) authenticate(ctx *fasthttp.RequestCtx, st *reqState, acc access, now time.Time) *APIError {
+	if s.now != nil {
+		now = s.now()
+	}
+	h := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
+	cl, ok := s.tokens.get(h, now)
+	if !ok {
+		c, err := s.auth.AuthenticateAt(h, now)
+		if err != nil {
+			if e, ok := AsAPIError(err); ok {
+				return e
+			}
+			return Unauthorized("invalid token")
+		}
+		s.tokens.put(h, c)
+		cl = c
+	}
+	if acc == accessAdmin {
+		if err := RequireAdmin(cl); err != nil {
+			e, _ := AsAPIError(err)
+			return e
+		}
+	}
+	st.claims = cl
+	return nil
+}
+
+// reply sends st.out as a JSON answer with status.
+func (s *Server) reply(ctx *fasthttp.RequestCtx, st *reqState, status int) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.Response.SetBody(st.out)
+}
+
+// fail sends e as the error answer, counts it and logs server-side failures.
+func (s *Server) fail(ctx *fasthttp.RequestCtx, st *reqState, e *APIError) {
+	st.out = appendError(st.out[:0], e)
+	s.reply(ctx, st, e.Status)
+	if s.rej != nil {
+		s.rej.Rejected(e.Code)
+	}
+	if e.Status >= 500 && e.Code != CodeSystemBusy {
+		s.log.Warn("gateway: request failed", "method", string(ctx.Method()), "path", string(ctx.Path()),
+			"status", e.Status, "code", e.Code)
+	}
+}
+
+// backendError maps a Backend failure to its answer.
+func (s *Server) backendError(err error) *APIError {
+	switch {
+	case errors.Is(err, ErrBusy):
+		return Unavailable(CodeSystemBusy, "the system is busy; retry later")
+	case errors.Is(err, ErrUnavailable):
+		return Unavailable(CodeServiceUnavailable, "the service is unavailable")
+	}
+	if e, ok := AsAPIError(err); ok {
+		return e
+	}
+	s.log.Error("gateway: backend error", "err", err)
+	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+}
+
+// submit sends c and returns its EvResult and all its events.
+func (s *Server) submit(c *core.Command) (*core.Event, []core.Event, *APIError) {
+	evs, err := s.backend.Submit(c)
+	if errors.Is(err, ErrUnavailable) {
+		// The command may have been sequenced before the core stopped.
+		return nil, nil, Unavailable(CodeServiceUnavailable, "the service is unavailable; the request may or "+
+			"may not have been applied (retry with the same client_order_id or ref)")
+	}
+	if err != nil {
+		return nil, nil, s.backendError(err)
+	}
+	if len(evs) == 0 || evs[len(evs)-1].Kind != core.EvResult {
+		s.log.Error("gateway: command without a result event", "kind", c.Kind.String())
+		return nil, nil, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+	}
+	return &evs[len(evs)-1], evs, nil
+}
