@@ -202,6 +202,28 @@ type lockedWriter struct {
 	w  io.Writer
 }
 
+// String is what was written so far.
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fmt.Sprint(l.w)
+}
+
+// ready reports whether /health/ready answers 200.
+func (s *e2eServer) ready() bool {
+	c := s.client
+	if c == nil {
+		c = &http.Client{Timeout: 2 * time.Second}
+	}
+	resp, err := c.Get("http://" + s.addr + "/health/ready")
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == 200
+}
+
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
