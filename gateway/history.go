@@ -99,7 +99,8 @@ func (r *OrderRecord) Live() bool {
 //
 // The zero value is ready to use.
 type History struct {
-	recs  []OrderRecord          // slab of live and finished records; reused through free
+	recs  [][]OrderRecord        // slab of live and finished records in chunks of recChunk (never moved, so growth copies nothing); reused through free
+	nrecs int32                  // slots handed out so far
 	free  []int32                // free slots of recs
 	idx   map[core.OrderID]int32 // order id -> slot in recs
 	live  int                    // live records (<= MaxLiveOrders)
@@ -212,13 +213,28 @@ func (h *History) insert(r OrderRecord) *OrderRecord {
 	if n := len(h.free); n > 0 {
 		i = h.free[n-1]
 		h.free = h.free[:n-1]
-		h.recs[i] = r
+		*h.slot(i) = r
 	} else {
-		i = int32(len(h.recs))
-		h.recs = append(h.recs, r)
+		i = h.nrecs
+		if int(i>>recChunkBits) == len(h.recs) {
+			h.recs = append(h.recs, make([]OrderRecord, recChunk))
+		}
+		h.nrecs++
+		*h.slot(i) = r
 	}
 	h.idx[r.ID] = i
-	return &h.recs[i]
+	return h.slot(i)
+}
+
+// recChunk is the number of records per slab chunk (4096 x ~150 B).
+const (
+	recChunkBits = 12
+	recChunk     = 1 << recChunkBits
+)
+
+// slot is the record in slot i.
+func (h *History) slot(i int32) *OrderRecord {
+	return &h.recs[i>>recChunkBits][i&(recChunk-1)]
 }
 
 // get returns the record of id, or nil.
@@ -227,7 +243,7 @@ func (h *History) get(id core.OrderID) *OrderRecord {
 	if !ok {
 		return nil
 	}
-	return &h.recs[i]
+	return h.slot(i)
 }
 
 func (h *History) trade(e *core.Event) {
@@ -324,8 +340,8 @@ func (h *History) evictFinished(enough func() bool) {
 		h.done[h.doneH] = 0
 		h.doneH++
 		if i, ok := h.idx[id]; ok {
-			h.fills -= len(h.recs[i].Fills)
-			h.recs[i] = OrderRecord{} // drops the Fills array for the GC
+			h.fills -= len(h.slot(i).Fills)
+			*h.slot(i) = OrderRecord{} // drops the Fills array for the GC
 			h.free = append(h.free, i)
 			delete(h.idx, id)
 		}

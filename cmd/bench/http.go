@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -88,6 +89,7 @@ func runHTTP(args []string, stdout, stderr io.Writer) int {
 		xargs = append(xargs, "--pg-url", *pgURL)
 	}
 	cmd := exec.Command(*exe, xargs...)
+	cmd.Env = os.Environ() // UBS_CPUPROFILE etc. reach the exchange
 	logf, err := os.Create(filepath.Join(dir, "exchange.log"))
 	if err != nil {
 		return fail(err)
@@ -96,7 +98,17 @@ func runHTTP(args []string, stdout, stderr io.Writer) int {
 	if err := cmd.Start(); err != nil {
 		return fail(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	defer func() { // SIGTERM (a profile is written on the way out), then kill
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _, _ = cmd.Process.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
 	if err := waitReady(xaddr, 60*time.Second); err != nil {
 		return fail(fmt.Errorf("%w (log: %s)", err, tail(filepath.Join(dir, "exchange.log"))))
 	}
@@ -144,6 +156,11 @@ func runHTTP(args []string, stdout, stderr io.Writer) int {
 		}})
 	close(stopLag)
 	<-lagDone
+	if path := os.Getenv("UBS_BENCH_METRICS"); path != "" { // keep the exchange's final /metrics
+		if st, b, err := fasthttp.GetTimeout(nil, "http://"+xaddr+"/metrics", 5*time.Second); err == nil && st == 200 {
+			_ = os.WriteFile(path, b, 0o644)
+		}
+	}
 	if err != nil {
 		return fail(err)
 	}

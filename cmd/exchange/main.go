@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"golang.org/x/term"
@@ -63,6 +64,12 @@ func run(args []string) error {
 		return err
 	}
 	cfg.PGURL = pgURL
+	if path := os.Getenv("UBS_CPUPROFILE"); path != "" { // profiling runs only
+		f, perr := os.Create(path)
+		if perr == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+	}
 	err = serve(ctx, cfg, log)
 	if perr := stopPG(); perr != nil {
 		log.Error("postgres: stop failed", "err", perr.Error())

@@ -64,7 +64,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		OnJournalBatch: m.journalBatch,
 	}
 	if cfg.PGURL != "" {
-		pool, err = pgxpool.New(ctx, cfg.PGURL) // connects lazily: Postgres may be down now
+		pcfg, err := pgxpool.ParseConfig(cfg.PGURL)
+		if err != nil {
+			return fmt.Errorf("postgres: %s: %w", redactURL(cfg.PGURL), err)
+		}
+		// The read model is re-derivable from the WAL and its checkpoint
+		// commits in the same transaction as its rows: a commit Postgres
+		// loses in a crash takes its checkpoint with it and the sink writes
+		// it again. So the sink need not wait for Postgres's own fsync.
+		pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+		pool, err = pgxpool.NewWithConfig(ctx, pcfg) // connects lazily: Postgres may be down now
 		if err != nil {
 			return fmt.Errorf("postgres: %s: %w", redactURL(cfg.PGURL), err)
 		}
