@@ -42,17 +42,41 @@ var (
 	ErrEnvelopeChecksum = &EnvelopeError{"envelope checksum mismatch"}
 )
 
+// envBatchEnd is the top bit of the length field: set on the last entry of
+// every AppendBatch (one write + one fsync). At start-up it tells a torn last
+// batch (never fsynced, so never acknowledged, and after a power loss its
+// pages may reach the disk in any order: a damaged entry can be followed by
+// whole ones) from damage inside fsynced data: see scanWAL.
+const envBatchEnd = 1 << 31
+
+// maxEnvelopePayload is the largest payload the length field can carry
+// beside the batch-end flag.
+const maxEnvelopePayload = envBatchEnd - 1
+
 // AppendEnvelope appends the envelope of (seq, payload) to dst and returns
 // the extended slice. It does not allocate when cap(dst) is large enough.
-// It panics if len(payload) does not fit in a uint32 (callers that take
+// It panics if len(payload) does not fit in 31 bits (callers that take
 // payloads from outside check MaxPayloadSize first, as AppendBatch does).
 func AppendEnvelope(dst []byte, seq uint64, payload []byte) []byte {
-	if uint64(len(payload)) > 0xFFFFFFFF {
-		panic("journal: envelope payload larger than 4 GiB")
+	return appendEnvelope(dst, seq, payload, false)
+}
+
+// AppendEnvelopeBatchEnd is AppendEnvelope for the last entry of a batch.
+func AppendEnvelopeBatchEnd(dst []byte, seq uint64, payload []byte) []byte {
+	return appendEnvelope(dst, seq, payload, true)
+}
+
+func appendEnvelope(dst []byte, seq uint64, payload []byte, batchEnd bool) []byte {
+	if uint64(len(payload)) > maxEnvelopePayload {
+		panic("journal: envelope payload larger than 2 GiB")
+	}
+	n := uint32(len(payload))
+	if batchEnd {
+		n |= envBatchEnd
 	}
 	start := len(dst)
 	dst = binary.LittleEndian.AppendUint64(dst, seq)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = binary.LittleEndian.AppendUint32(dst, n)
 	sum := crc32.Update(0, castagnoli, dst[start:start+12])
 	sum = crc32.Update(sum, castagnoli, payload)
 	dst = binary.LittleEndian.AppendUint32(dst, sum)
@@ -71,7 +95,7 @@ func DecodeEnvelope(b []byte) (seq uint64, payload []byte, err error) {
 	if len(b) < EnvelopeHeaderSize {
 		return 0, nil, ErrEnvelopeShort
 	}
-	n := binary.LittleEndian.Uint32(b[8:12])
+	n := binary.LittleEndian.Uint32(b[8:12]) &^ envBatchEnd
 	if uint64(n) != uint64(len(b)-EnvelopeHeaderSize) {
 		return 0, nil, ErrEnvelopeLength
 	}
@@ -81,4 +105,10 @@ func DecodeEnvelope(b []byte) (seq uint64, payload []byte, err error) {
 		return 0, nil, ErrEnvelopeChecksum
 	}
 	return binary.LittleEndian.Uint64(b[:8]), b[EnvelopeHeaderSize:], nil
+}
+
+// EnvelopeEndsBatch reports whether the (valid) envelope b is the last entry
+// of its batch.
+func EnvelopeEndsBatch(b []byte) bool {
+	return len(b) >= EnvelopeHeaderSize && binary.LittleEndian.Uint32(b[8:12])&envBatchEnd != 0
 }

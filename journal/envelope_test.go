@@ -81,6 +81,7 @@ func TestEnvelopeNoAllocs(t *testing.T) {
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add(AppendEnvelope(nil, 1, []byte("payload")))
 	f.Add(AppendEnvelope(nil, 0, nil))
+	f.Add(AppendEnvelopeBatchEnd(nil, 3, []byte("end")))
 	f.Add(AppendEnvelope(nil, ^uint64(0), bytes.Repeat([]byte{0xAB}, 200)))
 	valid := AppendEnvelope(nil, 12345, []byte("0123456789"))
 	for _, n := range []int{0, 1, 8, 12, 15, 16, 17, len(valid) - 1} {
@@ -104,7 +105,11 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		if len(b) != EnvelopeHeaderSize+len(payload) {
 			t.Fatalf("accepted %d bytes for a %d-byte payload", len(b), len(payload))
 		}
-		if re := AppendEnvelope(nil, seq, payload); !bytes.Equal(re, b) {
+		re := AppendEnvelope(nil, seq, payload)
+		if EnvelopeEndsBatch(b) {
+			re = AppendEnvelopeBatchEnd(nil, seq, payload)
+		}
+		if !bytes.Equal(re, b) {
 			t.Fatalf("accepted a non-canonical envelope: %x vs %x", b, re)
 		}
 		if len(payload) > 0 && &payload[0] != &b[EnvelopeHeaderSize] {

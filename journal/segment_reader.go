@@ -224,13 +224,19 @@ func scanWAL(segs []walSegment) (walScan, error) {
 		if strings.HasPrefix(reason, "seq mismatch") {
 			return res, ce // a whole, checksummed entry is never a torn write
 		}
-		pos, seq, found, err := findEnvelopeAfter(seg.path, bad+1)
+		after, err := findEnvelopesAfter(seg.path, bad+1)
 		if err != nil {
 			return res, err
 		}
-		if found {
-			ce.Reason += fmt.Sprintf("; a valid entry (seq %d) follows at offset %d", seq, pos)
+		if v, ok := laterBatch(after, expected); ok {
+			// A whole batch was written (and so fsynced: the journal
+			// fsyncs every batch before writing the next) after the bad
+			// entry: the damage is inside acknowledged data.
+			ce.Reason += fmt.Sprintf("; a valid entry (seq %d) of a later batch follows at offset %d", v.seq, v.pos)
 			return res, ce
+		}
+		if len(after) > 0 {
+			ce.Reason += fmt.Sprintf("; %d valid entries of the same unsynced last batch follow (written out of order before a crash)", len(after))
 		}
 		ce.Torn = true
 		ce.Bytes = r.size - bad
@@ -277,29 +283,64 @@ func scanSegment(r *segReader, seg walSegment, expected *uint64) (int64, string,
 	}
 }
 
-// findEnvelopeAfter searches the file from offset from to its end for any
-// position holding a well-framed entry whose envelope verifies. Garbage
-// passes the length-prefix, length-field and CRC checks with a probability
-// of roughly 2^-64, so a hit means real data follows a bad entry.
-func findEnvelopeAfter(path string, from int64) (pos int64, seq uint64, found bool, err error) {
+// foundEnvelope is a valid envelope found by findEnvelopesAfter.
+type foundEnvelope struct {
+	pos      int64
+	seq      uint64
+	batchEnd bool
+}
+
+// findEnvelopesAfter returns every position from offset from to the end of
+// the file that holds a well-framed entry whose envelope verifies, in file
+// order (skipping past each one found). Garbage passes the length-prefix,
+// length-field and CRC checks with a probability of roughly 2^-64, so a hit
+// means real data follows a bad entry.
+func findEnvelopesAfter(path string, from int64) ([]foundEnvelope, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("journal: read segment: %w", err)
+		return nil, fmt.Errorf("journal: read segment: %w", err)
 	}
-	for q := int(min(from, int64(len(b)))); q < len(b); q++ {
+	var out []foundEnvelope
+	for q := int(min(from, int64(len(b)))); q < len(b); {
 		size, n := binary.Uvarint(b[q:])
 		if n <= 0 || size < EnvelopeHeaderSize || size > uint64(len(b)-q-n) {
+			q++
 			continue
 		}
 		env := b[q+n : q+n+int(size)]
-		if uint64(binary.LittleEndian.Uint32(env[8:12])) != size-EnvelopeHeaderSize {
+		if uint64(binary.LittleEndian.Uint32(env[8:12])&^envBatchEnd) != size-EnvelopeHeaderSize {
+			q++
 			continue
 		}
-		if s, _, derr := DecodeEnvelope(env); derr == nil {
-			return int64(q), s, true, nil
+		s, _, derr := DecodeEnvelope(env)
+		if derr != nil {
+			q++
+			continue
+		}
+		out = append(out, foundEnvelope{pos: int64(q), seq: s, batchEnd: EnvelopeEndsBatch(env)})
+		q += n + int(size)
+	}
+	return out, nil
+}
+
+// laterBatch decides whether valid entries found after a bad one (which
+// should carry seq bad) prove that the bad entry was fsynced. The journal
+// writes one batch at a time and fsyncs it before writing the next, so at a
+// crash only the last batch can be partly on disk. The entries after the
+// bad one belong to that same batch unless one of them ends a batch and
+// another valid entry follows it (a later batch was written, so the bad
+// one's batch had been fsynced), or one carries a seq that cannot follow.
+// It returns the first entry that proves a later batch.
+func laterBatch(after []foundEnvelope, bad uint64) (foundEnvelope, bool) {
+	for i, v := range after {
+		if v.seq <= bad {
+			return v, true // not a continuation of the log: damage, not a torn batch
+		}
+		if v.batchEnd && i+1 < len(after) {
+			return after[i+1], true
 		}
 	}
-	return 0, 0, false, nil
+	return foundEnvelope{}, false
 }
 
 // iterateSegments replays entries from..last (inclusive, from >= the first

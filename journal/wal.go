@@ -270,7 +270,11 @@ func (w *WAL) AppendBatch(entries []Entry) error {
 	}
 	w.batch.Clear()
 	for i := range entries {
-		w.scratch = AppendEnvelope(w.scratch[:0], entries[i].Seq, entries[i].Payload)
+		if i == len(entries)-1 {
+			w.scratch = AppendEnvelopeBatchEnd(w.scratch[:0], entries[i].Seq, entries[i].Payload)
+		} else {
+			w.scratch = AppendEnvelope(w.scratch[:0], entries[i].Seq, entries[i].Payload)
+		}
 		w.batch.Write(entries[i].Seq, w.scratch)
 	}
 	rotated, tailIndex, tailBytes := w.predictRotation(entries)

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -155,6 +156,7 @@ func walTestExpectCorrupt(t *testing.T, dir string, seq uint64) {
 func TestWALCorruptMiddle(t *testing.T) {
 	r := walTestRand(t)
 	base, segs := walTestBuild(t, 200, 1024)
+	one, oneSegs := walTestBuild(t, 200, 1<<20) // a single segment holding many batches
 	flip := func(dir, seg string, entry int) uint64 {
 		path := filepath.Join(dir, filepath.Base(seg))
 		frames := walTestFrames(t, path)
@@ -165,15 +167,26 @@ func TestWALCorruptMiddle(t *testing.T) {
 		return walSegIndex(t, seg) + uint64(entry)
 	}
 	for i := 0; i < 10; i++ {
-		// A middle entry of the last segment: valid entries follow it.
-		dir := walTestCopyDir(t, base)
-		last := segs[len(segs)-1]
-		n := len(walTestFrames(t, last)) - 1
-		walTestExpectCorrupt(t, dir, flip(dir, last, r.IntN(n-1)))
+		// A middle entry of the last segment, followed by a whole later
+		// batch (so it was fsynced).
+		dir := walTestCopyDir(t, one)
+		last := oneSegs[len(oneSegs)-1]
+		ends := walTestBatchEnds(t, last)
+		cand := -1
+		for e := len(ends) - 1; e >= 0; e-- {
+			if ends[e] && e+1 < len(ends) {
+				cand = e // entries 0..e have a later batch after them
+				break
+			}
+		}
+		if cand < 0 {
+			t.Fatal("the last segment holds no batch end followed by another batch")
+		}
+		walTestExpectCorrupt(t, dir, flip(dir, last, r.IntN(cand+1)))
 		// Any entry (even the last one) of an earlier segment.
 		dir = walTestCopyDir(t, base)
 		k := r.IntN(len(segs) - 1)
-		n = len(walTestFrames(t, segs[k])) - 1
+		n := len(walTestFrames(t, segs[k])) - 1
 		walTestExpectCorrupt(t, dir, flip(dir, segs[k], r.IntN(n)))
 	}
 	// A torn (short) earlier segment is corruption, not a torn tail.
@@ -193,6 +206,71 @@ func TestWALCorruptMiddle(t *testing.T) {
 	f.Write(append([]byte{byte(len(env))}, env...))
 	f.Close()
 	walTestExpectCorrupt(t, dir, 201)
+}
+
+// TestWALTornLastBatchOutOfOrder: after a power loss the pages of the last,
+// never-fsynced batch may reach the disk in any order, so a damaged entry
+// can be followed by whole entries of the same batch. That is a torn tail
+// (nothing in it was acknowledged): Open truncates at the damaged entry.
+func TestWALTornLastBatchOutOfOrder(t *testing.T) {
+	r := walTestRand(t)
+	dir := t.TempDir()
+	w := walTestOpen(t, dir, Options{SegmentSize: 1 << 20, NoSync: true})
+	walTestAppend(t, w, 50, 7, nil)
+	walTestAppend(t, w, 10, 10, nil) // the last batch: seqs 51..60
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := walTestSegments(t, dir)[0]
+	frames := walTestFrames(t, seg)
+	ends := walTestBatchEnds(t, seg)
+	if !ends[49] || !ends[59] || ends[55] {
+		t.Fatalf("batch-end marks misplaced: %v", ends)
+	}
+	for i := 0; i < 10; i++ {
+		d := walTestCopyDir(t, dir)
+		path := filepath.Join(d, filepath.Base(seg))
+		b, _ := os.ReadFile(path)
+		e := 50 + r.IntN(9) // an entry of the last batch with whole entries after it
+		// Zero one 64-byte span inside it, as a page that never reached the disk.
+		pos := frames[e] + r.Int64N(frames[e+1]-frames[e])
+		for j := pos; j < min(pos+64, frames[e+1]); j++ {
+			b[j] = 0
+		}
+		os.WriteFile(path, b, 0o640)
+		w2, err := Open(d, Options{SegmentSize: 1 << 20, NoSync: true, Logger: walQuietLogger()})
+		if err != nil {
+			t.Fatalf("damaged entry %d of the unsynced last batch: open = %v, want a repaired torn tail", e+1, err)
+		}
+		if w2.LastSeq() != uint64(e) {
+			t.Fatalf("after repair last seq %d, want %d", w2.LastSeq(), e)
+		}
+		w2.Close()
+	}
+	// The same damage in the batch before the last one is corruption.
+	d := walTestCopyDir(t, dir)
+	path := filepath.Join(d, filepath.Base(seg))
+	b, _ := os.ReadFile(path)
+	b[frames[45]+10] ^= 0xFF
+	os.WriteFile(path, b, 0o640)
+	walTestExpectCorrupt(t, d, 46)
+}
+
+// walTestBatchEnds reports, per entry of a segment file, whether its
+// envelope carries the batch-end mark.
+func walTestBatchEnds(t testing.TB, path string) []bool {
+	t.Helper()
+	frames := walTestFrames(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []bool
+	for i := 0; i+1 < len(frames); i++ {
+		_, k := binary.Uvarint(b[frames[i]:])
+		out = append(out, EnvelopeEndsBatch(b[frames[i]+int64(k):frames[i+1]]))
+	}
+	return out
 }
 
 func TestWALIterateAndReadDetectCorruption(t *testing.T) {
