@@ -56,9 +56,11 @@ type Config struct {
 	// OnAck, if set, is called on the responder goroutine for every command
 	// once it is durable and applied, in seq order. It must not block.
 	OnAck func(s *Slot)
-	// TruncateLimit, if set, returns the highest seq a downstream consumer
-	// (e.g. the Postgres sink) no longer needs; the WAL front is never
-	// truncated past it, and the newest snapshot at or below it is kept.
+	// TruncateLimit, if set, returns the seq a downstream consumer (the
+	// Postgres sink) has persisted: the newest snapshot at or below it and
+	// the WAL after that snapshot are kept, so the consumer can re-derive
+	// its events from there (with no such snapshot, the whole WAL is kept).
+	// 0 means "not known yet": nothing is pruned or truncated.
 	TruncateLimit func() core.Seq
 	// OnJournalBatch, if set, is called on the journaler goroutine after
 	// every group commit with the batch size and the time of its write +
@@ -139,7 +141,6 @@ type Pipeline struct {
 	dead     chan struct{} // closed when the pipeline stops (close or failure)
 	deadOnce sync.Once
 
-	truncReq   atomic.Uint64 // journaler truncates the WAL front to this seq (0 = none)
 	snapJobs   chan snapJob
 	snapDoneCh chan struct{} // closed when the snapshotter exits
 	lastSnap   core.Seq      // processor goroutine only
@@ -432,7 +433,7 @@ func (pl *Pipeline) waitDurable(seq core.Seq) error {
 		return nil
 	}
 	if err := pl.Err(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrStopped, err)
 	}
 	return ErrStopped
 }

@@ -221,13 +221,16 @@ func (s *SnapshotStore) Latest() (seq uint64, data []byte, err error) {
 // entries up to it are no longer needed, WAL.TruncateFront(oldest+1) is
 // safe. ErrNoSnapshot (and nothing deleted) if no snapshot verifies.
 func (s *SnapshotStore) Prune(keep int) (oldest uint64, err error) {
-	return s.prune(keep, 0)
+	oldest, _, err = s.prune(keep, 0)
+	return oldest, err
 }
 
 // PruneKeeping is Prune that also keeps the newest valid snapshot at or
 // below pin (when pin > 0): a downstream consumer that has persisted up to
-// pin re-derives its events from there after a restart.
-func (s *SnapshotStore) PruneKeeping(keep int, pin uint64) (oldest uint64, err error) {
+// pin re-derives its events from there after a restart. pinned is that
+// snapshot's seq, 0 if there is none (the consumer then needs the WAL from
+// its start).
+func (s *SnapshotStore) PruneKeeping(keep int, pin uint64) (oldest, pinned uint64, err error) {
 	return s.prune(keep, pin)
 }
 
@@ -254,28 +257,28 @@ func (s *SnapshotStore) OldestSeq() (uint64, bool) {
 	return 0, false
 }
 
-func (s *SnapshotStore) prune(keep int, pin uint64) (oldest uint64, err error) {
+func (s *SnapshotStore) prune(keep int, pin uint64) (oldest, pinned uint64, err error) {
 	if keep < 1 {
-		return 0, fmt.Errorf("journal: prune: keep must be >= 1, got %d", keep)
+		return 0, 0, fmt.Errorf("journal: prune: keep must be >= 1, got %d", keep)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.oldestKnown = false
 	infos, err := s.List()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var drop []SnapshotInfo
 	kept := 0
-	pinned := pin == 0 // no pin, or the pinned snapshot is already kept
+	havePin := pin == 0 // no pin, or the pinned snapshot is already kept
 	for i := len(infos) - 1; i >= 0; i-- {
-		if kept >= keep && (pinned || infos[i].Seq > pin) {
+		if kept >= keep && (havePin || infos[i].Seq > pin) {
 			drop = append(drop, infos[i])
 			continue
 		}
 		if _, err := loadSnapshot(infos[i].Path, infos[i].Seq); err != nil {
 			if !errors.Is(err, ErrCorrupt) {
-				return 0, err
+				return 0, 0, err
 			}
 			s.log.Warn("journal: pruning damaged snapshot", "seq", infos[i].Seq, "err", err)
 			drop = append(drop, infos[i])
@@ -283,23 +286,23 @@ func (s *SnapshotStore) prune(keep int, pin uint64) (oldest uint64, err error) {
 		}
 		kept++
 		oldest = infos[i].Seq
-		if infos[i].Seq <= pin {
-			pinned = true
+		if !havePin && infos[i].Seq <= pin {
+			havePin, pinned = true, infos[i].Seq
 		}
 	}
 	if kept == 0 {
-		return 0, ErrNoSnapshot
+		return 0, 0, ErrNoSnapshot
 	}
 	for _, d := range drop {
 		if err := os.Remove(d.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return oldest, fmt.Errorf("journal: prune snapshot %d: %w", d.Seq, err)
+			return oldest, pinned, fmt.Errorf("journal: prune snapshot %d: %w", d.Seq, err)
 		}
 	}
 	if len(drop) > 0 {
 		if err := walFsyncDir(s.dir); err != nil {
-			return oldest, err
+			return oldest, pinned, err
 		}
 	}
 	s.oldest, s.oldestValid, s.oldestKnown = oldest, true, true
-	return oldest, nil
+	return oldest, pinned, nil
 }

@@ -182,9 +182,12 @@ func TestPruneKeepingPin(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	oldest, err := s.PruneKeeping(2, 35)
+	oldest, pinned, err := s.PruneKeeping(2, 35)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if pinned != 30 {
+		t.Fatalf("pinned %d, want 30", pinned)
 	}
 	var got []uint64
 	infos, err := s.List()
@@ -197,7 +200,10 @@ func TestPruneKeepingPin(t *testing.T) {
 	if oldest != 30 || len(got) != 3 || got[0] != 30 || got[1] != 40 || got[2] != 50 {
 		t.Fatalf("kept %v (oldest %d), want [30 40 50] (oldest 30)", got, oldest)
 	}
-	if _, err := s.PruneKeeping(2, 0); err != nil {
+	if _, pinned, err := s.PruneKeeping(2, 5); err != nil || pinned != 0 {
+		t.Fatalf("a pin below every snapshot: pinned %d, %v", pinned, err)
+	}
+	if _, _, err := s.PruneKeeping(2, 0); err != nil {
 		t.Fatal(err)
 	}
 	if infos, _ := s.List(); len(infos) != 2 {

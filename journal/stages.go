@@ -57,11 +57,7 @@ func (pl *Pipeline) journaler() {
 		pl.durWait.notify()
 		pl.jst.Commit(hi)
 		next = hi + 1
-		if t := pl.truncReq.Swap(0); t != 0 && t <= pl.wal.LastSeq() {
-			if err := pl.wal.TruncateFront(t); err != nil {
-				pl.log.Warn("journal: front truncation failed", "seq", t, "err", err)
-			}
-		}
+
 	}
 }
 
@@ -117,6 +113,9 @@ func (pl *Pipeline) processor() {
 // to the snapshot writer, which writes it only once seq is durable (a
 // snapshot must never cover a command the WAL could still lose).
 func (pl *Pipeline) takeSnapshot(seq core.Seq) {
+	if len(pl.snapJobs) == cap(pl.snapJobs) {
+		return // the writer is busy: do not serialize a state that would be thrown away (retried at the next command)
+	}
 	data := pl.proc.AppendSnapshot(nil)
 	select {
 	case pl.snapJobs <- snapJob{seq: seq, data: data}:
@@ -202,21 +201,32 @@ func (pl *Pipeline) snapshotter() {
 			continue
 		}
 		pl.log.Info("journal: snapshot written", "seq", job.seq, "bytes", len(job.data))
+		// A downstream consumer (TruncateLimit) pins the newest snapshot at
+		// or below its seq and the WAL after that snapshot; 0 means its seq
+		// is not known yet (e.g. Postgres unreachable since the start):
+		// then nothing is pruned or truncated.
 		var pin uint64
 		if pl.cfg.TruncateLimit != nil {
-			pin = uint64(pl.cfg.TruncateLimit())
+			if pin = uint64(pl.cfg.TruncateLimit()); pin == 0 {
+				continue
+			}
 		}
-		oldest, err := pl.snaps.PruneKeeping(pl.cfg.KeepSnapshots, pin)
+		oldest, pinned, err := pl.snaps.PruneKeeping(pl.cfg.KeepSnapshots, pin)
 		if err != nil {
 			pl.log.Warn("journal: snapshot prune failed", "err", err)
 			continue
 		}
 		limit := oldest
-		if pl.cfg.TruncateLimit != nil {
-			limit = min(limit, uint64(pl.cfg.TruncateLimit()))
+		if pin > 0 {
+			limit = min(limit, pinned) // 0 if no snapshot <= pin: the consumer needs the WAL from the start
 		}
-		if limit > 0 {
-			pl.truncReq.Store(limit + 1)
+		if t := limit + 1; limit > 0 && t <= pl.wal.LastSeq() {
+			// Here, not on the journaler: TruncateFront waits for running
+			// WAL iterations (a follower's replay), which must never stall
+			// the group commit.
+			if err := pl.wal.TruncateFront(t); err != nil {
+				pl.log.Warn("journal: front truncation failed", "seq", t, "err", err)
+			}
 		}
 	}
 }

@@ -50,7 +50,7 @@ func (b *pipelineBackend) Submit(c *core.Command) ([]core.Event, error) {
 // Read runs fn on the read view once it is durable.
 func (b *pipelineBackend) Read(fn func(p *core.Processor, h *gateway.History) error) error {
 	err := b.pl.Read(func(p *core.Processor) error { return fn(p, b.hist) })
-	if errors.Is(err, journal.ErrStopped) {
+	if errors.Is(err, journal.ErrStopped) { // includes a failed journal
 		return gateway.ErrUnavailable
 	}
 	return err

@@ -93,16 +93,19 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	m.pl.Store(pl)
 	log.Info("exchange: core recovered", "durable_seq", pl.DurableSeq(), "data_dir", cfg.DataDir)
 	if err := warmHistory(ctx, pl, hist, log); err != nil {
-		_ = pl.Close()
+		cerr := pl.Close()
+		if ctx.Err() != nil { // SIGTERM during start-up: a graceful stop
+			log.Info("exchange: shutting down during start-up", "cause", context.Cause(ctx).Error())
+			log.Info("exchange: stopped", "seq", pl.Processor().LastSeq(), "state_hash", pl.Processor().StateHash())
+			return cerr
+		}
 		return err
 	}
-	if pl.DurableSeq() == 0 {
-		if err := installConfig(pl, cfg); err != nil {
-			_ = pl.Close()
-			return err
-		}
-		log.Info("exchange: default config installed", "assets", len(cfg.Assets), "markets", len(cfg.Markets),
-			"config_file", cfg.ConfigFile)
+	if n, err := installConfig(pl, cfg); err != nil {
+		_ = pl.Close()
+		return err
+	} else if n > 0 {
+		log.Info("exchange: default config installed", "assets", len(cfg.Assets), "markets", n, "config_file", cfg.ConfigFile)
 	}
 
 	sinkCtx, stopSink := context.WithCancel(context.Background())
@@ -190,6 +193,9 @@ func warmHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.Histor
 		}
 		from := f.NextSeq()
 		for f.NextSeq() <= target {
+			if err := ctx.Err(); err != nil { // SIGTERM during a long warm-up
+				return err
+			}
 			recs, err := f.Next(ctx, 4096)
 			if err != nil {
 				return fmt.Errorf("history warm-up: %w", err)
@@ -291,19 +297,47 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 	}
 }
 
-// installConfig submits cfg's config commands and waits for each.
-func installConfig(pl *journal.Pipeline, cfg Config) error {
-	r := journal.NewReply()
+// installConfig installs the configured markets the core does not have
+// yet (all of them on a fresh data dir; the rest after a crash in the middle
+// of a first start), with their assets (configuring an asset again with the
+// same scale is a no-op). It returns how many markets it installed. Markets
+// the core already has are never reconfigured: a changed --config on an
+// existing data dir only adds markets.
+func installConfig(pl *journal.Pipeline, cfg Config) (int, error) {
+	have := map[core.MarketID]bool{}
+	if err := pl.Read(func(p *core.Processor) error {
+		for _, m := range p.Markets() {
+			have[m.ID] = true
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	var cmds []core.Command
+	n := 0
 	for _, c := range cfg.ConfigCommands() {
+		if c.Kind == core.KindConfigMarket {
+			if have[c.Market] {
+				continue
+			}
+			n++
+		}
+		cmds = append(cmds, c)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	r := journal.NewReply()
+	for _, c := range cmds {
 		if _, err := pl.Submit(&c, r); err != nil {
-			return err
+			return 0, err
 		}
 		if err := pl.Wait(r); err != nil {
-			return err
+			return 0, err
 		}
 		if res := r.Result(); res.Code != core.OK {
-			return fmt.Errorf("config: %v: %v", c.Kind, res.Code)
+			return 0, fmt.Errorf("config: %v: %v", c.Kind, res.Code)
 		}
 	}
-	return nil
+	return n, nil
 }
