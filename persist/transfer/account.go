@@ -1,0 +1,50 @@
+package transfer
+
+// AccountType is the kind of account a transfer moves between.
+type AccountType string
+
+const (
+	AccountFunding AccountType = "FUNDING" // Postgres balances_tb
+	AccountSpot    AccountType = "SPOT"    // the in-RAM core (WAL-backed)
+	AccountFuture  AccountType = "FUTURE"  // valid name, not launched: UNSUPPORTED_ACCOUNT_TYPE
+	AccountMargin  AccountType = "MARGIN"  // valid name, not launched: UNSUPPORTED_ACCOUNT_TYPE
+)
+
+// known reports whether t is a valid account type name (spec 8.1 enum).
+func (t AccountType) known() bool {
+	return t == AccountFunding || t == AccountSpot || t == AccountFuture || t == AccountMargin
+}
+
+// supported reports whether transfers to or from t are launched.
+func (t AccountType) supported() bool { return t == AccountFunding || t == AccountSpot }
+
+// reversible reports whether a debit of t can be refunded, so an explicit
+// target failure may compensate (spec 2.2 "SOURCE REVERSIBLE?"). Both launched
+// sides can refund; anything else stays in TARGET_PENDING and retries.
+func (t AccountType) reversible() bool { return t == AccountFunding || t == AccountSpot }
+
+// transferType is transfers_tb.transfer_type / source_type: 1 when the
+// source is FUNDING, 2 when it is SPOT (spec 7.1).
+func transferType(from AccountType) int16 {
+	if from == AccountFunding {
+		return 1
+	}
+	return 2
+}
+
+// AccountStatus is the status of a FUNDING balance row or a SPOT account.
+type AccountStatus string
+
+const (
+	Active   AccountStatus = "ACTIVE"
+	Frozen   AccountStatus = "FROZEN"   // may receive, may not send
+	Disabled AccountStatus = "DISABLED" // may neither send nor receive
+)
+
+// AccountState is what validation needs to know about one side of a
+// transfer for one asset.
+type AccountState struct {
+	Exists    bool          // the account exists (FUNDING: the user has any balance row)
+	Status    AccountStatus // ACTIVE when the account does not exist yet
+	Available Units         // available balance of the asset, asset units
+}

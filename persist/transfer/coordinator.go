@@ -1,0 +1,213 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// LevelCritical is the slog level of alerts that need an operator: funds in
+// flight with an unknown outcome, a refund that keeps failing.
+const LevelCritical = slog.Level(12)
+
+// Defaults of Config.
+const (
+	DefaultMaxWait     = 2 * time.Second
+	DefaultCallTimeout = 5 * time.Second
+	DefaultRetryBase   = 10 * time.Millisecond
+	DefaultRetryMax    = 500 * time.Millisecond
+)
+
+// Config wires a Coordinator.
+type Config struct {
+	Store   *Store
+	Funding Side // the FUNDING adapter (*Funding, possibly wrapped)
+	Spot    Side // the SPOT adapter (over the core; FakeSpot in tests)
+	// Assets resolves a request's asset symbol; false = unknown (INVALID_ASSET).
+	Assets func(symbol string) (AssetConfig, bool)
+	// Rate returns the user's usage for the rate limits; nil = no limits (P2).
+	Rate   func(ctx context.Context, user UserID, asset AssetID) RateState
+	Limits RateLimits
+	// MaxWait bounds how long Create drives a transfer before answering with
+	// its current state (the Worker finishes it).
+	MaxWait time.Duration
+	// CallTimeout bounds one step (CAS + adapter call). A step runs to its end
+	// even when the caller's context is cancelled, so an abandoned request
+	// leaves a state, not a half-made call.
+	CallTimeout         time.Duration
+	RetryBase, RetryMax time.Duration // backoff between retries of an unknown outcome
+	Logger              *slog.Logger
+}
+
+// Stats are the coordinator's counters (exported as metrics by the server).
+type Stats struct {
+	CASWon     atomic.Int64 // state changes this process made
+	CASLost    atomic.Int64 // CAS refused: another driver moved the transfer first
+	Unknown    atomic.Int64 // adapter answers that were not SUCCESS / EXPLICIT_FAIL (each logged CRITICAL)
+	Committed  atomic.Int64
+	Failed     atomic.Int64
+	RolledBack atomic.Int64
+	Stuck      atomic.Int64 // stale transfers in TARGET_PENDING / COMPENSATING found by the Worker
+}
+
+// Coordinator creates transfers and drives them through the FSM. Any number
+// of coordinators and workers, in any processes, may drive the same
+// transfer: every state change is a CAS and every adapter is idempotent.
+type Coordinator struct {
+	cfg   Config
+	ids   *ULIDGen
+	log   *slog.Logger
+	stats Stats
+}
+
+// NewCoordinator checks cfg and fills its defaults.
+func NewCoordinator(cfg Config) (*Coordinator, error) {
+	if cfg.Store == nil || cfg.Funding == nil || cfg.Spot == nil || cfg.Assets == nil {
+		return nil, errors.New("transfer: coordinator needs Store, Funding, Spot and Assets")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.MaxWait, DefaultMaxWait)
+	def(&cfg.CallTimeout, DefaultCallTimeout)
+	def(&cfg.RetryBase, DefaultRetryBase)
+	def(&cfg.RetryMax, DefaultRetryMax)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Coordinator{cfg: cfg, ids: NewULIDGen(), log: cfg.Logger}, nil
+}
+
+// Stats returns the live counters.
+func (c *Coordinator) Stats() *Stats { return &c.stats }
+
+// Result is Create's answer.
+type Result struct {
+	Transfer  Transfer
+	Duplicate bool // the cid was already used: this is the original transfer, nothing new happened
+}
+
+// Create validates req (layer 2 of defense in depth, 1.5.8 order), stores
+// it as INIT with a new req_id and drives it until it is terminal or
+// MaxWait passes, returning the state reached. A refusal is an *Error with
+// the spec's code; any other error is a system error (SYSTEM_ERROR).
+func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (Result, error) {
+	var asset *AssetConfig
+	if a, found := c.cfg.Assets(req.Asset); found {
+		asset = &a
+	}
+	var rate RateState
+	if c.cfg.Rate != nil && asset != nil && caller.Authenticated {
+		rate = c.cfg.Rate(ctx, caller.UserID, asset.ID)
+	}
+	ch, e := CheckRequest(req, caller, asset, rate, c.cfg.Limits)
+	if e != nil {
+		return Result{}, e
+	}
+	if ch.CID != "" { // step 8: a repeated cid answers with the original
+		t, err := c.cfg.Store.GetByCID(ctx, ch.UserID, ch.CID)
+		if err == nil {
+			return Result{Transfer: t, Duplicate: true}, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return Result{}, err
+		}
+	}
+	src, err := c.side(ch.From).AccountState(ctx, ch.UserID, ch.Asset.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	dst, err := c.side(ch.To).AccountState(ctx, ch.UserID, ch.Asset.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	if e := CheckAccounts(ch, src, dst); e != nil {
+		return Result{}, e
+	}
+	id, err := c.ids.New()
+	if err != nil {
+		return Result{}, err
+	}
+	t, inserted, err := c.cfg.Store.Insert(ctx, Transfer{ReqID: id, CID: ch.CID, UserID: ch.UserID,
+		From: ch.From, To: ch.To, Asset: ch.Asset.ID, Amount: ch.Amount, State: Init})
+	if err != nil {
+		return Result{}, err
+	}
+	if !inserted { // lost a race on the same cid
+		return Result{Transfer: t, Duplicate: true}, nil
+	}
+	c.log.Info("transfer created", "req_id", t.ReqID, "user", t.UserID, "from", t.From, "to", t.To,
+		"asset", t.Asset, "amount", t.Amount)
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.MaxWait)
+	defer cancel()
+	t, err = c.Drive(wctx, t.ReqID)
+	return Result{Transfer: t}, err
+}
+
+// Get returns the transfer with reqID.
+func (c *Coordinator) Get(ctx context.Context, reqID string) (Transfer, error) {
+	return c.cfg.Store.Get(ctx, reqID)
+}
+
+// Drive runs the FSM of reqID until it is terminal or ctx is done (spec 9.2
+// execute_fsm), backing off between retries of unknown outcomes, and returns
+// the last state read. A cancelled ctx stops it between steps, never inside
+// one.
+func (c *Coordinator) Drive(ctx context.Context, reqID string) (Transfer, error) {
+	backoff := c.cfg.RetryBase
+	for {
+		t, err := c.read(ctx, reqID)
+		if err != nil {
+			return t, err
+		}
+		if t.State.Terminal() || ctx.Err() != nil {
+			return t, nil
+		}
+		if c.step(ctx, t) {
+			backoff = c.cfg.RetryBase
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, c.cfg.RetryMax)
+	}
+}
+
+// advance steps reqID while it makes progress, without waiting: the
+// Worker's unit of work. It returns the state reached.
+func (c *Coordinator) advance(ctx context.Context, reqID string) (Transfer, error) {
+	for {
+		t, err := c.read(ctx, reqID)
+		if err != nil || t.State.Terminal() || ctx.Err() != nil {
+			return t, err
+		}
+		if !c.step(ctx, t) {
+			return t, nil
+		}
+	}
+}
+
+// read loads reqID even when ctx is already cancelled (the caller still
+// gets the state reached), bounded by CallTimeout.
+func (c *Coordinator) read(ctx context.Context, reqID string) (Transfer, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
+	defer cancel()
+	return c.cfg.Store.Get(rctx, reqID)
+}
+
+func (c *Coordinator) side(t AccountType) Side {
+	if t == AccountFunding {
+		return c.cfg.Funding
+	}
+	return c.cfg.Spot
+}
+
+// errorf formats a step error for logs and error_message.
+func errorf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -1,0 +1,29 @@
+// Package transfer moves funds between a user's FUNDING account (Postgres,
+// balances_tb) and SPOT account (the in-RAM core) through the strict FSM of
+// the internal-transfer spec: the two sides share no transaction, so a
+// persisted two-phase protocol with idempotent adapters stands in for 2PC.
+//
+//	INIT(0) --CAS--> SOURCE_PENDING(10) --withdraw OK--> SOURCE_DONE(20) --CAS--> TARGET_PENDING(30)
+//	                      |                                                     |        |
+//	                      +--withdraw EXPLICIT_FAIL--> FAILED(-10)   deposit OK-+        +-deposit EXPLICIT_FAIL
+//	                                                                            v        v
+//	                                                              COMMITTED(40)   COMPENSATING(-20) --refund OK--> ROLLED_BACK(-30)
+//
+// Rules, each enforced in one place:
+//   - state.go holds the only transition table; Store.Transition refuses
+//     anything else and applies the rest as a compare-and-set
+//     (UPDATE ... WHERE req_id = $1 AND state = $expected).
+//   - persist-before-call: the state naming a call is durable before the call.
+//   - reversibility (2.3): only EXPLICIT_FAIL moves backwards; TIMEOUT,
+//     PENDING, NETWORK_ERROR and UNKNOWN stay in place, are logged at
+//     LevelCritical, counted, and retried forever.
+//   - adapters are idempotent by (req_id, op) and keep their first outcome,
+//     failures included (funding: transfer_operations, same transaction as
+//     the balance change).
+//   - validation (validate.go) runs the spec's checks in the order of 1.5.8
+//     with its error codes, in the gateway, the Coordinator and (what they
+//     can see) the adapters.
+//
+// Amounts are core.Units: int64 in the asset's smallest unit. The schema is
+// persist/migrations/0002_transfers.sql.
+package transfer

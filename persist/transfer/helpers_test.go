@@ -1,0 +1,231 @@
+package transfer
+
+// Test helpers: a throw-away migrated database per test (as in persist's
+// pg_helpers_test.go), a harness wiring a Coordinator over the real FUNDING
+// adapter and a FakeSpot (both wrapped in Faulty), and the conservation check.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/ubscore/ubscore/persist"
+)
+
+const defaultTestPGURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+func testPGURL() string {
+	if u := os.Getenv("UBS_TEST_PG_URL"); u != "" {
+		return u
+	}
+	return defaultTestPGURL
+}
+
+// migratedPool creates database ubs_test_<random>, migrates it and returns a
+// pool; both are gone when the test ends. Unreachable Postgres skips the
+// test unless CI is set.
+func migratedPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, testPGURL())
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("Postgres unreachable at %s (set UBS_TEST_PG_URL; CI=1 makes this fail): %v", testPGURL(), err)
+		}
+		t.Fatalf("Postgres unreachable at %s: %v", testPGURL(), err)
+	}
+	defer admin.Close(ctx)
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		t.Fatal(err)
+	}
+	name := "ubs_test_" + hex.EncodeToString(rnd[:])
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		admin, err := pgx.Connect(ctx, testPGURL())
+		if err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+			return
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	cfg, err := pgxpool.ParseConfig(testPGURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Database = name
+	cfg.MaxConns = 32
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := persist.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+const (
+	usdt AssetID = 1 // precision 6
+	btc  AssetID = 2 // precision 8
+)
+
+var testAssets = map[string]AssetConfig{
+	"USDT": {ID: usdt, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000, Status: AssetActive, InternalTransferEnabled: true},
+	"BTC":  {ID: btc, Symbol: "BTC", Precision: 8, MinTransfer: 1000, MaxTransfer: 100_000_000_000, Status: AssetActive, InternalTransferEnabled: true},
+}
+
+func lookupAsset(s string) (AssetConfig, bool) { a, ok := testAssets[s]; return a, ok }
+
+// critCounter is an slog handler counting records at LevelCritical or above.
+type critCounter struct{ n atomic.Int64 }
+
+func (h *critCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h *critCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= LevelCritical {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h *critCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *critCounter) WithGroup(string) slog.Handler      { return h }
+
+type harness struct {
+	t       *testing.T
+	pool    *pgxpool.Pool
+	store   *Store
+	funding *Funding
+	spot    *FakeSpot
+	fundF   *Faulty // wraps funding: the coordinator's FUNDING side
+	spotF   *Faulty // wraps spot: the coordinator's SPOT side
+	crit    *critCounter
+	coord   *Coordinator
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	pool := migratedPool(t)
+	h := &harness{t: t, pool: pool, store: NewStore(pool), funding: NewFunding(pool), spot: NewFakeSpot(), crit: &critCounter{}}
+	h.fundF, h.spotF = NewFaulty(h.funding), NewFaulty(h.spot)
+	h.coord = h.newCoordinator(nil)
+	return h
+}
+
+// newCoordinator returns another coordinator on the same sides (a second
+// process, as far as the FSM can tell). mod may adjust its Config.
+func (h *harness) newCoordinator(mod func(*Config)) *Coordinator {
+	cfg := Config{Store: h.store, Funding: h.fundF, Spot: h.spotF, Assets: lookupAsset,
+		MaxWait: 300 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond,
+		Logger: slog.New(h.crit)}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := NewCoordinator(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return c
+}
+
+func (h *harness) deposit(user UserID, asset AssetID, amount Units) {
+	h.t.Helper()
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	if _, err := h.funding.ExternalDeposit(context.Background(), "tx-"+hex.EncodeToString(rnd[:]), user, asset, amount); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) fundingBalance(user UserID, asset AssetID) Units {
+	h.t.Helper()
+	st, err := h.funding.AccountState(context.Background(), user, asset)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return st.Available
+}
+
+func (h *harness) get(reqID string) Transfer {
+	h.t.Helper()
+	tr, err := h.store.Get(context.Background(), reqID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return tr
+}
+
+// conserved checks spec 7.2 to the unit for asset:
+// funding + spot + in-flight == deposits + spot external credits.
+func (h *harness) conserved(asset AssetID) {
+	h.t.Helper()
+	ft, err := h.funding.Totals(context.Background(), asset)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	spotTotal, spotExt := h.spot.Totals(asset)
+	if ft.Uncertain != 0 {
+		h.t.Fatalf("conservation: %d transfers in an uncertain state", ft.Uncertain)
+	}
+	if got, want := ft.Balance+spotTotal+ft.InFlight, ft.Deposits+spotExt; got != want {
+		h.t.Fatalf("conservation broken for asset %d: funding %d + spot %d + in-flight %d = %d, want deposits %d + spot external %d = %d",
+			asset, ft.Balance, spotTotal, ft.InFlight, got, ft.Deposits, spotExt, want)
+	}
+}
+
+// create runs a transfer request as user; fails the test on a refusal.
+func (h *harness) create(c *Coordinator, user UserID, from, to, asset, amount, cid string) Result {
+	h.t.Helper()
+	r, err := c.Create(context.Background(), Caller{Authenticated: true, UserID: user},
+		Request{From: from, To: to, Asset: asset, Amount: amount, CID: cid})
+	if err != nil {
+		h.t.Fatalf("create %s->%s %s %s: %v", from, to, amount, asset, err)
+	}
+	return r
+}
+
+// insertAt stores a transfer directly in state st (a crash left it there).
+func (h *harness) insertAt(user UserID, from, to AccountType, asset AssetID, amount Units, st State) Transfer {
+	h.t.Helper()
+	id, err := h.coord.ids.New()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx := context.Background()
+	tr, _, err := h.store.Insert(ctx, Transfer{ReqID: id, UserID: user, From: from, To: to, Asset: asset, Amount: amount})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.pool.Exec(ctx, `UPDATE transfers_tb SET state = $2 WHERE req_id = $1`, id, int16(st)); err != nil {
+		h.t.Fatal(err)
+	}
+	tr.State = st
+	return tr
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

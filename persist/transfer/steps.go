@@ -1,0 +1,141 @@
+package transfer
+
+import (
+	"context"
+	"log/slog"
+)
+
+// This file is spec 9.2's step(): one move of one transfer. Every state
+// change is a CAS; the state announcing a call (SOURCE_PENDING,
+// TARGET_PENDING, COMPENSATING) is durable before the call is made
+// (persist-before-call); only EXPLICIT_FAIL moves backwards (2.3).
+
+// step makes one move of t and reports whether the transfer's state changed
+// (by this driver or, as a lost CAS shows, by another). false means an
+// unknown outcome or an error: the caller waits and retries.
+func (c *Coordinator) step(ctx context.Context, t Transfer) bool {
+	// A step is not interrupted by its caller going away; it is bounded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
+	defer cancel()
+	switch t.State {
+	case Init:
+		if r := c.cas(ctx, &t, SourcePending, ""); r != casWon {
+			return r == casLost
+		}
+		return c.source(ctx, t)
+	case SourcePending:
+		return c.source(ctx, t)
+	case SourceDone:
+		if r := c.cas(ctx, &t, TargetPending, ""); r != casWon {
+			return r == casLost
+		}
+		return c.target(ctx, t)
+	case TargetPending:
+		return c.target(ctx, t)
+	case Compensating:
+		return c.refund(ctx, t)
+	}
+	return false // terminal: nothing to do
+}
+
+// source calls the source withdraw for a transfer in SOURCE_PENDING.
+func (c *Coordinator) source(ctx context.Context, t Transfer) bool {
+	o := call(ctx, c.side(t.From), OpWithdraw, t)
+	switch o.Kind {
+	case Success:
+		return c.cas(ctx, &t, SourceDone, "") != casErr
+	case ExplicitFail:
+		r := c.cas(ctx, &t, Failed, "source withdraw: "+o.String())
+		if r == casWon {
+			c.stats.Failed.Add(1)
+			c.log.Info("transfer failed at source", "req_id", t.ReqID, "reason", o.Code)
+		}
+		return r != casErr
+	}
+	c.unknown(ctx, t, OpWithdraw, o)
+	return false
+}
+
+// target calls the target deposit for a transfer in TARGET_PENDING.
+func (c *Coordinator) target(ctx context.Context, t Transfer) bool {
+	o := call(ctx, c.side(t.To), OpDeposit, t)
+	switch o.Kind {
+	case Success:
+		// The atomic commit: both sides succeeded; this CAS makes it final.
+		r := c.cas(ctx, &t, Committed, "")
+		if r == casWon {
+			c.stats.Committed.Add(1)
+			c.log.Info("transfer committed", "req_id", t.ReqID)
+		}
+		return r != casErr
+	case ExplicitFail:
+		if !t.From.reversible() {
+			c.log.Log(ctx, LevelCritical, "target refused and source is not reversible: retrying forever",
+				"req_id", t.ReqID, "outcome", o.String())
+			c.note(ctx, t, "target deposit: "+o.String()+" (source not reversible)")
+			return false
+		}
+		return c.cas(ctx, &t, Compensating, "target deposit: "+o.String()) != casErr
+	}
+	c.unknown(ctx, t, OpDeposit, o)
+	return false
+}
+
+// refund calls the source refund for a transfer in COMPENSATING. Nothing
+// but SUCCESS leaves COMPENSATING: the funds are in flight until it does.
+func (c *Coordinator) refund(ctx context.Context, t Transfer) bool {
+	o := call(ctx, c.side(t.From), OpRefund, t)
+	if o.Kind == Success {
+		r := c.cas(ctx, &t, RolledBack, "")
+		if r == casWon {
+			c.stats.RolledBack.Add(1)
+			c.log.Info("transfer rolled back", "req_id", t.ReqID)
+		}
+		return r != casErr
+	}
+	c.unknown(ctx, t, OpRefund, o)
+	return false
+}
+
+type casResult uint8
+
+const (
+	casWon  casResult = iota // this driver moved the transfer
+	casLost                  // another driver moved it first: do not act on the old state
+	casErr                   // the database did not answer: retry later
+)
+
+// cas moves t to `to` (t.State follows on a win).
+func (c *Coordinator) cas(ctx context.Context, t *Transfer, to State, errMsg string) casResult {
+	won, err := c.cfg.Store.Transition(ctx, t.ReqID, t.State, to, errMsg)
+	switch {
+	case err != nil:
+		c.log.Error("transfer CAS failed", "req_id", t.ReqID, "from", t.State, "to", to, "err", err)
+		return casErr
+	case !won:
+		c.stats.CASLost.Add(1)
+		return casLost
+	}
+	c.stats.CASWon.Add(1)
+	t.State = to
+	return casWon
+}
+
+// unknown handles an answer that says nothing certain: stay, count, alert,
+// retry later. Never compensate on it (2.3).
+func (c *Coordinator) unknown(ctx context.Context, t Transfer, op Op, o Outcome) {
+	c.stats.Unknown.Add(1)
+	msg := string(op) + ": " + o.String()
+	if t.RetryCount >= 2 && t.State == Compensating { // MON-002: the 3rd failure and on
+		msg = errorf("compensation failed %d times: %s", t.RetryCount+1, msg)
+	}
+	c.log.Log(ctx, LevelCritical, "transfer outcome unknown: staying and retrying forever",
+		slog.String("req_id", t.ReqID), slog.String("state", t.State.String()), slog.String("outcome", msg))
+	c.note(ctx, t, msg)
+}
+
+func (c *Coordinator) note(ctx context.Context, t Transfer, msg string) {
+	if err := c.cfg.Store.NoteRetry(ctx, t.ReqID, t.State, msg); err != nil {
+		c.log.Error("transfer note retry failed", "req_id", t.ReqID, "err", err)
+	}
+}

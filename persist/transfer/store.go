@@ -1,0 +1,146 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Transfer is one row of transfers_tb.
+type Transfer struct {
+	ReqID        string // server-generated ULID, the primary key
+	TransferID   int64  // numeric id shown by the API
+	CID          string // client idempotency key; "" = none
+	UserID       UserID
+	From, To     AccountType
+	Asset        AssetID
+	Amount       Units // asset units, > 0
+	State        State
+	RetryCount   int    // adapter calls that ended in an unknown outcome
+	ErrorMessage string // last error, for operators
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// ErrNotFound: no transfer with that req_id (or cid).
+var ErrNotFound = errors.New("transfer: not found")
+
+// Store is transfers_tb. Every state change goes through Transition, a
+// compare-and-set guarded by the transition table.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// NewStore returns a Store on a migrated database.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+const transferCols = `req_id, transfer_id, COALESCE(cid, ''), user_id, from_account, to_account, asset_id,
+	amount, state, retry_count, COALESCE(error_message, ''), created_at, updated_at`
+
+func scanTransfer(row pgx.Row) (Transfer, error) {
+	var t Transfer
+	var from, to string
+	var user int64
+	var asset int32
+	err := row.Scan(&t.ReqID, &t.TransferID, &t.CID, &user, &from, &to, &asset,
+		&t.Amount, &t.State, &t.RetryCount, &t.ErrorMessage, &t.CreatedAt, &t.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Transfer{}, ErrNotFound
+	}
+	t.UserID, t.Asset, t.From, t.To = UserID(user), AssetID(asset), AccountType(from), AccountType(to)
+	return t, err
+}
+
+// Insert stores t in state INIT. When t.CID is already used by the same user
+// nothing is inserted and the existing transfer is returned with
+// inserted=false (a repeated cid never creates a second transfer).
+func (s *Store) Insert(ctx context.Context, t Transfer) (got Transfer, inserted bool, err error) {
+	if t.State != Init {
+		return Transfer{}, false, fmt.Errorf("transfer: insert %s in state %s, want INIT", t.ReqID, t.State)
+	}
+	var cid any
+	if t.CID != "" {
+		cid = t.CID
+	}
+	got, err = scanTransfer(s.pool.QueryRow(ctx, `INSERT INTO transfers_tb
+		(req_id, cid, user_id, asset_id, amount, transfer_type, source_type, from_account, to_account, state)
+		VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, 0)
+		ON CONFLICT (user_id, cid) DO NOTHING
+		RETURNING `+transferCols,
+		t.ReqID, cid, int64(t.UserID), int32(t.Asset), int64(t.Amount), transferType(t.From), string(t.From), string(t.To)))
+	if err == nil {
+		return got, true, nil
+	}
+	if !errors.Is(err, ErrNotFound) || t.CID == "" {
+		return Transfer{}, false, fmt.Errorf("transfer: insert %s: %w", t.ReqID, err)
+	}
+	got, err = s.GetByCID(ctx, t.UserID, t.CID)
+	return got, false, err
+}
+
+// Get returns the transfer with req_id.
+func (s *Store) Get(ctx context.Context, reqID string) (Transfer, error) {
+	return scanTransfer(s.pool.QueryRow(ctx, `SELECT `+transferCols+` FROM transfers_tb WHERE req_id = $1`, reqID))
+}
+
+// GetByCID returns the user's transfer with that client id.
+func (s *Store) GetByCID(ctx context.Context, user UserID, cid string) (Transfer, error) {
+	return scanTransfer(s.pool.QueryRow(ctx,
+		`SELECT `+transferCols+` FROM transfers_tb WHERE user_id = $1 AND cid = $2`, int64(user), cid))
+}
+
+// Transition moves req_id from `from` to `to` if and only if the pair is in
+// the transition table and the row is in `from` right now (compare-and-set).
+// won=false means the row was not in `from`: another driver got there first,
+// and the caller must re-read instead of acting. errMsg, when not empty,
+// becomes error_message.
+func (s *Store) Transition(ctx context.Context, reqID string, from, to State, errMsg string) (won bool, err error) {
+	if !CanTransition(from, to) {
+		return false, fmt.Errorf("transfer: %s: illegal transition %s -> %s", reqID, from, to)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE transfers_tb
+		SET state = $3, updated_at = now(), error_message = COALESCE(NULLIF($4, ''), error_message)
+		WHERE req_id = $1 AND state = $2`, reqID, int16(from), int16(to), errMsg)
+	if err != nil {
+		return false, fmt.Errorf("transfer: %s: CAS %s -> %s: %w", reqID, from, to, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// NoteRetry records an unknown outcome in state `at`: retry_count+1, the
+// error message, and updated_at (so the worker's staleness clock restarts).
+// Nothing happens if the row has left `at`.
+func (s *Store) NoteRetry(ctx context.Context, reqID string, at State, errMsg string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE transfers_tb
+		SET retry_count = retry_count + 1, error_message = $3, updated_at = now()
+		WHERE req_id = $1 AND state = $2`, reqID, int16(at), errMsg)
+	if err != nil {
+		return fmt.Errorf("transfer: %s: note retry: %w", reqID, err)
+	}
+	return nil
+}
+
+// Stale returns up to limit non-terminal transfers not updated for at least
+// olderThan (spec 6.2), oldest first.
+func (s *Store) Stale(ctx context.Context, olderThan time.Duration, limit int) ([]Transfer, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+transferCols+` FROM transfers_tb
+		WHERE state NOT IN (40, -10, -30) AND updated_at <= now() - $1::interval
+		ORDER BY updated_at LIMIT $2`, olderThan, limit)
+	if err != nil {
+		return nil, fmt.Errorf("transfer: stale scan: %w", err)
+	}
+	defer rows.Close()
+	var out []Transfer
+	for rows.Next() {
+		t, err := scanTransfer(rows)
+		if err != nil {
+			return nil, fmt.Errorf("transfer: stale scan: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
