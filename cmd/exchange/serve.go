@@ -81,7 +81,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		sink = persist.NewSink(pool, persist.Options{Logger: log})
 		persisted := sink.PersistedSeqCached
 		m.persisted.Store(&persisted)
-		jc.TruncateLimit = persisted // 0 until the sink knows: nothing is truncated before
+		jc.TruncateLimit = retentionLimit(persisted, func() core.Seq {
+			if pl := m.pl.Load(); pl != nil {
+				return pl.DurableSeq()
+			}
+			return 0
+		}, log)
 	} else {
 		log.Warn("postgres: none; orders and balances run from the WAL alone, no SQL read model is written")
 	}
@@ -173,6 +178,32 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	stopSink()
 	log.Info("exchange: stopped", "seq", pl.Processor().LastSeq(), "state_hash", pl.Processor().StateHash())
 	return runErr
+}
+
+// sinkMaxRetained bounds how many commands of WAL (about 50 B each) the
+// core keeps for a sink that cannot advance (Postgres away, wrong
+// credentials): past it the disk would fill and stop the core, so the pin is
+// released with a CRITICAL alert — losing read-model rows (re-derivable only
+// while retained) rather than the exchange.
+const sinkMaxRetained core.Seq = 100_000_000
+
+// retentionLimit is journal.Config.TruncateLimit for the sink: its persisted
+// seq (0 = not known yet: keep everything), but never more than
+// sinkMaxRetained commands behind the durable seq.
+func retentionLimit(persisted, durable func() core.Seq, log *slog.Logger) func() core.Seq {
+	var warned atomic.Int64 // unix seconds of the last alert
+	return func() core.Seq {
+		p, d := persisted(), durable()
+		if d > sinkMaxRetained && d-sinkMaxRetained > p {
+			if now := time.Now().Unix(); now-warned.Load() >= 60 {
+				warned.Store(now)
+				log.Error("CRITICAL sink: too far behind; releasing the WAL it still needs (its rows before the new limit will be skipped)",
+					"persisted_seq", p, "durable_seq", d, "max_retained", sinkMaxRetained)
+			}
+			return d - sinkMaxRetained
+		}
+		return p
+	}
 }
 
 // warmHistory rebuilds the gateway's History (finished orders, fills, recent
