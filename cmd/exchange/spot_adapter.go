@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/persist/transfer"
+)
+
+// spotAdapter is the SPOT side of internal transfers (transfer.Side) over
+// the sequenced core: the core's SPOT_WITHDRAW / SPOT_DEPOSIT / SPOT_REFUND
+// commands keyed by the transfer's req_id, idempotent in the core itself (a
+// repeat returns the first result and changes nothing). An answer is given
+// only once the command is durable. The core's refusals that are certain
+// become EXPLICIT_FAIL; everything else (ring full, no answer in time,
+// conflicts, a halted core) is TIMEOUT or UNKNOWN, which the FSM retries and
+// never compensates.
+type spotAdapter struct {
+	pl      *journal.Pipeline
+	timeout time.Duration // how long a call waits for the durable answer before TIMEOUT
+}
+
+// explicitSpot are the core codes that mean "refused, nothing happened, and
+// it never will for this req_id" (the core records failed ops by req_id).
+var explicitSpot = map[core.Code]bool{
+	core.CodeInsufficientBalance:   true,
+	core.CodeAccountFrozen:         true,
+	core.CodeAccountDisabled:       true,
+	core.CodeRefundWithoutWithdraw: true,
+	core.CodeInvalidAsset:          true,
+	core.CodeInvalidAmount:         true,
+	core.CodeOverflow:              true,
+}
+
+func (a *spotAdapter) Withdraw(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
+	return a.do(ctx, core.KindSpotWithdraw, reqID, user, asset, amount)
+}
+
+func (a *spotAdapter) Deposit(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
+	return a.do(ctx, core.KindSpotDeposit, reqID, user, asset, amount)
+}
+
+func (a *spotAdapter) Refund(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
+	return a.do(ctx, core.KindSpotRefund, reqID, user, asset, amount)
+}
+
+func (a *spotAdapter) do(ctx context.Context, kind core.Kind, reqID string, user core.UserID, asset core.AssetID, amount core.Units) transfer.Outcome {
+	key, ok := core.KeyFrom(reqID)
+	if !ok || amount <= 0 { // defense in depth: the coordinator validated already
+		return transfer.Outcome{Kind: transfer.Unknown, Code: "INVALID_REQUEST"}
+	}
+	c := core.Command{Kind: kind, User: user, Asset: asset, Amount: amount, Key: key}
+	r := journal.NewReply()
+	if _, err := a.pl.TrySubmit(&c, r); err != nil {
+		if errors.Is(err, journal.ErrBusy) {
+			return transfer.Outcome{Kind: transfer.Timeout, Code: "SYSTEM_BUSY"}
+		}
+		return transfer.Outcome{Kind: transfer.Unknown, Code: err.Error()}
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.pl.Wait(r) }()
+	t := time.NewTimer(a.timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return transfer.Outcome{Kind: transfer.Unknown, Code: err.Error()}
+		}
+	case <-t.C: // sequenced, maybe durable: the repeat by req_id will tell
+		return transfer.Outcome{Kind: transfer.Timeout}
+	case <-ctx.Done():
+		return transfer.Outcome{Kind: transfer.Timeout, Code: ctx.Err().Error()}
+	}
+	res := r.Result()
+	switch {
+	case res.Code == core.OK:
+		return transfer.Outcome{Kind: transfer.Success}
+	case explicitSpot[res.Code]:
+		return transfer.Outcome{Kind: transfer.ExplicitFail, Code: res.Code.String()}
+	default:
+		return transfer.Outcome{Kind: transfer.Unknown, Code: res.Code.String()}
+	}
+}
+
+// AccountState reads the SPOT account from the read view. A user without an
+// account yet exists for deposits (the core creates it) but has nothing.
+func (a *spotAdapter) AccountState(ctx context.Context, user transfer.UserID, asset transfer.AssetID) (transfer.AccountState, error) {
+	var st transfer.AccountState
+	err := a.pl.Read(func(p *core.Processor) error {
+		status, exists := p.AccountStatusOf(user)
+		st.Exists = exists
+		st.Status = map[core.AccountStatus]transfer.AccountStatus{core.Active: transfer.Active,
+			core.Frozen: transfer.Frozen, core.Disabled: transfer.Disabled}[status]
+		st.Available = p.BalanceOf(user, asset).Avail
+		return nil
+	})
+	return st, err
+}

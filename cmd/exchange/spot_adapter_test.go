@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/persist/transfer"
+)
+
+// TestSpotAdapter: the SPOT side of internal transfers over the real
+// pipeline — success, idempotent repeats, certain refusals as EXPLICIT_FAIL,
+// a refund that undoes a withdraw once, and the account state from the view.
+func TestSpotAdapter(t *testing.T) {
+	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	var cfg Config
+	cfg.Assets, cfg.Markets = defaultInstruments()
+	if _, err := installConfig(pl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	a := &spotAdapter{pl: pl, timeout: 5 * time.Second}
+	ctx := context.Background()
+	const user, usdt = core.UserID(5), core.AssetID(1)
+	want := func(what string, got transfer.Outcome, kind transfer.OutcomeKind, code string) {
+		t.Helper()
+		if got.Kind != kind || (code != "" && got.Code != code) {
+			t.Fatalf("%s: %v, want %v(%s)", what, got, kind, code)
+		}
+	}
+	bal := func() core.Units {
+		st, err := a.AccountState(ctx, user, usdt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Available
+	}
+	want("deposit", a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100), transfer.Success, "")
+	want("deposit repeat", a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100), transfer.Success, "")
+	if b := bal(); b != 100 {
+		t.Fatalf("balance after a repeated deposit: %d, want 100", b)
+	}
+	want("withdraw too much", a.Withdraw(ctx, "01JWD000000000000000000001", user, usdt, 1000), transfer.ExplicitFail, "INSUFFICIENT_BALANCE")
+	want("withdraw", a.Withdraw(ctx, "01JWD000000000000000000002", user, usdt, 60), transfer.Success, "")
+	want("refund", a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60), transfer.Success, "")
+	want("refund repeat", a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60), transfer.Success, "")
+	if b := bal(); b != 100 {
+		t.Fatalf("balance after withdraw + refund (repeated): %d, want 100", b)
+	}
+	want("refund without withdraw", a.Refund(ctx, "01JWD000000000000000000009", user, usdt, 5), transfer.ExplicitFail, "REFUND_WITHOUT_WITHDRAW")
+	st, err := a.AccountState(ctx, user, usdt)
+	if err != nil || !st.Exists || st.Status != transfer.Active {
+		t.Fatalf("account state %+v %v", st, err)
+	}
+	if st, _ := a.AccountState(ctx, 99, usdt); st.Exists || st.Available != 0 {
+		t.Fatalf("unknown user: %+v", st)
+	}
+}
