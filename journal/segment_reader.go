@@ -236,7 +236,21 @@ func scanWAL(segs []walSegment) (walScan, error) {
 			return res, ce
 		}
 		if len(after) > 0 {
-			ce.Reason += fmt.Sprintf("; %d valid entries of the same unsynced last batch follow (written out of order before a crash)", len(after))
+			// Valid entries of the same last batch follow. That batch may
+			// have been fsynced and acknowledged (then this is bit rot and
+			// must be refused), or a power loss wrote its pages out of
+			// order (a torn batch, never acknowledged). A page that never
+			// reached the disk reads back as zeros: only a whole zero page
+			// in the damaged span makes it a torn write.
+			lost, err := zeroPageIn(seg.path, bad, after[0].pos)
+			if err != nil {
+				return res, err
+			}
+			if !lost {
+				ce.Reason += fmt.Sprintf("; a valid entry (seq %d) follows at offset %d and no page of the damaged span is unwritten", after[0].seq, after[0].pos)
+				return res, ce
+			}
+			ce.Reason += fmt.Sprintf("; %d valid entries of the same unsynced last batch follow an unwritten page (pages written out of order before a crash)", len(after))
 		}
 		ce.Torn = true
 		ce.Bytes = r.size - bad
@@ -321,6 +335,32 @@ func findEnvelopesAfter(path string, from int64) ([]foundEnvelope, error) {
 		q += n + int(size)
 	}
 	return out, nil
+}
+
+// lostPageSize is the unit a crash loses: a page of the page cache.
+const lostPageSize = 4096
+
+// zeroPageIn reports whether the file span [from, to) contains a whole
+// lostPageSize-aligned page of zero bytes.
+func zeroPageIn(path string, from, to int64) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("journal: read segment: %w", err)
+	}
+	to = min(to, int64(len(b)))
+	for p := (from + lostPageSize - 1) / lostPageSize * lostPageSize; p+lostPageSize <= to; p += lostPageSize {
+		zero := true
+		for _, c := range b[p : p+lostPageSize] {
+			if c != 0 {
+				zero = false
+				break
+			}
+		}
+		if zero {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // laterBatch decides whether valid entries found after a bad one (which

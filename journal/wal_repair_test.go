@@ -209,49 +209,69 @@ func TestWALCorruptMiddle(t *testing.T) {
 }
 
 // TestWALTornLastBatchOutOfOrder: after a power loss the pages of the last,
-// never-fsynced batch may reach the disk in any order, so a damaged entry
-// can be followed by whole entries of the same batch. That is a torn tail
-// (nothing in it was acknowledged): Open truncates at the damaged entry.
+// never-fsynced batch may reach the disk in any order, so an unwritten
+// (zero) page can be followed by whole entries of the same batch. That is a
+// torn tail (nothing in it was acknowledged): Open truncates at the first
+// damaged entry. The same batch with flipped bits instead (bit rot: the
+// batch may have been fsynced and acknowledged) is refused, and so is
+// damage followed by a later batch.
 func TestWALTornLastBatchOutOfOrder(t *testing.T) {
-	r := walTestRand(t)
 	dir := t.TempDir()
 	w := walTestOpen(t, dir, Options{SegmentSize: 1 << 20, NoSync: true})
 	walTestAppend(t, w, 50, 7, nil)
-	walTestAppend(t, w, 10, 10, nil) // the last batch: seqs 51..60
+	walTestAppend(t, w, 400, 400, nil) // the last batch: seqs 51..450, several pages
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	seg := walTestSegments(t, dir)[0]
 	frames := walTestFrames(t, seg)
 	ends := walTestBatchEnds(t, seg)
-	if !ends[49] || !ends[59] || ends[55] {
-		t.Fatalf("batch-end marks misplaced: %v", ends)
+	if !ends[49] || !ends[449] || ends[200] {
+		t.Fatal("batch-end marks misplaced")
 	}
-	for i := 0; i < 10; i++ {
-		d := walTestCopyDir(t, dir)
-		path := filepath.Join(d, filepath.Base(seg))
-		b, _ := os.ReadFile(path)
-		e := 50 + r.IntN(9) // an entry of the last batch with whole entries after it
-		// Zero one 64-byte span inside it, as a page that never reached the disk.
-		pos := frames[e] + r.Int64N(frames[e+1]-frames[e])
-		for j := pos; j < min(pos+64, frames[e+1]); j++ {
-			b[j] = 0
-		}
-		os.WriteFile(path, b, 0o640)
-		w2, err := Open(d, Options{SegmentSize: 1 << 20, NoSync: true, Logger: walQuietLogger()})
-		if err != nil {
-			t.Fatalf("damaged entry %d of the unsynced last batch: open = %v, want a repaired torn tail", e+1, err)
-		}
-		if w2.LastSeq() != uint64(e) {
-			t.Fatalf("after repair last seq %d, want %d", w2.LastSeq(), e)
-		}
-		w2.Close()
+	if frames[len(frames)-1] < 4*lostPageSize {
+		t.Fatalf("segment too small (%d bytes) for the test", frames[len(frames)-1])
 	}
-	// The same damage in the batch before the last one is corruption.
+	entryAt := func(off int64) int { // index of the entry holding byte off
+		i := 0
+		for i+1 < len(frames) && frames[i+1] <= off {
+			i++
+		}
+		return i
+	}
+	// Zero the second page that lies wholly inside the last batch.
+	page := (frames[50] + lostPageSize - 1) / lostPageSize * lostPageSize
+	page += lostPageSize
+	first := entryAt(page) // the first entry the lost page damages
 	d := walTestCopyDir(t, dir)
 	path := filepath.Join(d, filepath.Base(seg))
 	b, _ := os.ReadFile(path)
-	b[frames[45]+10] ^= 0xFF
+	for j := page; j < page+lostPageSize; j++ {
+		b[j] = 0
+	}
+	os.WriteFile(path, b, 0o640)
+	w2, err := Open(d, Options{SegmentSize: 1 << 20, NoSync: true, Logger: walQuietLogger()})
+	if err != nil {
+		t.Fatalf("an unwritten page in the unsynced last batch: open = %v, want a repaired torn tail", err)
+	}
+	if w2.LastSeq() != uint64(first) {
+		t.Fatalf("after repair last seq %d, want %d", w2.LastSeq(), first)
+	}
+	w2.Close()
+	// Flipped bits in the last batch with whole entries after: refused.
+	d = walTestCopyDir(t, dir)
+	path = filepath.Join(d, filepath.Base(seg))
+	b, _ = os.ReadFile(path)
+	b[frames[300]+10] ^= 0xFF
+	os.WriteFile(path, b, 0o640)
+	walTestExpectCorrupt(t, d, 301)
+	// A zero page in the batch before the last one: a later batch follows, refused.
+	d = walTestCopyDir(t, dir)
+	path = filepath.Join(d, filepath.Base(seg))
+	b, _ = os.ReadFile(path)
+	for j := frames[45]; j < frames[46]; j++ {
+		b[j] = 0
+	}
 	os.WriteFile(path, b, 0o640)
 	walTestExpectCorrupt(t, d, 46)
 }
