@@ -83,3 +83,21 @@ func TestQuickCrossingOrders(t *testing.T) {
 		t.Fatal("hash differs after restore")
 	}
 }
+
+// TestEnumNames pins the API names of the small enums (HTTP, SQL and replay
+// outputs depend on them) and the rule for values outside each enum.
+func TestEnumNames(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{Buy.String(), "BUY"}, {Sell.String(), "SELL"}, {Side(0).String(), ""}, {Side(9).String(), "UNKNOWN"},
+		{Limit.String(), "LIMIT"}, {Market.String(), "MARKET"},
+		{GTC.String(), "GTC"}, {IOC.String(), "IOC"}, {FOK.String(), "FOK"}, {PostOnly.String(), "POST_ONLY"},
+		{STPCancelResting.String(), "CANCEL_RESTING"}, {STPExpireTaker.String(), "EXPIRE_TAKER"},
+		{Active.String(), "ACTIVE"}, {Frozen.String(), "FROZEN"}, {Disabled.String(), "DISABLED"}, {AccountStatus(3).String(), "UNKNOWN"},
+		{MarketActive.String(), "ACTIVE"}, {MarketHalted.String(), "HALTED"},
+		{StatusPartiallyFilled.String(), "PARTIALLY_FILLED"}, {OrderStatus(0).String(), ""},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}

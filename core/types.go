@@ -106,14 +106,33 @@ const (
 	StatusRejected        OrderStatus = 6
 )
 
-var orderStatusNames = [...]string{"", "NEW", "PARTIALLY_FILLED", "FILLED", "CANCELLED", "EXPIRED", "REJECTED"}
+// The API names of the small enums (stable: part of the HTTP, SQL and replay
+// outputs). A value that is not a valid member is "" when it is the zero
+// value of a type whose members start at 1 (absent), else "UNKNOWN".
+var (
+	orderStatusNames   = [...]string{"", "NEW", "PARTIALLY_FILLED", "FILLED", "CANCELLED", "EXPIRED", "REJECTED"}
+	sideNames          = [...]string{"", "BUY", "SELL"}
+	orderTypeNames     = [...]string{"", "LIMIT", "MARKET"}
+	tifNames           = [...]string{"", "GTC", "IOC", "FOK", "POST_ONLY"}
+	stpNames           = [...]string{"CANCEL_RESTING", "EXPIRE_TAKER"}
+	accountStatusNames = [...]string{"ACTIVE", "FROZEN", "DISABLED"}
+	marketStatusNames  = [...]string{"ACTIVE", "HALTED"}
+)
 
-func (s OrderStatus) String() string {
-	if int(s) < len(orderStatusNames) {
-		return orderStatusNames[s]
+func enumName(names []string, i uint8) string {
+	if int(i) < len(names) {
+		return names[i]
 	}
 	return "UNKNOWN"
 }
+
+func (s OrderStatus) String() string   { return enumName(orderStatusNames[:], uint8(s)) }
+func (s Side) String() string          { return enumName(sideNames[:], uint8(s)) }
+func (t OrderType) String() string     { return enumName(orderTypeNames[:], uint8(t)) }
+func (t TimeInForce) String() string   { return enumName(tifNames[:], uint8(t)) }
+func (s STP) String() string           { return enumName(stpNames[:], uint8(s)) }
+func (s AccountStatus) String() string { return enumName(accountStatusNames[:], uint8(s)) }
+func (s MarketStatus) String() string  { return enumName(marketStatusNames[:], uint8(s)) }
 
 // KeyFrom builds a Key from a string; ok is false if s is empty, longer than
 // the key, or contains a zero byte.

@@ -121,14 +121,14 @@ func (s *Server) accountStatus(ctx *fasthttp.RequestCtx, st *reqState) *APIError
 		return err
 	}
 	s.log.Info("gateway: admin account status", "admin", st.claims.UserID, "user_id", u,
-		"status", accountStatusName(status), "code", res.Code.String())
+		"status", status.String(), "code", res.Code.String())
 	if res.Code != core.OK {
 		return coreError(res.Code)
 	}
 	b := append(st.out[:0], `{"user_id":`...)
 	b = appendUint(b, u)
 	b = append(b, `,"status":`...)
-	b = appendStr(b, accountStatusName(status))
+	b = appendStr(b, status.String())
 	st.out = append(b, '}')
 	s.reply(ctx, st, http.StatusOK)
 	return nil

@@ -121,57 +121,10 @@ func appendError(dst []byte, e *APIError) []byte {
 	return append(dst, '}')
 }
 
-// Names of the core's enums in the API. "" means unknown (written as null).
-
-func sideName(s core.Side) string {
-	switch s {
-	case core.Buy:
-		return "BUY"
-	case core.Sell:
-		return "SELL"
-	}
-	return ""
-}
-
-func typeName(t core.OrderType) string {
-	switch t {
-	case core.Limit:
-		return "LIMIT"
-	case core.Market:
-		return "MARKET"
-	}
-	return ""
-}
-
-func tifName(t core.TimeInForce) string {
-	switch t {
-	case core.GTC:
-		return "GTC"
-	case core.IOC:
-		return "IOC"
-	case core.FOK:
-		return "FOK"
-	case core.PostOnly:
-		return "POST_ONLY"
-	}
-	return ""
-}
-
+// statusName is an order status in the API; "" (written as null) if absent.
 func statusName(s core.OrderStatus) string {
 	if s >= core.StatusNew && s <= core.StatusRejected {
 		return s.String()
-	}
-	return ""
-}
-
-func accountStatusName(s core.AccountStatus) string {
-	switch s {
-	case core.Active:
-		return "ACTIVE"
-	case core.Frozen:
-		return "FROZEN"
-	case core.Disabled:
-		return "DISABLED"
 	}
 	return ""
 }

@@ -135,9 +135,9 @@ func TestParseOrderValues(t *testing.T) {
 
 // orderBodyOf is the canonical request body of an accepted order command.
 func orderBodyOf(c core.Command, m *Market) string {
-	kv := []any{"market", m.Symbol, "side", sideName(c.Side), "type", typeName(c.Type)}
+	kv := []any{"market", m.Symbol, "side", c.Side.String(), "type", c.Type.String()}
 	if c.TIF != 0 {
-		kv = append(kv, "time_in_force", tifName(c.TIF))
+		kv = append(kv, "time_in_force", c.TIF.String())
 	} else {
 		kv = append(kv, "time_in_force", nil)
 	}

@@ -117,7 +117,7 @@ func (s *Server) trades(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		b = append(b, `,"quantity":`...)
 		b = appendUnitsStr(b, int64(t.Qty), m.Base.Scale)
 		b = append(b, `,"taker_side":`...)
-		b = appendNameOrNull(b, sideName(t.TakerSide))
+		b = appendNameOrNull(b, t.TakerSide.String())
 		b = append(b, `,"time":`...)
 		b = appendUint(b, uint64(t.Time/1_000_000))
 		b = append(b, '}')

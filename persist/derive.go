@@ -172,7 +172,7 @@ func (b *batchRows) trade(seq core.Seq, e *core.Event, at time.Time) {
 		price: int64(e.Price), qty: int64(e.Qty), quote: int64(e.Amount),
 		makerOrder: int64(e.OrderID), takerOrder: int64(e.OtherOrderID),
 		makerUser: int64(e.User), takerUser: int64(e.OtherUser),
-		makerFee: int64(e.Fee), takerFee: int64(e.Fee2), takerSide: sideName(e.Side), time: at})
+		makerFee: int64(e.Fee), takerFee: int64(e.Fee2), takerSide: e.Side.String(), time: at})
 	b.order(e.OrderID, seq, at).filled += e.Qty
 	b.order(e.OtherOrderID, seq, at).filled += e.Qty
 }
@@ -263,7 +263,7 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 	p = jsonInt(append(p, `{"market_id":`...), int64(e.Market))
 	p = jsonUint(append(p, `,"user_id":`...), uint64(e.User))
 	p = jsonUint(append(p, `,"order_id":`...), uint64(e.OrderID))
-	p = append(append(append(p, `,"side":"`...), sideName(e.Side)...), '"')
+	p = append(append(append(p, `,"side":"`...), e.Side.String()...), '"')
 	switch e.Kind {
 	case core.EvOrderAccepted:
 		p = append(append(append(p, `,"status":"`...), e.Status.String()...), '"')
@@ -345,40 +345,6 @@ func isOrderCmd(k core.Kind) bool {
 // keyText is a client key as text Postgres accepts: canonical keys have no
 // zero bytes; invalid UTF-8 is replaced so a row can never be refused.
 func keyText(k core.Key) string { return strings.ToValidUTF8(k.String(), "\uFFFD") }
-
-func sideName(s core.Side) string {
-	switch s {
-	case core.Buy:
-		return "BUY"
-	case core.Sell:
-		return "SELL"
-	}
-	return "UNKNOWN(" + strconv.Itoa(int(s)) + ")" // refused by the CHECK: a core bug, never silently stored
-}
-
-func typeName(t core.OrderType) string {
-	switch t {
-	case core.Limit:
-		return "LIMIT"
-	case core.Market:
-		return "MARKET"
-	}
-	return "UNKNOWN(" + strconv.Itoa(int(t)) + ")"
-}
-
-func tifName(t core.TimeInForce) string {
-	switch t {
-	case core.GTC:
-		return "GTC"
-	case core.IOC:
-		return "IOC"
-	case core.FOK:
-		return "FOK"
-	case core.PostOnly:
-		return "POST_ONLY"
-	}
-	return "UNKNOWN(" + strconv.Itoa(int(t)) + ")"
-}
 
 func jsonInt(p []byte, v int64) []byte   { return strconv.AppendInt(p, v, 10) }
 func jsonUint(p []byte, v uint64) []byte { return strconv.AppendUint(p, v, 10) }

@@ -84,8 +84,8 @@ func TestDeriveCrossingScenario(t *testing.T) {
 	}
 	for i, w := range crossingOrders {
 		o := b.orders[i]
-		got := fmt.Sprintf("%d %d %s %s %s %d %d %d %s %d %d new=%v", o.id, o.user, sideName(o.side), typeName(o.typ),
-			tifName(o.tif), o.price, o.qty, o.filled, o.status, o.createdSeq, o.updatedSeq, o.isNew)
+		got := fmt.Sprintf("%d %d %s %s %s %d %d %d %s %d %d new=%v", o.id, o.user, o.side.String(), o.typ.String(),
+			o.tif.String(), o.price, o.qty, o.filled, o.status, o.createdSeq, o.updatedSeq, o.isNew)
 		want := fmt.Sprintf("%d %d %s %s %s %d %d %d %s %d %d new=true", w.id, w.user, w.side, w.typ, w.tif,
 			w.price, w.qty, w.filled, w.status, w.createdSeq, w.updatedSeq)
 		if got != want {

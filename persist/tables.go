@@ -131,7 +131,7 @@ func copyOrders(ctx context.Context, tx pgx.Tx, rows []*orderRow) error {
 	return copyIn(ctx, tx, "orders", orderColumns, len(rows), func(i int, v []any) {
 		o := rows[i]
 		v[0], v[1], v[2] = int64(o.id), int64(o.user), int32(o.market)
-		v[3], v[4], v[5] = sideName(o.side), typeName(o.typ), tifName(o.tif)
+		v[3], v[4], v[5] = o.side.String(), o.typ.String(), o.tif.String()
 		v[6], v[7], v[8], v[9] = int64(o.price), int64(o.qty), int64(o.quoteQty), int64(o.filled)
 		v[10], v[11] = o.status.String(), nil
 		if !o.clientID.IsZero() {

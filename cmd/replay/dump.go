@@ -65,19 +65,19 @@ func appendCommandFields(j *jsonObj, c *core.Command) {
 	j.uint("asset", uint64(c.Asset))
 	j.uint("order_id", uint64(c.OrderID))
 	if c.Side != 0 {
-		j.str("side", sideName(c.Side))
+		j.str("side", c.Side.String())
 	}
 	if c.Type != 0 {
-		j.str("type", typeName(c.Type))
+		j.str("type", c.Type.String())
 	}
 	if c.TIF != 0 {
-		j.str("tif", tifName(c.TIF))
+		j.str("tif", c.TIF.String())
 	}
 	if c.STP != 0 {
-		j.str("stp", stpName(c.STP))
+		j.str("stp", c.STP.String())
 	}
 	if c.Kind == core.KindSetAccountStatus || c.Status != 0 {
-		j.str("status", accountStatusName(c.Status))
+		j.str("status", c.Status.String())
 	}
 	j.uint("flags", uint64(c.Flags))
 	if c.Kind == core.KindConfigAsset || c.BaseScale != 0 {
@@ -118,7 +118,7 @@ func appendEvent(j *jsonObj, ev *core.Event) {
 		j.str("code", ev.Code.String())
 	}
 	if ev.Side != 0 {
-		j.str("side", sideName(ev.Side))
+		j.str("side", ev.Side.String())
 	}
 	if ev.Status != 0 {
 		j.str("status", ev.Status.String())
@@ -126,7 +126,7 @@ func appendEvent(j *jsonObj, ev *core.Event) {
 	j.uint("flags", uint64(ev.Flags))
 	j.uint("detail", uint64(ev.Detail))
 	if ev.Kind == core.EvAccountStatus {
-		j.str("account_status", accountStatusName(ev.AcctSt))
+		j.str("account_status", ev.AcctSt.String())
 	}
 	j.uint("market", uint64(ev.Market))
 	j.uint("asset", uint64(ev.Asset))

@@ -99,14 +99,14 @@ func userView(p *core.Processor, u core.UserID) userState {
 	if !ok {
 		return st
 	}
-	st.Exists, st.Status = true, accountStatusName(status)
+	st.Exists, st.Status = true, status.String()
 	for _, b := range p.Balances(u, nil) {
 		st.Balances = append(st.Balances, balanceView{Asset: b.Asset, Avail: b.Avail, Frozen: b.Frozen})
 	}
 	for _, m := range p.Markets() {
 		for _, ov := range p.OpenOrders(m.ID, u, nil) {
-			st.OpenOrders = append(st.OpenOrders, orderView{ID: ov.ID, Market: ov.Market, Side: sideName(ov.Side),
-				TIF: tifName(ov.TIF), Price: ov.Price, Qty: ov.Qty, Filled: ov.Filled, Frozen: ov.Frozen, Seq: ov.Seq})
+			st.OpenOrders = append(st.OpenOrders, orderView{ID: ov.ID, Market: ov.Market, Side: ov.Side.String(),
+				TIF: ov.TIF.String(), Price: ov.Price, Qty: ov.Qty, Filled: ov.Filled, Frozen: ov.Frozen, Seq: ov.Seq})
 		}
 	}
 	return st
@@ -125,7 +125,7 @@ func marketView(p *core.Processor, id core.MarketID, depth int) (marketState, bo
 		}
 		return out
 	}
-	return marketState{Seq: p.LastSeq(), Market: id, Status: marketStatusName(mv.Status), Orders: mv.Orders,
+	return marketState{Seq: p.LastSeq(), Market: id, Status: mv.Status.String(), Orders: mv.Orders,
 		Bids: conv(bids), Asks: conv(asks)}, true
 }
 
