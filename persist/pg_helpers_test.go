@@ -2,25 +2,12 @@ package persist
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/ubscore/ubscore/persist/pgtest"
 )
-
-const defaultTestPGURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-
-// testPGURL is the admin DSN the tests create their databases through.
-func testPGURL() string {
-	if u := os.Getenv("UBS_TEST_PG_URL"); u != "" {
-		return u
-	}
-	return defaultTestPGURL
-}
 
 // testDB is a throw-away database, dropped when the test ends.
 type testDB struct {
@@ -28,47 +15,14 @@ type testDB struct {
 	cfg  *pgxpool.Config // a fresh copy per call of poolConfig
 }
 
-// newTestDB creates database ubs_test_<random>. When Postgres is unreachable
-// the test is skipped, unless CI is set, where it fails.
+// newTestDB creates a throw-away database (see pgtest.NewDB).
 func newTestDB(t testing.TB) *testDB {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, testPGURL())
-	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("Postgres unreachable at %s (set UBS_TEST_PG_URL; CI=1 makes this fail): %v", testPGURL(), err)
-		}
-		t.Fatalf("Postgres unreachable at %s: %v", testPGURL(), err)
-	}
-	defer admin.Close(ctx)
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		t.Fatal(err)
-	}
-	name := "ubs_test_" + hex.EncodeToString(rnd[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		admin, err := pgx.Connect(ctx, testPGURL())
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	cfg, err := pgxpool.ParseConfig(testPGURL())
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.Database = name
-	return &testDB{name: name, cfg: cfg}
+	return &testDB{name: cfg.ConnConfig.Database, cfg: cfg}
 }
 
 // poolConfig returns a copy of the database's pool config.
@@ -105,7 +59,7 @@ func migratedDB(t testing.TB) (*testDB, *pgxpool.Pool) {
 func (d *testDB) terminateBackends(t *testing.T) int {
 	t.Helper()
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, testPGURL())
+	admin, err := pgx.Connect(ctx, pgtest.AdminURL())
 	if err != nil {
 		t.Error(err)
 		return 0

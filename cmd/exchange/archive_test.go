@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/ubscore/ubscore/persist/pgtest"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -18,7 +19,7 @@ import (
 // finished order with its fields and fills exactly as the sink wrote them,
 // refuses before the migrations ran, and says "not found" for an unknown id.
 func TestPGArchiveOrder(t *testing.T) {
-	url := e2eDatabase(t)
+	url := pgtest.NewDB(t)
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ubscore/ubscore/persist/pgtest"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -207,7 +208,7 @@ func e2eConverged(t *testing.T, dataDir, pg string) {
 }
 
 func TestE2EKillUnderLoad(t *testing.T) {
-	pg := e2eDatabase(t)
+	pg := pgtest.NewDB(t)
 	dir := t.TempDir()
 	s := e2eStart(t, dir, pg)
 	e2eFund(t, s, 20)

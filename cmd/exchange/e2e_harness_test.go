@@ -8,10 +8,7 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,8 +22,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/ubscore/ubscore/gateway"
 )
@@ -58,57 +53,6 @@ func e2eBinary(t *testing.T) string {
 		t.Fatal(e2eBuildErr)
 	}
 	return e2eExe
-}
-
-// e2ePGURL is the admin URL of the local test server.
-func e2ePGURL() string {
-	if u := os.Getenv("UBS_TEST_PG_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
-
-// e2eDatabase creates a fresh database and returns its URL; it is dropped
-// when the test ends. Without a reachable Postgres the test is skipped,
-// unless CI is set (then it fails).
-func e2eDatabase(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, e2ePGURL())
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("postgres unreachable: %v", err)
-		}
-		t.Skipf("postgres unreachable (%v); set UBS_TEST_PG_URL", err)
-	}
-	defer admin.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "ubs_e2e_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, e2ePGURL())
-		if err != nil {
-			t.Logf("drop %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Logf("drop %s: %v", name, err)
-		}
-	})
-	u := e2ePGURL()
-	i := strings.LastIndex(u, "/")
-	q := ""
-	if j := strings.Index(u[i:], "?"); j >= 0 {
-		q = u[i+j:]
-	}
-	return u[:i+1] + name + q
 }
 
 const e2eSecret = "e2e-test-secret-0123456789abcdef0123456789abcdef"

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/ubscore/ubscore/persist/pgtest"
 	"math/big"
 	"strconv"
 	"strings"
@@ -86,7 +87,7 @@ func wantCode(t *testing.T, what string, st int, body map[string]any, status int
 }
 
 func TestE2EWalkthrough(t *testing.T) {
-	pg := e2eDatabase(t)
+	pg := pgtest.NewDB(t)
 	s := e2eStart(t, t.TempDir(), pg)
 	admin := s.token(1000, true)
 
@@ -295,7 +296,7 @@ func (s *e2eServer) metric(name string) float64 {
 }
 
 func TestE2EAuthAndBadInput(t *testing.T) {
-	pg := e2eDatabase(t)
+	pg := pgtest.NewDB(t)
 	s := e2eStart(t, t.TempDir(), pg)
 	admin := s.token(1000, true)
 	if st, body := s.do("POST", "/admin/v1/adjust", admin, map[string]any{"user_id": 7, "asset": "USDT", "amount": "100000", "ref": "f7"}); st != 200 {

@@ -9,66 +9,23 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/ubscore/ubscore/persist"
+	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
-const defaultTestPGURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-
-func testPGURL() string {
-	if u := os.Getenv("UBS_TEST_PG_URL"); u != "" {
-		return u
-	}
-	return defaultTestPGURL
-}
-
-// migratedPool creates database ubs_test_<random>, migrates it and returns a
-// pool; both are gone when the test ends. Unreachable Postgres skips the
-// test unless CI is set.
+// migratedPool creates a throw-away database (see pgtest.NewDB), migrates
+// it and returns a pool on it, closed when the test ends.
 func migratedPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, testPGURL())
-	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("Postgres unreachable at %s (set UBS_TEST_PG_URL; CI=1 makes this fail): %v", testPGURL(), err)
-		}
-		t.Fatalf("Postgres unreachable at %s: %v", testPGURL(), err)
-	}
-	defer admin.Close(ctx)
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		t.Fatal(err)
-	}
-	name := "ubs_test_" + hex.EncodeToString(rnd[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		admin, err := pgx.Connect(ctx, testPGURL())
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	cfg, err := pgxpool.ParseConfig(testPGURL())
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.Database = name
 	cfg.MaxConns = 32
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
