@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/ubscore/ubscore/persist/pgtest"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/persist"
+	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
 // TestPGArchiveOrder: the Postgres fallback of GET /order answers a

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/pgtest"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -23,6 +22,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist/localpg"
+	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
 // ackedOrder is what a client was told about an order.

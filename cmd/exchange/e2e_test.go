@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/pgtest"
 	"math/big"
 	"strconv"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
 // dec parses a decimal string into units at scale (test helper; accepts
