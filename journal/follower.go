@@ -43,10 +43,14 @@ type Follower struct {
 	poisoned map[core.Seq]bool
 	next     core.Seq // the next seq to return
 
-	cmds []core.Command // batch buffers, reused by Next
-	evs  []core.Event
-	recs []FollowRecord
+	cmds   []core.Command // batch buffers, reused by Next
+	evs    []core.Event
+	starts []int // index in evs of each command's first event
+	recs   []FollowRecord
 }
+
+// errFollowStop ends a follower's WAL iteration at the batch's last seq.
+var errFollowStop = errors.New("journal: follower batch full")
 
 // FollowRecord is one durable command and its events (the last is the
 // EvResult). Valid until the next call of Next.
@@ -118,10 +122,9 @@ func (f *Follower) Next(ctx context.Context, max int) ([]FollowRecord, error) {
 	}
 	hi := min(f.pl.DurableSeq(), f.next+core.Seq(max)-1)
 	f.cmds = f.cmds[:0]
-	stop := errors.New("stop")
 	err := f.pl.wal.Iterate(uint64(f.next), func(seq uint64, payload []byte) error {
 		if core.Seq(seq) > hi {
-			return stop
+			return errFollowStop
 		}
 		var c core.Command
 		if err := core.DecodeCommand(payload, &c); err != nil {
@@ -130,17 +133,16 @@ func (f *Follower) Next(ctx context.Context, max int) ([]FollowRecord, error) {
 		f.cmds = append(f.cmds, c)
 		return nil
 	})
-	if err != nil && err != stop {
+	if err != nil && err != errFollowStop {
 		return nil, err
 	}
-	f.evs, f.recs = f.evs[:0], f.recs[:0]
-	starts := make([]int, 0, len(f.cmds)+1)
+	f.evs, f.recs, f.starts = f.evs[:0], f.recs[:0], f.starts[:0]
 	for i := range f.cmds {
 		c := &f.cmds[i]
 		if c.Seq != f.next {
 			return nil, fmt.Errorf("journal: follower: expected seq %d, WAL gave %d", f.next, c.Seq)
 		}
-		starts = append(starts, len(f.evs))
+		f.starts = append(f.starts, len(f.evs))
 		evs, err := f.apply(c)
 		if err != nil {
 			return nil, err
@@ -148,9 +150,10 @@ func (f *Follower) Next(ctx context.Context, max int) ([]FollowRecord, error) {
 		f.evs = append(f.evs, evs...)
 		f.next++
 	}
-	starts = append(starts, len(f.evs))
+	f.starts = append(f.starts, len(f.evs))
 	for i := range f.cmds {
-		f.recs = append(f.recs, FollowRecord{Cmd: &f.cmds[i], Events: f.evs[starts[i]:starts[i+1]:starts[i+1]]})
+		lo, hi := f.starts[i], f.starts[i+1]
+		f.recs = append(f.recs, FollowRecord{Cmd: &f.cmds[i], Events: f.evs[lo:hi:hi]})
 	}
 	return f.recs, nil
 }

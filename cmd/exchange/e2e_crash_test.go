@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -75,9 +76,13 @@ func e2eLoad(t *testing.T, s *e2eServer, clients, users int, stop <-chan struct{
 				if st != 200 {
 					continue
 				}
-				oid := id(t, resp["order_id"])
+				oid, a, err := parseAck(u, resp)
+				if err != nil {
+					t.Errorf("order answer %v: %v", resp, err) // Errorf: this is not the test goroutine
+					return
+				}
 				mu.Lock()
-				acked[oid] = ackedOrder{user: u, status: resp["status"].(string), filled: dec(t, resp["filled_quantity"], 8)}
+				acked[oid] = a
 				mu.Unlock()
 				if i%7 == 0 && resp["status"] == "NEW" {
 					st, resp, err := s.tryDo("DELETE", fmt.Sprintf("/api/v1/order/%d", oid), tok, nil)
@@ -85,8 +90,13 @@ func e2eLoad(t *testing.T, s *e2eServer, clients, users int, stop <-chan struct{
 						return
 					}
 					if st == 200 {
+						_, a, err := parseAck(u, resp)
+						if err != nil {
+							t.Errorf("cancel answer %v: %v", resp, err)
+							return
+						}
 						mu.Lock()
-						acked[oid] = ackedOrder{user: u, status: resp["status"].(string), filled: dec(t, resp["filled_quantity"], 8)}
+						acked[oid] = a
 						mu.Unlock()
 					}
 				}
@@ -95,6 +105,23 @@ func e2eLoad(t *testing.T, s *e2eServer, clients, users int, stop <-chan struct{
 	}
 	wg.Wait()
 	return acked
+}
+
+// parseAck reads an order answer without failing the test (load clients
+// run off the test goroutine): order id, status and filled base units.
+func parseAck(user uint64, resp map[string]any) (uint64, ackedOrder, error) {
+	idf, ok1 := resp["order_id"].(float64)
+	status, ok2 := resp["status"].(string)
+	filled, ok3 := resp["filled_quantity"].(string)
+	r, ok4 := new(big.Rat).SetString(filled)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return 0, ackedOrder{}, fmt.Errorf("malformed order answer")
+	}
+	r.Mul(r, big.NewRat(1_0000_0000, 1))
+	if !r.IsInt() {
+		return 0, ackedOrder{}, fmt.Errorf("filled_quantity %q has more than 8 decimals", filled)
+	}
+	return uint64(idf), ackedOrder{user: user, status: status, filled: r.Num().Int64()}, nil
 }
 
 // e2eFund gives users 1..n plenty of BTC and USDT.
