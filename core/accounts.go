@@ -23,6 +23,10 @@ type assetState struct {
 	credited   Units // everything that ever entered SPOT (deposits, refunds, positive adjustments)
 	debited    Units // everything that ever left SPOT (withdrawals, negative adjustments)
 	total      Units // running sum of Avail+Frozen, maintained by every balance mutation
+	// adjusted is the net of every applied operator adjustment (KindAdjust),
+	// part of credited/debited. Derived state: not in snapshots (Restore
+	// rebuilds it from the processed-ops set), so not in the state hash.
+	adjusted Units
 }
 
 // feeAcct is the index of FeeUser's account: New creates it first and

@@ -144,3 +144,30 @@ func (p *Processor) OpenOrders(id MarketID, user UserID, dst []OrderView) []Orde
 	}
 	return dst
 }
+
+// AssetTotal returns the sum of Avail+Frozen of asset over every account,
+// the fee account included (0 for an unknown asset).
+func (p *Processor) AssetTotal(asset AssetID) Units {
+	if asset == 0 || asset > MaxAssets {
+		return 0
+	}
+	return p.assets[asset].total
+}
+
+// AdjustedTotal returns the net of every operator adjustment applied to
+// asset (credits minus debits), the part of AssetTotal that did not come
+// through spot deposits, withdrawals and refunds.
+func (p *Processor) AdjustedTotal(asset AssetID) Units {
+	if asset == 0 || asset > MaxAssets {
+		return 0
+	}
+	return p.assets[asset].adjusted
+}
+
+// SpotOp returns the recorded first result of the spot operation kind
+// (KindSpotDeposit, KindSpotWithdraw, KindSpotRefund or KindAdjust) keyed by
+// key, and whether there is one.
+func (p *Processor) SpotOp(kind Kind, key Key) (Code, bool) {
+	r, ok := p.ops[opKey{kind, key}]
+	return r.code, ok
+}

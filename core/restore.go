@@ -80,6 +80,11 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	for a := range p.assets {
 		p.assets[a].total = p.assets[a].credited - p.assets[a].debited
 	}
+	for _, k := range p.opLog {
+		if r := p.ops[k]; k.kind == KindAdjust && r.code == OK {
+			p.assets[r.asset].adjusted += r.amount
+		}
+	}
 	if p.accountIdx(FeeUser) != feeAcct {
 		return nil, ErrSnapshot
 	}

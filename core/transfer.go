@@ -116,6 +116,9 @@ func (p *Processor) checkTransfer(c *Command) Code {
 
 func (p *Processor) applyTransfer(c *Command) {
 	st := &p.assets[c.Asset]
+	if c.Kind == KindAdjust {
+		st.adjusted += c.Amount // |adjusted| <= credited + debited: no overflow
+	}
 	if c.Amount > 0 && c.Kind != KindSpotWithdraw {
 		a := p.ensureAccount(c.User)
 		st.credited += c.Amount
