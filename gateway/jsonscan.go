@@ -14,8 +14,9 @@ const MaxJSONFields = 8
 type jsonKind uint8
 
 const (
-	jsonString jsonKind = iota + 1 // a JSON string; decimals travel as strings
-	jsonNumber                     // a JSON number (ids); the handler checks its form
+	jsonString  jsonKind = iota + 1 // a JSON string; decimals travel as strings
+	jsonNumber                      // a JSON number (ids); the handler checks its form
+	jsonDecimal                     // a string or a number, read as a decimal's text (transfer amounts)
 )
 
 // jsonField is one member of a request schema.
@@ -154,7 +155,7 @@ func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
 	var want string
 	switch {
 	case c == '"':
-		if f.kind == jsonString {
+		if f.kind == jsonString || f.kind == jsonDecimal {
 			b, ok := s.str()
 			if !ok {
 				return errJSON("malformed string")
@@ -163,7 +164,7 @@ func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
 			return nil
 		}
 	case c == '-' || c >= '0' && c <= '9':
-		if f.kind == jsonNumber {
+		if f.kind == jsonNumber || f.kind == jsonDecimal {
 			b, ok := s.number()
 			if !ok {
 				return errJSON("malformed number")
@@ -176,8 +177,11 @@ func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
 		return errJSON("expected a value")
 	}
 	want = "a string"
-	if f.kind == jsonNumber {
+	switch f.kind {
+	case jsonNumber:
 		want = "a number"
+	case jsonDecimal:
+		want = "a decimal string or number"
 	}
 	return BadRequest(CodeInvalidFieldType, "field "+f.name+" must be "+want)
 }

@@ -1,12 +1,18 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/persist/transfer"
 )
+
+// fundingReadTimeout bounds the Postgres read of FUNDING balances in GET /balances.
+const fundingReadTimeout = 2 * time.Second
 
 // parseLimit reads the optional ?limit= parameter: a canonical integer in
 // 1..max, def when absent.
@@ -142,6 +148,20 @@ func (s *Server) balances(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if err != nil {
 		return s.backendError(err)
 	}
+	// FUNDING lives in Postgres: when it cannot be read, SPOT is still
+	// served, with "funding": null and the reason beside.
+	var funding map[core.AssetID]transfer.AccountState
+	fundingErr := false
+	if s.transfers != nil {
+		c, cancel := context.WithTimeout(context.Background(), fundingReadTimeout)
+		var ferr error
+		funding, ferr = s.transfers.FundingBalances(c, user)
+		cancel()
+		if ferr != nil {
+			s.log.Warn("gateway: funding balances unavailable", "user_id", uint64(user), "err", ferr)
+			fundingErr = true
+		}
+	}
 	b := append(st.out[:0], `{"balances":[`...)
 	for i, a := range assets {
 		if i > 0 {
@@ -153,9 +173,27 @@ func (s *Server) balances(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		b = appendUnitsStr(b, int64(bal[a.ID].Avail), a.Scale)
 		b = append(b, `,"frozen":`...)
 		b = appendUnitsStr(b, int64(bal[a.ID].Frozen), a.Scale)
-		b = append(b, "}}"...)
+		b = append(b, '}')
+		if s.transfers != nil {
+			b = append(b, `,"funding":`...)
+			if fundingErr {
+				b = append(b, "null"...)
+			} else {
+				f := funding[a.ID]
+				b = append(b, `{"available":`...)
+				b = appendUnitsStr(b, int64(f.Available), a.Scale)
+				b = append(b, `,"status":`...)
+				b = appendNameOrNull(b, string(f.Status))
+				b = append(b, '}')
+			}
+		}
+		b = append(b, '}')
 	}
-	st.out = append(b, "]}"...)
+	b = append(b, ']')
+	if fundingErr {
+		b = append(b, `,"funding_error":"FUNDING_UNAVAILABLE"`...)
+	}
+	st.out = append(b, '}')
 	s.reply(ctx, st, http.StatusOK)
 	return nil
 }

@@ -44,6 +44,27 @@ type route struct {
 	segs   []string
 	name   string // metrics label, e.g. "GET /api/v1/order/{id}"
 	h      handler
+	needs  feature // the route exists only when the server has it
+}
+
+// feature is an optional part of the server: routes that need a missing
+// one do not exist (404, and absent from Allow).
+type feature uint8
+
+const (
+	featNone      feature = iota
+	featTransfers         // ServerConfig.Transfers
+	featFaults            // ServerConfig.Faults (--enable-fault-injection)
+)
+
+func (s *Server) has(f feature) bool {
+	switch f {
+	case featTransfers:
+		return s.transfers != nil
+	case featFaults:
+		return s.faults != nil
+	}
+	return true
 }
 
 // maxParams is the most "{}" segments in a route.
@@ -65,10 +86,24 @@ var routes = []route{
 	mkRoute("POST", "/admin/v1/markets/{market}/halt", (*Server).halt),
 	mkRoute("POST", "/admin/v1/markets/{market}/resume", (*Server).resume),
 	mkRoute("POST", "/admin/v1/accounts/{user_id}/status", (*Server).accountStatus),
+	needing(featTransfers, mkRoute("POST", "/api/v1/internal_transfer", (*Server).postTransfer)),
+	needing(featTransfers, mkRoute("GET", "/api/v1/internal_transfer/{req_id}", (*Server).getTransfer)),
+	needing(featTransfers, mkRoute("GET", "/api/v1/internal_transfers", (*Server).listTransfers)),
+	needing(featTransfers, mkRoute("POST", "/admin/v1/deposit", (*Server).deposit)),
+	needing(featTransfers, mkRoute("POST", "/admin/v1/funding/{user_id}/status", (*Server).fundingStatus)),
+	needing(featTransfers, mkRoute("GET", "/admin/v1/invariants", (*Server).invariants)),
+	needing(featTransfers, mkRoute("POST", "/admin/v1/transfers/resume", (*Server).resumeTransfers)),
+	needing(featFaults, mkRoute("POST", "/admin/v1/faults", (*Server).injectFault)),
+	needing(featFaults, mkRoute("DELETE", "/admin/v1/faults", (*Server).clearFaults)),
 	mkRoute("GET", "/health/live", (*Server).live),
 	mkRoute("GET", "/health/ready", (*Server).readiness),
 	mkRoute("GET", "/health", (*Server).health),
 	mkRoute("GET", "/metrics", (*Server).serveMetrics),
+}
+
+func needing(f feature, r route) route {
+	r.needs = f
+	return r
 }
 
 func mkRoute(method, pattern string, h handler) route {
@@ -89,11 +124,11 @@ func mkRoute(method, pattern string, h handler) route {
 // matchRoute finds the route of method and path; 404 NOT_FOUND if no route
 // has the path, 405 METHOD_NOT_ALLOWED if some route has it with another
 // method. It does not allocate.
-func matchRoute(method, path []byte, params *[maxParams][]byte) (*route, *APIError) {
+func (s *Server) matchRoute(method, path []byte, params *[maxParams][]byte) (*route, *APIError) {
 	pathFound := false
 	for i := range routes {
 		r := &routes[i]
-		if !matchPath(r.segs, path, params) {
+		if !s.has(r.needs) || !matchPath(r.segs, path, params) {
 			continue
 		}
 		if string(method) == r.method || (r.method == "GET" && string(method) == "HEAD") {
@@ -113,11 +148,11 @@ var (
 )
 
 // allowedMethods is the Allow header for a path that matched with another method.
-func allowedMethods(path []byte) string {
+func (s *Server) allowedMethods(path []byte) string {
 	var params [maxParams][]byte
 	var ms []string
 	for i := range routes {
-		if matchPath(routes[i].segs, path, &params) {
+		if s.has(routes[i].needs) && matchPath(routes[i].segs, path, &params) {
 			ms = append(ms, routes[i].method)
 		}
 	}

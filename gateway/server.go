@@ -70,6 +70,14 @@ type ServerConfig struct {
 	Archive OrderArchive
 	// Now is the clock for token expiry; nil means time.Now (tests set it).
 	Now func() time.Time
+
+	// Transfers, if set, serves internal transfers FUNDING <-> SPOT, the
+	// FUNDING balances in GET /balances and their admin endpoints;
+	// without it those routes do not exist.
+	Transfers TransferService
+	// Faults, if set, serves /admin/v1/faults (fault injection for tests;
+	// only with --enable-fault-injection); without it the route does not exist.
+	Faults FaultInjector
 }
 
 // Server is the HTTP API. Create it with NewServer; it is safe for
@@ -85,9 +93,12 @@ type Server struct {
 	ready   func() bool
 	archive OrderArchive
 	now     func() time.Time
-	maxBody int
-	tokens  *tokenCache
-	states  sync.Pool // *reqState
+	// transfers and faults are optional (nil: their routes do not exist).
+	transfers TransferService
+	faults    FaultInjector
+	maxBody   int
+	tokens    *tokenCache
+	states    sync.Pool // *reqState
 }
 
 // reqState is the per-request scratch memory, pooled so that a request in
@@ -118,7 +129,7 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 	s := &Server{backend: cfg.Backend, auth: cfg.Auth, reg: cfg.Registry, log: cfg.Logger,
 		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, archive: cfg.Archive,
-		now: cfg.Now, maxBody: cfg.MaxBodyBytes}
+		now: cfg.Now, maxBody: cfg.MaxBodyBytes, transfers: cfg.Transfers, faults: cfg.Faults}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -158,10 +169,10 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	r, err := matchRoute(ctx.Method(), path, &st.params)
+	r, err := s.matchRoute(ctx.Method(), path, &st.params)
 	if err != nil {
 		if err.Code == CodeMethodNotAllowed {
-			ctx.Response.Header.Set("Allow", allowedMethods(path))
+			ctx.Response.Header.Set("Allow", s.allowedMethods(path))
 		}
 		s.fail(ctx, st, err)
 		return

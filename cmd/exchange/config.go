@@ -15,8 +15,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/persist/transfer"
 )
 
 // Config is the server's resolved configuration. Every setting is a flag
@@ -44,6 +46,24 @@ type Config struct {
 	// market-config checks). ConfigCommands installs them in the core.
 	Assets  []gateway.Asset
 	Markets []gateway.MarketSpec
+	// TransferAssets are the assets' internal-transfer settings, one per
+	// asset in Assets' order (nil: transferDefaults for every asset).
+	TransferAssets []transfer.AssetConfig
+
+	// Internal transfers (need Postgres).
+	// FaultInjection serves /admin/v1/faults (--enable-fault-injection; tests only).
+	FaultInjection bool
+	// TransferStaleAfter is the recovery worker's threshold: non-terminal
+	// transfers not updated for this long are resumed (--transfer-stale-after).
+	TransferStaleAfter time.Duration
+	// TransferRateLimits enables the spec's per-user limits (1.5.6):
+	// TransferPerSecond requests per second, TransferPerDay transfers per
+	// UTC day; 0 disables one (--transfer-rate-per-second, --transfer-per-day).
+	TransferPerSecond int
+	TransferPerDay    int
+	// InvariantInterval is the period of the conservation check (MON-003)
+	// (--invariant-interval; 0 = only on GET /admin/v1/invariants).
+	InvariantInterval time.Duration
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -124,6 +144,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.StringVar(&cfg.PGURL, "pg-url", "", "Postgres URL; empty = a private cluster under <data-dir>/pg (none if the host has no PostgreSQL binaries); \"none\" = no Postgres; env UBS_PG_URL, then DATABASE_URL")
 	fs.StringVar(&secret, "jwt-secret", "", "HS256 secret for bearer tokens, at least 32 bytes (a flag is visible in ps: prefer the env or the file); empty = <data-dir>/jwt.secret, generated on first run; env UBS_JWT_SECRET")
 	fs.StringVar(&cfg.ConfigFile, "config", "", "JSON file with assets and markets; empty = the built-in config; env UBS_CONFIG")
+	fs.BoolVar(&cfg.FaultInjection, "enable-fault-injection", false, "serve POST/DELETE /admin/v1/faults (tests only: makes adapters misbehave or kill the process)")
+	fs.DurationVar(&cfg.TransferStaleAfter, "transfer-stale-after", time.Minute, "the recovery worker resumes non-terminal transfers not updated for this long")
+	fs.IntVar(&cfg.TransferPerSecond, "transfer-rate-per-second", 10, "internal-transfer requests per user per second (0 = no limit)")
+	fs.IntVar(&cfg.TransferPerDay, "transfer-per-day", 100, "internal transfers per user per UTC day (0 = no limit)")
+	fs.DurationVar(&cfg.InvariantInterval, "invariant-interval", 10*time.Second, "period of the FUNDING+SPOT conservation check (0 = on request only)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -143,6 +168,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if cfg.DataDir == "" {
 		return Config{}, usageError{errors.New("--data-dir must not be empty")}
 	}
+	if cfg.TransferStaleAfter <= 0 || cfg.TransferPerSecond < 0 || cfg.TransferPerDay < 0 || cfg.InvariantInterval < 0 {
+		return Config{}, usageError{errors.New("--transfer-stale-after must be > 0; --transfer-rate-per-second, --transfer-per-day and --invariant-interval must be >= 0")}
+	}
 	if secret != "" {
 		if err := checkSecret([]byte(secret), "--jwt-secret (or UBS_JWT_SECRET)"); err != nil {
 			return Config{}, usageError{err}
@@ -152,7 +180,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	var err error
 	if cfg.ConfigFile == "" {
 		cfg.Assets, cfg.Markets = defaultInstruments()
-	} else if cfg.Assets, cfg.Markets, err = loadInstruments(cfg.ConfigFile); err != nil {
+		cfg.TransferAssets = append([]transfer.AssetConfig(nil), defaultTransfer...)
+	} else if cfg.Assets, cfg.Markets, cfg.TransferAssets, err = loadInstruments(cfg.ConfigFile); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil

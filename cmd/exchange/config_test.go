@@ -18,6 +18,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/persist/transfer"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -145,6 +146,38 @@ func TestConfigFileMatchesDefault(t *testing.T) {
 	if !reflect.DeepEqual(cfg.Assets, defaultAssets) || !reflect.DeepEqual(cfg.Markets, defaultMarkets) {
 		t.Fatalf("file config differs from the built-in one:\n%+v\n%+v", cfg.Assets, cfg.Markets)
 	}
+	if !reflect.DeepEqual(cfg.TransferAssets, defaultTransfer) {
+		t.Fatalf("file transfer config differs from the built-in one:\n%+v\n%+v", cfg.TransferAssets, defaultTransfer)
+	}
+	def, err := parseConfig(nil, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(def.transferAssets(), defaultTransfer) {
+		t.Fatalf("built-in transfer config: %+v", def.transferAssets())
+	}
+}
+
+// An asset without transfer fields gets transferDefaults; given fields are read at the asset's scale.
+func TestConfigFileTransferFields(t *testing.T) {
+	body := `{"assets": [{"symbol": "EUR", "id": 10, "scale": 2},
+	                     {"symbol": "SOL", "id": 11, "scale": 4, "min_transfer": "0.5", "max_transfer": "100",
+	                      "status": "SUSPENDED", "internal_transfer_enabled": false}], "markets": []}`
+	path := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseConfig([]string{"--config", path}, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []transfer.AssetConfig{
+		{ID: 10, Symbol: "EUR", Precision: 2, MinTransfer: 1, Status: transfer.AssetActive, InternalTransferEnabled: true},
+		{ID: 11, Symbol: "SOL", Precision: 4, MinTransfer: 5_000, MaxTransfer: 1_000_000, Status: transfer.AssetSuspended},
+	}
+	if !reflect.DeepEqual(cfg.TransferAssets, want) {
+		t.Fatalf("got  %+v\nwant %+v", cfg.TransferAssets, want)
+	}
 }
 
 func TestConfigFileRejects(t *testing.T) {
@@ -160,40 +193,47 @@ func TestConfigFileRejects(t *testing.T) {
 		return strings.Replace(string(good), old, new, 1)
 	}
 	for name, body := range map[string]string{
-		"empty":                   ``,
-		"not an object":           `[]`,
-		"null":                    `null`,
-		"no assets":               `{"assets": [], "markets": []}`,
-		"unknown top-level field": `{"assets": [{"symbol": "USDT", "id": 1, "scale": 6}], "fees": 1}`,
-		"unknown asset field":     edit(`"scale": 6}`, `"scale": 6, "decimals": 6}`),
-		"unknown market field":    edit(`"taker_fee_ppm": 2000}`, `"taker_fee_ppm": 2000, "halted": true}`),
-		"trailing data":           string(good) + `{}`,
-		"asset id missing":        edit(`"id": 1, "scale": 6`, `"scale": 6`),
-		"asset scale missing":     edit(`"id": 1, "scale": 6`, `"id": 1`),
-		"asset scale too big":     edit(`"scale": 6`, `"scale": 19`),
-		"asset id 0":              edit(`"id": 1, "scale": 6`, `"id": 0, "scale": 6`),
-		"asset id too big":        edit(`"id": 1, "scale": 6`, `"id": 65, "scale": 6`),
-		"negative id":             edit(`"id": 1, "scale": 6`, `"id": -1, "scale": 6`),
-		"duplicate asset id":      edit(`"id": 2, "scale": 8`, `"id": 1, "scale": 8`),
-		"duplicate asset symbol":  edit(`"symbol": "ETH"`, `"symbol": "BTC"`),
-		"bad asset symbol":        `{"assets": [{"symbol": "eth", "id": 1, "scale": 8}]}`,
-		"unknown base":            edit(`"base": "ETH"`, `"base": "DOGE"`),
-		"base equals quote":       edit(`"base": "ETH"`, `"base": "USDT"`),
-		"tick as number":          edit(`"tick": "0.01"`, `"tick": 0.01`),
-		"tick too precise":        edit(`"tick": "0.01"`, `"tick": "0.0000001"`),
-		"tick zero":               edit(`"tick": "0.01"`, `"tick": "0"`),
-		"tick negative":           edit(`"tick": "0.01"`, `"tick": "-0.01"`),
-		"tick missing":            edit(`"tick": "0.01", `, ``),
-		"lot missing":             edit(`"lot": "0.0001", `, ``),
-		"min not a lot multiple":  edit(`"min_qty": "0.0001"`, `"min_qty": "0.00015"`),
-		"max below min":           edit(`"max_qty": "1000"`, `"max_qty": "0.00001"`),
-		"tick x lot inexact":      edit(`"tick": "0.01"`, `"tick": "0.000001"`),
-		"fee too high":            edit(`"maker_fee_ppm": 1000`, `"maker_fee_ppm": 100001`),
-		"fee negative":            edit(`"maker_fee_ppm": 1000`, `"maker_fee_ppm": -1`),
-		"fee missing":             edit(`"maker_fee_ppm": 1000, `, ``),
-		"duplicate market id":     edit(`"id": 2, "base"`, `"id": 1, "base"`),
-		"market symbol missing":   edit(`"symbol": "ETH-USDT", `, ``),
-		"bad market symbol":       edit(`"symbol": "ETH-USDT"`, `"symbol": "ETH/USDT"`),
+		"empty":                    ``,
+		"not an object":            `[]`,
+		"null":                     `null`,
+		"no assets":                `{"assets": [], "markets": []}`,
+		"unknown top-level field":  `{"assets": [{"symbol": "USDT", "id": 1, "scale": 6}], "fees": 1}`,
+		"unknown asset field":      edit(`"scale": 6,`, `"scale": 6, "decimals": 6,`),
+		"min_transfer too precise": edit(`"min_transfer": "0.01"`, `"min_transfer": "0.0000001"`),
+		"min_transfer negative":    edit(`"min_transfer": "0.01"`, `"min_transfer": "-1"`),
+		"min_transfer as number":   edit(`"min_transfer": "0.01"`, `"min_transfer": 0.01`),
+		"max_transfer below min":   edit(`"max_transfer": "10000000"`, `"max_transfer": "0.001"`),
+		"max_transfer overflow":    edit(`"max_transfer": "10000000"`, `"max_transfer": "9000000000000"`),
+		"asset status unknown":     edit(`"status": "ACTIVE"`, `"status": "DELISTED"`),
+		"transfer flag as string":  edit(`"internal_transfer_enabled": true`, `"internal_transfer_enabled": "yes"`),
+		"unknown market field":     edit(`"taker_fee_ppm": 2000}`, `"taker_fee_ppm": 2000, "halted": true}`),
+		"trailing data":            string(good) + `{}`,
+		"asset id missing":         edit(`"id": 1, "scale": 6`, `"scale": 6`),
+		"asset scale missing":      edit(`"id": 1, "scale": 6`, `"id": 1`),
+		"asset scale too big":      edit(`"scale": 6`, `"scale": 19`),
+		"asset id 0":               edit(`"id": 1, "scale": 6`, `"id": 0, "scale": 6`),
+		"asset id too big":         edit(`"id": 1, "scale": 6`, `"id": 65, "scale": 6`),
+		"negative id":              edit(`"id": 1, "scale": 6`, `"id": -1, "scale": 6`),
+		"duplicate asset id":       edit(`"id": 2, "scale": 8`, `"id": 1, "scale": 8`),
+		"duplicate asset symbol":   edit(`"symbol": "ETH"`, `"symbol": "BTC"`),
+		"bad asset symbol":         `{"assets": [{"symbol": "eth", "id": 1, "scale": 8}]}`,
+		"unknown base":             edit(`"base": "ETH"`, `"base": "DOGE"`),
+		"base equals quote":        edit(`"base": "ETH"`, `"base": "USDT"`),
+		"tick as number":           edit(`"tick": "0.01"`, `"tick": 0.01`),
+		"tick too precise":         edit(`"tick": "0.01"`, `"tick": "0.0000001"`),
+		"tick zero":                edit(`"tick": "0.01"`, `"tick": "0"`),
+		"tick negative":            edit(`"tick": "0.01"`, `"tick": "-0.01"`),
+		"tick missing":             edit(`"tick": "0.01", `, ``),
+		"lot missing":              edit(`"lot": "0.0001", `, ``),
+		"min not a lot multiple":   edit(`"min_qty": "0.0001"`, `"min_qty": "0.00015"`),
+		"max below min":            edit(`"max_qty": "1000"`, `"max_qty": "0.00001"`),
+		"tick x lot inexact":       edit(`"tick": "0.01"`, `"tick": "0.000001"`),
+		"fee too high":             edit(`"maker_fee_ppm": 1000`, `"maker_fee_ppm": 100001`),
+		"fee negative":             edit(`"maker_fee_ppm": 1000`, `"maker_fee_ppm": -1`),
+		"fee missing":              edit(`"maker_fee_ppm": 1000, `, ``),
+		"duplicate market id":      edit(`"id": 2, "base"`, `"id": 1, "base"`),
+		"market symbol missing":    edit(`"symbol": "ETH-USDT", `, ``),
+		"bad market symbol":        edit(`"symbol": "ETH-USDT"`, `"symbol": "ETH/USDT"`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.json")

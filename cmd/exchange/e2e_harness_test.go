@@ -32,6 +32,15 @@ var (
 	e2eBuildErr  error
 )
 
+// TestMain removes the binary e2eBinary built once the package's tests are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if e2eExe != "" {
+		_ = os.RemoveAll(filepath.Dir(e2eExe))
+	}
+	os.Exit(code)
+}
+
 // e2eBinary builds ./cmd/exchange into a temp dir shared by the package's
 // tests (without the race detector: the packages' own tests run with it, and
 // the crash-under-load tests need the real speed).

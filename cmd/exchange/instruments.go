@@ -11,6 +11,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/persist/transfer"
 )
 
 // defaultAssets and defaultMarkets are the built-in config, so the server
@@ -30,7 +31,41 @@ var defaultMarkets = []gateway.MarketSpec{
 		MinQty: 10_000, MaxQty: 10_000 * 100_000_000, MakerFee: 1_000, TakerFee: 2_000}},
 }
 
-// defaultInstruments returns copies of the built-in config.
+// defaultTransfer are the internal-transfer settings of the built-in assets
+// (spec 000 §1.5.3-1.5.4): the asset's precision is its scale; amounts in
+// asset units.
+var defaultTransfer = []transfer.AssetConfig{
+	{ID: 1, Symbol: "USDT", Precision: 6, MinTransfer: 10_000, MaxTransfer: 10_000_000 * 1_000_000,
+		Status: transfer.AssetActive, InternalTransferEnabled: true}, // 0.01 .. 10M USDT
+	{ID: 2, Symbol: "BTC", Precision: 8, MinTransfer: 1_000, MaxTransfer: 1_000 * 100_000_000,
+		Status: transfer.AssetActive, InternalTransferEnabled: true}, // 0.00001 .. 1000 BTC
+	{ID: 3, Symbol: "ETH", Precision: 8, MinTransfer: 10_000, MaxTransfer: 10_000 * 100_000_000,
+		Status: transfer.AssetActive, InternalTransferEnabled: true}, // 0.0001 .. 10000 ETH
+}
+
+// transferDefaults is the transfer config of an asset whose config file
+// entry sets none of the transfer fields: any amount of at least one unit,
+// enabled.
+func transferDefaults(a gateway.Asset) transfer.AssetConfig {
+	return transfer.AssetConfig{ID: a.ID, Symbol: a.Symbol, Precision: int(a.Scale), MinTransfer: 1,
+		Status: transfer.AssetActive, InternalTransferEnabled: true}
+}
+
+// transferAssets returns cfg's transfer settings, one per asset, defaulted
+// when the config did not give them.
+func (c Config) transferAssets() []transfer.AssetConfig {
+	if len(c.TransferAssets) == len(c.Assets) {
+		return c.TransferAssets
+	}
+	out := make([]transfer.AssetConfig, len(c.Assets))
+	for i, a := range c.Assets {
+		out[i] = transferDefaults(a)
+	}
+	return out
+}
+
+// defaultInstruments returns copies of the built-in config (its transfer
+// settings: defaultTransfer).
 func defaultInstruments() ([]gateway.Asset, []gateway.MarketSpec) {
 	return append([]gateway.Asset(nil), defaultAssets...), append([]gateway.MarketSpec(nil), defaultMarkets...)
 }
@@ -59,9 +94,14 @@ const maxConfigFile = 1 << 20
 // configFile is the --config format. Every field is required (pointers tell
 // "absent" from zero); unknown fields and trailing data are errors.
 // Decimals are strings, read at the asset's scale: tick at the quote asset's,
-// lot, min_qty and max_qty at the base asset's.
+// lot, min_qty and max_qty at the base asset's. The asset's internal-transfer
+// fields are the exception: optional, defaulting to min_transfer = one unit,
+// no max_transfer, status ACTIVE, internal_transfer_enabled true; the
+// transfer precision is the scale.
 //
-//	{"assets":  [{"symbol": "USDT", "id": 1, "scale": 6}, ...],
+//	{"assets":  [{"symbol": "USDT", "id": 1, "scale": 6,
+//	              "min_transfer": "0.01", "max_transfer": "10000000",
+//	              "status": "ACTIVE", "internal_transfer_enabled": true}, ...],
 //	 "markets": [{"symbol": "BTC-USDT", "id": 1, "base": "BTC", "quote": "USDT",
 //	              "tick": "0.01", "lot": "0.0001", "min_qty": "0.0001", "max_qty": "1000",
 //	              "maker_fee_ppm": 1000, "taker_fee_ppm": 2000}, ...]}
@@ -74,6 +114,11 @@ type configAsset struct {
 	Symbol string  `json:"symbol"`
 	ID     *uint32 `json:"id"`
 	Scale  *uint8  `json:"scale"`
+	// Internal transfers (spec 000 §1.5.3-1.5.4), optional.
+	MinTransfer             *string `json:"min_transfer"`
+	MaxTransfer             *string `json:"max_transfer"`
+	Status                  *string `json:"status"`
+	InternalTransferEnabled *bool   `json:"internal_transfer_enabled"`
 }
 
 type configMarket struct {
@@ -90,42 +135,96 @@ type configMarket struct {
 }
 
 // loadInstruments reads and validates a --config file.
-func loadInstruments(path string) ([]gateway.Asset, []gateway.MarketSpec, error) {
+func loadInstruments(path string) ([]gateway.Asset, []gateway.MarketSpec, []transfer.AssetConfig, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--config: %w", err)
+		return nil, nil, nil, fmt.Errorf("--config: %w", err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
 	if err != nil {
-		return nil, nil, fmt.Errorf("--config: %w", err)
+		return nil, nil, nil, fmt.Errorf("--config: %w", err)
 	}
 	if len(b) > maxConfigFile {
-		return nil, nil, fmt.Errorf("--config %s: larger than %d bytes", path, maxConfigFile)
+		return nil, nil, nil, fmt.Errorf("--config %s: larger than %d bytes", path, maxConfigFile)
 	}
-	assets, markets, err := parseInstruments(b)
+	assets, markets, transfers, err := parseInstruments(b)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--config %s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("--config %s: %w", path, err)
 	}
-	return assets, markets, nil
+	return assets, markets, transfers, nil
 }
 
 // parseInstruments decodes the --config format strictly and validates it.
-func parseInstruments(b []byte) ([]gateway.Asset, []gateway.MarketSpec, error) {
+func parseInstruments(b []byte) ([]gateway.Asset, []gateway.MarketSpec, []transfer.AssetConfig, error) {
+	assets, markets, cf, err := parseInstrumentFile(b)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	transfers := make([]transfer.AssetConfig, len(assets))
+	for i, a := range assets {
+		if transfers[i], err = parseTransferAsset(cf.Assets[i], a); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return assets, markets, transfers, nil
+}
+
+// parseTransferAsset reads an asset's optional internal-transfer fields.
+func parseTransferAsset(ca configAsset, a gateway.Asset) (transfer.AssetConfig, error) {
+	t := transferDefaults(a)
+	name := "assets " + strconv.Quote(a.Symbol)
+	if ca.MinTransfer != nil {
+		v, err := gateway.ParseUnits(*ca.MinTransfer, a.Scale)
+		if err != nil {
+			return t, fmt.Errorf("%s: min_transfer %q: %w", name, *ca.MinTransfer, err)
+		}
+		t.MinTransfer = core.Units(v)
+	}
+	if ca.MaxTransfer != nil {
+		v, err := gateway.ParseUnits(*ca.MaxTransfer, a.Scale)
+		if err != nil {
+			return t, fmt.Errorf("%s: max_transfer %q: %w", name, *ca.MaxTransfer, err)
+		}
+		if v > int64(transfer.MaxTransferUnits) {
+			return t, fmt.Errorf("%s: max_transfer above the overflow bound %d units", name, transfer.MaxTransferUnits)
+		}
+		t.MaxTransfer = core.Units(v)
+	}
+	if t.MaxTransfer != 0 && t.MaxTransfer < t.MinTransfer {
+		return t, fmt.Errorf("%s: max_transfer below min_transfer", name)
+	}
+	if ca.Status != nil {
+		switch st := transfer.AssetStatus(*ca.Status); st {
+		case transfer.AssetActive, transfer.AssetSuspended:
+			t.Status = st
+		default:
+			return t, fmt.Errorf("%s: status %q: must be ACTIVE or SUSPENDED", name, *ca.Status)
+		}
+	}
+	if ca.InternalTransferEnabled != nil {
+		t.InternalTransferEnabled = *ca.InternalTransferEnabled
+	}
+	return t, nil
+}
+
+// parseInstrumentFile decodes the --config format strictly and validates
+// its assets and markets.
+func parseInstrumentFile(b []byte) ([]gateway.Asset, []gateway.MarketSpec, configFile, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, nil, errors.New("empty file")
+		return nil, nil, configFile{}, errors.New("empty file")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var cf configFile
 	if err := dec.Decode(&cf); err != nil {
-		return nil, nil, err
+		return nil, nil, configFile{}, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, nil, errors.New("unexpected data after the JSON object")
+		return nil, nil, configFile{}, errors.New("unexpected data after the JSON object")
 	}
 	if len(cf.Assets) == 0 {
-		return nil, nil, errors.New("no assets")
+		return nil, nil, configFile{}, errors.New("no assets")
 	}
 	assets := make([]gateway.Asset, 0, len(cf.Assets))
 	bySymbol := map[string]gateway.Asset{}
@@ -133,17 +232,17 @@ func parseInstruments(b []byte) ([]gateway.Asset, []gateway.MarketSpec, error) {
 		name := "assets[" + strconv.Itoa(i) + "] " + strconv.Quote(a.Symbol)
 		switch {
 		case a.Symbol == "":
-			return nil, nil, errors.New("assets[" + strconv.Itoa(i) + "]: symbol missing")
+			return nil, nil, configFile{}, errors.New("assets[" + strconv.Itoa(i) + "]: symbol missing")
 		case a.ID == nil:
-			return nil, nil, errors.New(name + ": id missing")
+			return nil, nil, configFile{}, errors.New(name + ": id missing")
 		case a.Scale == nil:
-			return nil, nil, errors.New(name + ": scale missing")
+			return nil, nil, configFile{}, errors.New(name + ": scale missing")
 		case *a.Scale > gateway.MaxScale:
-			return nil, nil, fmt.Errorf("%s: scale %d above %d", name, *a.Scale, gateway.MaxScale)
+			return nil, nil, configFile{}, fmt.Errorf("%s: scale %d above %d", name, *a.Scale, gateway.MaxScale)
 		}
 		ga := gateway.Asset{ID: core.AssetID(*a.ID), Symbol: a.Symbol, Scale: *a.Scale}
 		if _, dup := bySymbol[a.Symbol]; dup {
-			return nil, nil, errors.New(name + ": duplicate symbol")
+			return nil, nil, configFile{}, errors.New(name + ": duplicate symbol")
 		}
 		bySymbol[a.Symbol] = ga
 		assets = append(assets, ga)
@@ -152,15 +251,15 @@ func parseInstruments(b []byte) ([]gateway.Asset, []gateway.MarketSpec, error) {
 	for i, m := range cf.Markets {
 		name := "markets[" + strconv.Itoa(i) + "] " + strconv.Quote(m.Symbol)
 		if m.Symbol == "" {
-			return nil, nil, errors.New("markets[" + strconv.Itoa(i) + "]: symbol missing")
+			return nil, nil, configFile{}, errors.New("markets[" + strconv.Itoa(i) + "]: symbol missing")
 		}
 		if m.ID == nil {
-			return nil, nil, errors.New(name + ": id missing")
+			return nil, nil, configFile{}, errors.New(name + ": id missing")
 		}
 		base, okB := bySymbol[m.Base]
 		quote, okQ := bySymbol[m.Quote]
 		if !okB || !okQ {
-			return nil, nil, fmt.Errorf("%s: base %q and quote %q must be symbols of configured assets", name, m.Base, m.Quote)
+			return nil, nil, configFile{}, fmt.Errorf("%s: base %q and quote %q must be symbols of configured assets", name, m.Base, m.Quote)
 		}
 		var vals [4]int64
 		for j, d := range []struct {
@@ -168,16 +267,16 @@ func parseInstruments(b []byte) ([]gateway.Asset, []gateway.MarketSpec, error) {
 			scale    uint8
 		}{{"tick", m.Tick, quote.Scale}, {"lot", m.Lot, base.Scale}, {"min_qty", m.MinQty, base.Scale}, {"max_qty", m.MaxQty, base.Scale}} {
 			if d.s == "" {
-				return nil, nil, fmt.Errorf("%s: %s missing", name, d.field)
+				return nil, nil, configFile{}, fmt.Errorf("%s: %s missing", name, d.field)
 			}
 			v, err := gateway.ParseUnits(d.s, d.scale)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %s %q at scale %d: %w", name, d.field, d.s, d.scale, err)
+				return nil, nil, configFile{}, fmt.Errorf("%s: %s %q at scale %d: %w", name, d.field, d.s, d.scale, err)
 			}
 			vals[j] = v
 		}
 		if m.MakerFeePPM == nil || m.TakerFeePPM == nil {
-			return nil, nil, errors.New(name + ": maker_fee_ppm and taker_fee_ppm are required")
+			return nil, nil, configFile{}, errors.New(name + ": maker_fee_ppm and taker_fee_ppm are required")
 		}
 		markets = append(markets, gateway.MarketSpec{ID: core.MarketID(*m.ID), Symbol: m.Symbol, Cfg: core.MarketCfg{
 			Base: base.ID, Quote: quote.ID, BaseScale: base.Scale,
@@ -186,9 +285,9 @@ func parseInstruments(b []byte) ([]gateway.Asset, []gateway.MarketSpec, error) {
 		}})
 	}
 	if err := validateInstruments(assets, markets); err != nil {
-		return nil, nil, err
+		return nil, nil, configFile{}, err
 	}
-	return assets, markets, nil
+	return assets, markets, cf, nil
 }
 
 // validateInstruments applies the gateway registry's rules (ids, symbols,

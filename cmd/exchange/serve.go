@@ -126,13 +126,31 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var ready atomic.Bool
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
 		Observer: m, Metrics: m.handler(), Ready: ready.Load}
+	var xfers *transfers
 	if pool != nil {
 		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated}
+		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log); err != nil {
+			stopSink()
+			sinkWG.Wait()
+			_ = pl.Close()
+			return err
+		}
+		xfers.register(m)
+		xfers.start()
+		scfg.Transfers = xfers
+		if xfers.faults != nil {
+			scfg.Faults = xfers.faults
+		}
+	} else if cfg.FaultInjection {
+		log.Warn("--enable-fault-injection ignored: internal transfers need Postgres")
 	}
 	srv := gateway.NewServer(scfg)
 	hs := srv.HTTPServer()
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
+		if xfers != nil {
+			xfers.close()
+		}
 		stopSink()
 		sinkWG.Wait()
 		_ = pl.Close()
@@ -160,6 +178,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("exchange: http shutdown", "err", err)
 	}
 	cancel()
+	// The recovery worker and the conservation monitor use the core: stop
+	// them before it (a transfer step in progress finishes; the rest is
+	// resumed from Postgres by the next start's worker).
+	if xfers != nil {
+		xfers.close()
+	}
 	// Every answered command is durable now; let the sink catch up while
 	// the WAL is still open, then close the core.
 	if sink != nil {

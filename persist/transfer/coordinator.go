@@ -51,6 +51,10 @@ type Stats struct {
 	Failed     atomic.Int64
 	RolledBack atomic.Int64
 	Stuck      atomic.Int64 // stale transfers in TARGET_PENDING / COMPENSATING found by the Worker
+	// RefundFailures counts refund calls that did not succeed; from the 3rd
+	// on one transfer each is a MON-002 alert.
+	RefundFailures atomic.Int64
+	MON002         atomic.Int64 // MON-002 alerts: a transfer's refund failed for the 3rd time or more
 }
 
 // Coordinator creates transfers and drives them through the FSM. Any number

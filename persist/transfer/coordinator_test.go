@@ -9,6 +9,7 @@ package transfer
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -235,11 +236,22 @@ func TestFSM006_CompensationFailureRetries(t *testing.T) {
 	if h.fundingBalance(7, usdt) != 0 {
 		t.Fatal("refunded while the refund failed")
 	}
+	// MON-002: from the 3rd failed refund on, counted and said; the refusal
+	// that started the compensation stays in front of the retry notes.
+	if n := c.Stats().MON002.Load(); n < 1 || c.Stats().RefundFailures.Load() < 3 {
+		t.Fatalf("MON-002 alerts %d, refund failures %d", n, c.Stats().RefundFailures.Load())
+	}
+	if !strings.HasPrefix(tr.ErrorMessage, "target deposit: EXPLICIT_FAIL(INJECTED); compensation failed ") {
+		t.Fatalf("error_message %q", tr.ErrorMessage)
+	}
 	h.conserved(usdt) // in flight: COMPENSATING counts
 	h.fundF.Clear()
 	tr, err := c.Drive(context.Background(), tr.ReqID)
 	if err != nil || tr.State != RolledBack || h.fundingBalance(7, usdt) != 1_000_000 {
 		t.Fatalf("state %s %v balance %d", tr.State, err, h.fundingBalance(7, usdt))
+	}
+	if code := FailureCode(tr); code != "INJECTED" {
+		t.Fatalf("failure code of the rolled-back transfer %q (%q)", code, tr.ErrorMessage)
 	}
 	h.conserved(usdt)
 }

@@ -16,6 +16,8 @@ const (
 	FaultNetworkError              // report NETWORK_ERROR without performing it
 	FaultPending                   // report PENDING without performing it
 	FaultUnknown                   // report UNKNOWN without performing it
+	FaultCrashBefore               // call Faulty.Crash before the operation (the process dies: a crash test)
+	FaultCrashAfter                // perform the operation, then call Faulty.Crash
 )
 
 // CodeInjected is the code of an injected explicit failure.
@@ -28,6 +30,10 @@ const CodeInjected Code = "INJECTED"
 // never succeeds later) even under concurrent drivers; it is not injected at
 // all once the inner adapter has seen that (op, req_id).
 type Faulty struct {
+	// Crash kills the process for FaultCrashBefore/After (the server sends
+	// itself SIGKILL). It must not return; if it is nil or does return, the
+	// call reports UNKNOWN, which is what a caller of a dead process sees.
+	Crash   func()
 	inner   Adapter
 	mu      sync.Mutex
 	armed   map[Op][]armedFault
@@ -98,7 +104,7 @@ func (a *Faulty) next(op Op, reqID string) Fault {
 	case f == FaultExplicitFail:
 		a.failed[k] = true
 	}
-	if f == FaultNone || f == FaultTimeoutAfterEffect {
+	if f == FaultNone || f == FaultTimeoutAfterEffect || f == FaultCrashAfter {
 		a.touched[k] = true
 	}
 	return f
@@ -120,8 +126,21 @@ func (a *Faulty) do(ctx context.Context, op Op, reqID string, user UserID, asset
 		return Outcome{Kind: Pending, Code: "injected"}
 	case FaultUnknown:
 		return unknown("injected")
+	case FaultCrashBefore:
+		a.crash()
+		return unknown("injected crash before")
+	case FaultCrashAfter:
+		call(ctx, a.inner, op, t)
+		a.crash()
+		return unknown("injected crash after")
 	}
 	return call(ctx, a.inner, op, t)
+}
+
+func (a *Faulty) crash() {
+	if a.Crash != nil {
+		a.Crash()
+	}
 }
 
 func (a *Faulty) Withdraw(ctx context.Context, reqID string, user UserID, asset AssetID, amount Units) Outcome {

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"log/slog"
+	"strings"
 )
 
 // This file is spec 9.2's step(): one move of one transfer. Every state
@@ -126,8 +127,17 @@ func (c *Coordinator) cas(ctx context.Context, t *Transfer, to State, errMsg str
 func (c *Coordinator) unknown(ctx context.Context, t Transfer, op Op, o Outcome) {
 	c.stats.Unknown.Add(1)
 	msg := string(op) + ": " + o.String()
-	if t.RetryCount >= 2 && t.State == Compensating { // MON-002: the 3rd failure and on
-		msg = errorf("compensation failed %d times: %s", t.RetryCount+1, msg)
+	if t.State == Compensating {
+		c.stats.RefundFailures.Add(1)
+		if t.RetryCount >= 2 { // MON-002: the 3rd failure and on
+			c.stats.MON002.Add(1)
+			msg = errorf("compensation failed %d times: %s", t.RetryCount+1, msg)
+		}
+		// Keep the refusal that started the compensation (the transfer's
+		// failure code once ROLLED_BACK) in front of the retry note.
+		if reason, _, _ := strings.Cut(t.ErrorMessage, "; "); strings.Contains(reason, "EXPLICIT_FAIL(") {
+			msg = reason + "; " + msg
+		}
 	}
 	c.log.Log(ctx, LevelCritical, "transfer outcome unknown: staying and retrying forever",
 		slog.String("req_id", t.ReqID), slog.String("state", t.State.String()), slog.String("outcome", msg))

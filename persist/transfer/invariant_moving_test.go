@@ -1,0 +1,121 @@
+package transfer
+
+// This test proves the per-transfer part of the conservation check against
+// a naive model: every execution of the FSM (commit, source refusal,
+// rollback), in both directions, observed with the SPOT side read at any
+// point and the FUNDING side (and the state) at any later point. The
+// transfer's term makes the two sides' effects sum to exactly zero at every
+// such pair of points, and check() flags exactly the observations that no
+// execution can produce.
+
+import (
+	"fmt"
+	"testing"
+)
+
+// fsmEvent is one step of an execution: a state change or an applied operation.
+type fsmEvent struct {
+	cas State // 0 with op set: an operation
+	op  Op
+}
+
+var fsmPaths = map[string][]fsmEvent{
+	"commit":   {{cas: SourcePending}, {op: OpWithdraw}, {cas: SourceDone}, {cas: TargetPending}, {op: OpDeposit}, {cas: Committed}},
+	"failed":   {{cas: SourcePending}, {cas: Failed}},
+	"rollback": {{cas: SourcePending}, {op: OpWithdraw}, {cas: SourceDone}, {cas: TargetPending}, {cas: Compensating}, {op: OpRefund}, {cas: RolledBack}},
+}
+
+type observation struct {
+	from          AccountType
+	state         State
+	funding, spot SpotOps
+}
+
+func setOp(o *SpotOps, op Op) {
+	switch op {
+	case OpWithdraw:
+		o.Withdrawn = true
+	case OpDeposit:
+		o.Deposited = true
+	case OpRefund:
+		o.Refunded = true
+	}
+}
+
+// effects replays events: each side's flags and balance change (asset units).
+func effects(events []fsmEvent, from, to AccountType, amount int64) (state State, funding, spot SpotOps, fundDelta, spotDelta int64) {
+	for _, e := range events {
+		if e.op == "" {
+			state = e.cas
+			continue
+		}
+		side, delta := from, amount
+		switch e.op {
+		case OpWithdraw:
+			delta = -amount
+		case OpDeposit:
+			side = to
+		}
+		if side == AccountFunding {
+			setOp(&funding, e.op)
+			fundDelta += delta
+		} else {
+			setOp(&spot, e.op)
+			spotDelta += delta
+		}
+	}
+	return
+}
+
+func allSpotOps() []SpotOps {
+	var out []SpotOps
+	for i := 0; i < 8; i++ {
+		out = append(out, SpotOps{Withdrawn: i&1 != 0, Deposited: i&2 != 0, Refunded: i&4 != 0})
+	}
+	return out
+}
+
+func TestMovingTransferAgainstModel(t *testing.T) {
+	const amount = 1_000
+	legal := map[observation]bool{}
+	for _, from := range []AccountType{AccountFunding, AccountSpot} {
+		to := AccountSpot
+		if from == AccountSpot {
+			to = AccountFunding
+		}
+		for name, path := range fsmPaths {
+			for i := 0; i <= len(path); i++ { // the core read C after i events
+				for j := i; j <= len(path); j++ { // the Postgres snapshot P after j events
+					_, _, spot, _, spotDelta := effects(path[:i], from, to, amount)
+					state, funding, _, fundDelta, _ := effects(path[:j], from, to, amount)
+					m := movingTransfer{reqID: "x", asset: usdt, amount: amount, from: from, to: to, state: state, funding: funding}
+					what := fmt.Sprintf("%s %s->%s C@%d P@%d", name, from, to, i, j)
+					if why := m.check(spot); why != "" {
+						t.Errorf("%s: legal execution flagged: %s", what, why)
+					}
+					if got := m.inFlight(spot).Int64(); fundDelta+spotDelta+got != 0 {
+						t.Errorf("%s: funding %+d spot %+d in flight %d: not exact", what, fundDelta, spotDelta, got)
+					}
+					legal[observation{from, state, funding, spot}] = true
+				}
+			}
+		}
+	}
+	for _, from := range []AccountType{AccountFunding, AccountSpot} {
+		to := AccountSpot
+		if from == AccountSpot {
+			to = AccountFunding
+		}
+		for _, st := range AllStates {
+			for _, f := range allSpotOps() {
+				for _, s := range allSpotOps() {
+					m := movingTransfer{reqID: "x", asset: usdt, amount: amount, from: from, to: to, state: st, funding: f}
+					why := m.check(s)
+					if want := !legal[observation{from, st, f, s}]; (why != "") != want {
+						t.Errorf("%s->%s %s funding %+v spot %+v: check %q, want anomaly %v", from, to, st, f, s, why, want)
+					}
+				}
+			}
+		}
+	}
+}
