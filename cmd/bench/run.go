@@ -24,8 +24,9 @@ const usage = `usage: bench <scenario> [flags]
 scenarios:
   pipeline   durable commands/s and submit->ack latency through the journal pipeline
   http       POST /api/v1/order on the real exchange binary vs a fasthttp hello-world baseline
+  transfer   internal transfers on Postgres: naive one-transaction ledger vs the transfer FSM, unbatched and batched
 
-run "bench pipeline -h" for its flags
+run "bench <scenario> -h" for its flags
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -38,6 +39,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runPipeline(args[1:], stdout, stderr)
 	case "http":
 		return runHTTP(args[1:], stdout, stderr)
+	case "transfer":
+		return runTransfer(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -98,7 +98,7 @@ func (x *xt) transfersReady() {
 		if st == 200 {
 			return
 		}
-		if st != 500 || time.Now().After(deadline) {
+		if st != 503 || time.Now().After(deadline) {
 			x.Fatalf("transfer service not ready: %d %v", st, b)
 		}
 		time.Sleep(20 * time.Millisecond)

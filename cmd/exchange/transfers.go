@@ -39,9 +39,10 @@ type transfers struct {
 	monitor  *transfer.InvariantMonitor
 	assets   map[string]transfer.AssetConfig
 	assetIDs []core.AssetID
-	migrated *atomic.Bool // persist.Migrate has run: the tables exist
-	faults   *faultSet    // nil without --enable-fault-injection
-	periodic bool         // the monitor runs on its own (--invariant-interval > 0)
+	migrated *atomic.Bool      // persist.Migrate has run: the tables exist
+	faults   *faultSet         // nil without --enable-fault-injection
+	periodic bool              // the monitor runs on its own (--invariant-interval > 0)
+	batcher  *transfer.Batcher // nil without --transfer-batching
 
 	wg   sync.WaitGroup
 	stop context.CancelFunc
@@ -51,8 +52,15 @@ var _ gateway.TransferService = (*transfers)(nil)
 
 // newTransfers wires the service; start runs its background jobs.
 func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated *atomic.Bool, log *slog.Logger) (*transfers, error) {
-	t := &transfers{log: log, store: transfer.NewStore(pool), funding: transfer.NewFunding(pool),
-		assets: map[string]transfer.AssetConfig{}, migrated: migrated}
+	t := &transfers{log: log, assets: map[string]transfer.AssetConfig{}, migrated: migrated}
+	if cfg.TransferBatching {
+		// Steps of concurrent transfers share transactions (one writer:
+		// with more, racing drivers' batches can deadlock and rerun).
+		t.batcher = transfer.NewBatcher(pool, transfer.BatchOptions{Writers: 1})
+		t.store, t.funding = transfer.NewStoreBatched(pool, t.batcher), transfer.NewFundingBatched(pool, t.batcher)
+	} else {
+		t.store, t.funding = transfer.NewStore(pool), transfer.NewFunding(pool)
+	}
 	for _, a := range cfg.transferAssets() {
 		t.assets[a.Symbol] = a
 		t.assetIDs = append(t.assetIDs, a.ID)
@@ -98,6 +106,9 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 // start runs the recovery worker and the conservation monitor once the
 // tables exist, until close.
 func (t *transfers) start() {
+	if t.batcher != nil {
+		t.batcher.Start()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.stop = cancel
 	t.wg.Add(1)
@@ -125,6 +136,9 @@ func (t *transfers) close() {
 		t.stop()
 	}
 	t.wg.Wait()
+	if t.batcher != nil {
+		t.batcher.Close() // after the worker: it answers what is queued
+	}
 }
 
 // errNotReady answers transfer requests before the migrations ran (the

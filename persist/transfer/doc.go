@@ -24,6 +24,12 @@
 //     with its error codes, in the gateway, the Coordinator and (what they
 //     can see) the adapters.
 //
+// Throughput (opt in): NewStoreBatched and NewFundingBatched route the
+// Store's Get, Insert, Transition and NoteRetry and the FUNDING operations
+// through a Batcher (batch.go), which runs the steps of many concurrent
+// transfers as one transaction, with the answers each would have had
+// alone.
+//
 // Amounts are core.Units: int64 in the asset's smallest unit. The schema is
 // persist/migrations/0002_transfers.sql.
 package transfer

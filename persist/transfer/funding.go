@@ -19,10 +19,16 @@ import (
 // transaction, balance change included, rolls back.
 type Funding struct {
 	pool *pgxpool.Pool
+	b    *Batcher // nil: each operation is a transaction of its own
 }
 
 // NewFunding returns the FUNDING adapter on a migrated database.
 func NewFunding(pool *pgxpool.Pool) *Funding { return &Funding{pool: pool} }
+
+// NewFundingBatched returns the FUNDING adapter whose Withdraw, Deposit and
+// Refund run in b's shared transactions (batch.go, batch_funding.go), with
+// the same outcomes; the ledger's other methods stay direct.
+func NewFundingBatched(pool *pgxpool.Pool, b *Batcher) *Funding { return &Funding{pool: pool, b: b} }
 
 var _ Adapter = (*Funding)(nil)
 
@@ -64,6 +70,13 @@ func checkParams(reqID string, user UserID, asset AssetID, amount Units) *Outcom
 func (f *Funding) apply(ctx context.Context, op Op, reqID string, user UserID, asset AssetID, amount Units) Outcome {
 	if o := checkParams(reqID, user, asset, amount); o != nil {
 		return *o
+	}
+	if f.b != nil {
+		a := f.b.do(&batchReq{kind: kindFunding, ctx: ctx, op: op, reqID: reqID, user: user, asset: asset, amount: amount})
+		if a.err != nil {
+			return errorOutcome(ctx, a.err)
+		}
+		return a.out
 	}
 	var out Outcome
 	err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
@@ -121,8 +134,43 @@ func (f *Funding) applyTx(ctx context.Context, tx pgx.Tx, op Op, reqID string, u
 
 // decide re-validates the operation against the locked row (spec 1.5.5 at
 // the adapter) and returns the outcome and the balance change it implies.
+// It reads what decideOp needs to know, and only that.
 func (f *Funding) decide(ctx context.Context, tx pgx.Tx, op Op, reqID string, user UserID, asset AssetID,
 	amount Units, row balanceRow, found bool) (Outcome, Units) {
+	k := opFacts{row: row, found: found}
+	switch {
+	case op == OpDeposit && !found:
+		exists, err := accountExists(ctx, tx, user)
+		if err != nil {
+			return unknown(err.Error()), 0
+		}
+		k.userExists = exists
+	case op == OpRefund:
+		w, seen, err := readOp(ctx, tx, reqID, OpWithdraw, user, asset, amount)
+		if err != nil {
+			return unknown(err.Error()), 0
+		}
+		k.withdraw, k.withdrawSeen = w, seen
+	}
+	return decideOp(op, amount, k)
+}
+
+// opFacts is what an operation's decision depends on, read under the
+// balance row's lock: the row itself and, for some ops, one more fact.
+type opFacts struct {
+	row          balanceRow
+	found        bool    // the (user, asset) row exists
+	userExists   bool    // deposit with !found: the user has some FUNDING row
+	withdraw     Outcome // refund: the recorded withdraw of the same req_id (readOp's answer)
+	withdrawSeen bool
+}
+
+// decideOp is the adapter's decision, a pure function shared by the
+// one-transaction path (decide) and the Batcher, so both refuse and accept
+// exactly the same operations with the same codes. An Unknown outcome is
+// never recorded.
+func decideOp(op Op, amount Units, k opFacts) (Outcome, Units) {
+	row, found := k.row, k.found
 	switch op {
 	case OpWithdraw:
 		switch {
@@ -138,11 +186,7 @@ func (f *Funding) decide(ctx context.Context, tx pgx.Tx, op Op, reqID string, us
 		return ok(), -amount
 	case OpDeposit:
 		if !found {
-			exists, err := accountExists(ctx, tx, user)
-			if err != nil {
-				return unknown(err.Error()), 0
-			}
-			if !exists {
+			if !k.userExists {
 				return fail(CodeTargetAccountNotFound), 0
 			}
 		} else if row.status == Disabled {
@@ -153,11 +197,7 @@ func (f *Funding) decide(ctx context.Context, tx pgx.Tx, op Op, reqID string, us
 		}
 		return ok(), amount
 	case OpRefund:
-		w, seen, err := readOp(ctx, tx, reqID, OpWithdraw, user, asset, amount)
-		if err != nil {
-			return unknown(err.Error()), 0
-		}
-		if !seen || w.Kind != Success || !found {
+		if !k.withdrawSeen || k.withdraw.Kind != Success || !found {
 			return fail(CodeRefundWithoutWithdraw), 0
 		}
 		if row.available > MaxUnitsBalance-amount {

@@ -33,10 +33,16 @@ var ErrNotFound = errors.New("transfer: not found")
 // compare-and-set guarded by the transition table.
 type Store struct {
 	pool *pgxpool.Pool
+	b    *Batcher // nil: every Transition and NoteRetry is a statement of its own
 }
 
 // NewStore returns a Store on a migrated database.
 func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// NewStoreBatched returns a Store whose Get, Insert, Transition and
+// NoteRetry run in b's shared transactions (batch.go), with the same
+// answers; the other reads stay direct.
+func NewStoreBatched(pool *pgxpool.Pool, b *Batcher) *Store { return &Store{pool: pool, b: b} }
 
 const transferCols = `req_id, transfer_id, COALESCE(cid, ''), user_id, from_account, to_account, asset_id,
 	amount, state, retry_count, COALESCE(error_message, ''), created_at, updated_at`
@@ -62,6 +68,17 @@ func (s *Store) Insert(ctx context.Context, t Transfer) (got Transfer, inserted 
 	if t.State != Init {
 		return Transfer{}, false, fmt.Errorf("transfer: insert %s in state %s, want INIT", t.ReqID, t.State)
 	}
+	if s.b != nil && batchInsertable(t) {
+		a := s.b.do(&batchReq{kind: kindInsert, ctx: ctx, insert: t})
+		switch {
+		case a.err != nil:
+			return Transfer{}, false, fmt.Errorf("transfer: insert %s: %w", t.ReqID, a.err)
+		case a.inserted:
+			return a.transfer, true, nil
+		}
+		got, err = s.GetByCID(ctx, t.UserID, t.CID) // the cid is taken, as below
+		return got, false, err
+	}
 	var cid any
 	if t.CID != "" {
 		cid = t.CID
@@ -84,6 +101,10 @@ func (s *Store) Insert(ctx context.Context, t Transfer) (got Transfer, inserted 
 
 // Get returns the transfer with req_id.
 func (s *Store) Get(ctx context.Context, reqID string) (Transfer, error) {
+	if s.b != nil {
+		a := s.b.do(&batchReq{kind: kindGet, ctx: ctx, reqID: reqID})
+		return a.transfer, a.err
+	}
 	return scanTransfer(s.pool.QueryRow(ctx, `SELECT `+transferCols+` FROM transfers_tb WHERE req_id = $1`, reqID))
 }
 
@@ -92,6 +113,17 @@ func (s *Store) GetByCID(ctx context.Context, user UserID, cid string) (Transfer
 	return scanTransfer(s.pool.QueryRow(ctx,
 		`SELECT `+transferCols+` FROM transfers_tb WHERE user_id = $1 AND cid = $2`, int64(user), cid))
 }
+
+// The compare-and-set and the retry note (casSQL and noteSQL in
+// batch_store.go are the same for many transfers at once).
+const (
+	transitionSQL = `UPDATE transfers_tb
+		SET state = $3, updated_at = now(), error_message = COALESCE(NULLIF($4, ''), error_message)
+		WHERE req_id = $1 AND state = $2`
+	noteRetrySQL = `UPDATE transfers_tb
+		SET retry_count = retry_count + 1, error_message = $3, updated_at = now()
+		WHERE req_id = $1 AND state = $2`
+)
 
 // Transition moves req_id from `from` to `to` if and only if the pair is in
 // the transition table and the row is in `from` right now (compare-and-set).
@@ -102,9 +134,14 @@ func (s *Store) Transition(ctx context.Context, reqID string, from, to State, er
 	if !CanTransition(from, to) {
 		return false, fmt.Errorf("transfer: %s: illegal transition %s -> %s", reqID, from, to)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE transfers_tb
-		SET state = $3, updated_at = now(), error_message = COALESCE(NULLIF($4, ''), error_message)
-		WHERE req_id = $1 AND state = $2`, reqID, int16(from), int16(to), errMsg)
+	if s.b != nil {
+		a := s.b.do(&batchReq{kind: kindCAS, ctx: ctx, reqID: reqID, from: from, to: to, msg: errMsg})
+		if a.err != nil {
+			return false, fmt.Errorf("transfer: %s: CAS %s -> %s: %w", reqID, from, to, a.err)
+		}
+		return a.won, nil
+	}
+	tag, err := s.pool.Exec(ctx, transitionSQL, reqID, int16(from), int16(to), errMsg)
 	if err != nil {
 		return false, fmt.Errorf("transfer: %s: CAS %s -> %s: %w", reqID, from, to, err)
 	}
@@ -115,9 +152,13 @@ func (s *Store) Transition(ctx context.Context, reqID string, from, to State, er
 // error message, and updated_at (so the worker's staleness clock restarts).
 // Nothing happens if the row has left `at`.
 func (s *Store) NoteRetry(ctx context.Context, reqID string, at State, errMsg string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE transfers_tb
-		SET retry_count = retry_count + 1, error_message = $3, updated_at = now()
-		WHERE req_id = $1 AND state = $2`, reqID, int16(at), errMsg)
+	if s.b != nil {
+		if a := s.b.do(&batchReq{kind: kindNote, ctx: ctx, reqID: reqID, from: at, msg: errMsg}); a.err != nil {
+			return fmt.Errorf("transfer: %s: note retry: %w", reqID, a.err)
+		}
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, noteRetrySQL, reqID, int16(at), errMsg)
 	if err != nil {
 		return fmt.Errorf("transfer: %s: note retry: %w", reqID, err)
 	}

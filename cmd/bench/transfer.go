@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ubscore/ubscore/bench"
+)
+
+// runTransfer measures internal transfers on Postgres: the naive
+// one-transaction ledger, the transfer FSM, and the FSM with batched
+// writes, on one throw-away database in one run (see bench/transfer.go).
+func runTransfer(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench transfer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfg     bench.TransferConfig
+		modes   string
+		asJSON  bool
+		cpuprof string
+	)
+	fs.StringVar(&cfg.PGURL, "pg-url", bench.DefaultTransferPGURL, "admin Postgres URL; database ubs_bench_<random> is created and dropped through it")
+	fs.IntVar(&cfg.Users, "users", bench.DefaultTransferUsers, "users, each with FUNDING and SPOT funds (>= clients)")
+	fs.IntVar(&cfg.Clients, "clients", bench.DefaultTransferClients, "concurrent closed-loop clients")
+	fs.IntVar(&cfg.Pool, "pool", bench.DefaultTransferPool, "most Postgres connections the bench opens")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured time per mode")
+	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured warm-up per mode")
+	fs.StringVar(&modes, "modes", "naive,fsm,fsm_batched", "modes to run, comma-separated")
+	fs.IntVar(&cfg.Batch.MaxBatch, "max-batch", 0, "fsm_batched: requests per transaction (0 = default)")
+	fs.IntVar(&cfg.Batch.Writers, "writers", 0, "fsm_batched: batch transactions in flight (0 = default)")
+	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON line")
+	fs.StringVar(&cpuprof, "cpuprofile", "", "write a CPU profile of the bench process to this file")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "bench transfer: no positional arguments are allowed")
+		fs.Usage()
+		return exitUsage
+	}
+	cfg.Modes = strings.Split(modes, ",")
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// An interrupt stops the clients; the database is dropped on the way out.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stopProf, err := bench.StartCPUProfile(cpuprof)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench transfer:", err)
+		return exitFail
+	}
+	rep, err := bench.RunTransfer(ctx, cfg)
+	if perr := stopProf(); err == nil {
+		err = perr
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bench transfer:", err)
+		return exitFail
+	}
+	if asJSON {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench transfer:", err)
+			return exitFail
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%d clients, %d users, pool %d, %v per mode\n", rep.Clients, rep.Users, rep.Pool, cfg.Duration)
+	for _, m := range []struct {
+		name string
+		r    *bench.TransferResult
+	}{{bench.ModeNaive, rep.Naive}, {bench.ModeFSM, rep.FSM}, {bench.ModeFSMBatched, rep.FSMBatched}} {
+		if m.r == nil {
+			continue
+		}
+		fmt.Fprintf(stdout, "%-12s %9.1f tps  p50 %7.0f us  p99 %7.0f us  p99.9 %7.0f us  failed %d",
+			m.name, m.r.TPS, m.r.P50us, m.r.P99us, m.r.P999us, m.r.Failed)
+		if m.r.AvgBatch > 0 {
+			fmt.Fprintf(stdout, "  (%.1f requests per batch)", m.r.AvgBatch)
+		}
+		if m.r.FirstErr != "" {
+			fmt.Fprintf(stdout, "  first error: %s", m.r.FirstErr)
+		}
+		fmt.Fprintln(stdout)
+	}
+	if rep.TPSBatchedNaive > 0 {
+		fmt.Fprintf(stdout, "fsm_batched / naive: tps x%.2f, p99 x%.2f\n", rep.TPSBatchedNaive, rep.P99BatchedNaive)
+	}
+	if rep.TPSBatchedFSM > 0 {
+		fmt.Fprintf(stdout, "fsm_batched / fsm:   tps x%.2f\n", rep.TPSBatchedFSM)
+	}
+	return exitOK
+}

@@ -1,0 +1,225 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// A Batcher is the Postgres path of Store and Funding shared by many
+// transfers: callers queue Get, Insert, CAS transitions, retry notes and
+// FUNDING operations, and a writer goroutine runs whatever is queued as
+// ONE transaction of one or two round trips (batch_tx.go), then answers
+// every caller. Postgres pays one commit (one WAL flush) per batch instead
+// of one per step, and the steps of concurrent transfers share round trips.
+//
+// Equivalence with the one-transaction path, the rules this file and its
+// companions keep:
+//   - every caller gets exactly one answer, the one its request would have
+//     had alone, executed at some point between its call and its answer
+//     (the requests of one batch are concurrent, so any order of them is
+//     a valid history; the batch picks one and keeps it: reads, inserts,
+//     CAS transitions, notes, FUNDING operations, each in arrival order);
+//   - a request's effect commits with its batch or not at all; when the
+//     transaction does not commit, or its commit is not confirmed, every
+//     caller of the batch gets an error (an UNKNOWN outcome), never a
+//     SUCCESS;
+//   - no request can fail the others for a business reason: every
+//     decision (CAS lost, a refusal) is data, never a SQL error.
+//
+// Opt in with NewStoreBatched / NewFundingBatched; NewStore and NewFunding
+// keep the one-transaction path. Both paths may run at once on one
+// database: they share the idempotency records and the row locks.
+type Batcher struct {
+	pool *pgxpool.Pool
+	opt  BatchOptions
+
+	mu     sync.RWMutex // guards closed against the close of queue
+	closed bool
+	queue  chan *batchReq // bounded by MaxQueue: a full queue refuses
+	start  sync.Once
+	wg     sync.WaitGroup // the writers
+	stats  BatchStats
+}
+
+// BatchStats are a Batcher's counters.
+type BatchStats struct {
+	Batches  atomic.Int64 // transactions committed
+	Requests atomic.Int64 // requests answered by committed transactions
+	Retries  atomic.Int64 // transactions run again after rolling back with no effect
+	Failed   atomic.Int64 // transactions whose every caller got an error
+}
+
+// Stats returns the live counters.
+func (b *Batcher) Stats() *BatchStats { return &b.stats }
+
+// Defaults and limits of BatchOptions.
+const (
+	DefaultMaxBatch = 512    // requests per transaction
+	MaxBatchLimit   = 8192   // keeps one transaction's arrays and locks bounded
+	DefaultMaxQueue = 16_384 // waiting requests
+	DefaultWriters  = 1
+	MaxWriters      = 16
+	// batchAttempts bounds how often a batch that rolled back without
+	// effect (a record-insert race, a deadlock) is run again.
+	batchAttempts = 3
+)
+
+// BatchOptions tunes a Batcher; zero fields take the defaults.
+type BatchOptions struct {
+	MaxBatch int // requests per transaction, 1..MaxBatchLimit
+	MaxQueue int // requests waiting for a writer; one more is refused (ErrBatcherFull)
+	// Writers is how many batch transactions may be in flight at once, each
+	// on a connection of its own held while the Batcher runs. With more than
+	// one, two batches holding CAS requests of the same transfers (racing
+	// drivers) can wait on each other; Postgres breaks such a deadlock and
+	// the losing batch runs again.
+	Writers int
+	Timeout time.Duration // bound on one batch transaction (DefaultCallTimeout)
+}
+
+// ErrBatcherFull: the queue holds MaxQueue requests; the request was not run.
+var ErrBatcherFull = errors.New("transfer: batcher queue full")
+
+// ErrBatcherClosed: the Batcher was closed; the request was not run.
+var ErrBatcherClosed = errors.New("transfer: batcher closed")
+
+// NewBatcher returns a Batcher writing through pool; Start runs it.
+func NewBatcher(pool *pgxpool.Pool, opt BatchOptions) *Batcher {
+	def := func(v *int, d, hi int) {
+		if *v <= 0 {
+			*v = d
+		}
+		*v = min(*v, hi)
+	}
+	def(&opt.MaxBatch, DefaultMaxBatch, MaxBatchLimit)
+	def(&opt.MaxQueue, DefaultMaxQueue, 1<<20)
+	def(&opt.Writers, DefaultWriters, MaxWriters)
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultCallTimeout
+	}
+	return &Batcher{pool: pool, opt: opt, queue: make(chan *batchReq, opt.MaxQueue)}
+}
+
+// Start starts the writers (once). Requests queued before wait for it.
+func (b *Batcher) Start() {
+	b.start.Do(func() {
+		for range b.opt.Writers {
+			b.wg.Add(1)
+			go b.write()
+		}
+	})
+}
+
+// Close refuses new requests, lets the writers run and answer everything
+// already queued, and waits for them. It must not be called before Start
+// while requests are queued (nobody would answer them before their
+// contexts end).
+func (b *Batcher) Close() {
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		close(b.queue)
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+type reqKind uint8
+
+const (
+	kindGet     reqKind = iota // Store.Get
+	kindInsert                 // Store.Insert
+	kindCAS                    // Store.Transition
+	kindNote                   // Store.NoteRetry
+	kindFunding                // Funding.Withdraw / Deposit / Refund
+)
+
+// batchReq is one caller's request. Once queued it belongs to the writer;
+// the caller only receives from done.
+type batchReq struct {
+	kind   reqKind
+	ctx    context.Context // the caller's: not run if it is done before its batch starts
+	reqID  string          // all but insert
+	insert Transfer        // insert only (batchInsertable)
+	from   State           // CAS: the expected state; note: the state the note applies in
+	to     State           // CAS only
+	msg    string
+	op     Op // funding only, with user, asset and amount (checkParams passed)
+	user   UserID
+	asset  AssetID
+	amount Units
+	done   chan batchAnswer // capacity 1: a writer never blocks on a caller that left
+}
+
+// batchAnswer is what the caller gets. err != nil and not ErrNotFound: the
+// batch did not commit, or its commit was not confirmed; the rest means
+// nothing.
+type batchAnswer struct {
+	won      bool     // CAS: this request moved the transfer
+	out      Outcome  // funding: SUCCESS, EXPLICIT_FAIL or UNKNOWN (never recorded)
+	transfer Transfer // get; insert when inserted
+	inserted bool     // insert: false = the user's cid was taken
+	err      error    // get: ErrNotFound; any kind: the batch failed
+}
+
+// do queues r and waits for its answer or the end of r.ctx. A caller that
+// stops waiting gets r.ctx's error: its request may still run (an unknown
+// outcome, exactly as a cancelled one-transaction call).
+func (b *Batcher) do(r *batchReq) batchAnswer {
+	r.done = make(chan batchAnswer, 1)
+	if err := b.enqueue(r); err != nil {
+		return batchAnswer{err: err}
+	}
+	select {
+	case a := <-r.done:
+		return a
+	case <-r.ctx.Done():
+		return batchAnswer{err: r.ctx.Err()}
+	}
+}
+
+func (b *Batcher) enqueue(r *batchReq) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return ErrBatcherClosed
+	}
+	select {
+	case b.queue <- r:
+		return nil
+	default:
+		return ErrBatcherFull
+	}
+}
+
+// write is one writer: it takes the first waiting request, everything else
+// queued behind it up to MaxBatch (requests that arrive while a batch runs
+// form the next one: no timer, no added latency when idle), and runs them.
+func (b *Batcher) write() {
+	defer b.wg.Done()
+	w := &batchWriter{pool: b.pool, timeout: b.opt.Timeout, stats: &b.stats}
+	defer w.release()
+	batch := make([]*batchReq, 0, b.opt.MaxBatch)
+	for r := range b.queue {
+		batch = append(batch[:0], r)
+	fill:
+		for len(batch) < b.opt.MaxBatch {
+			select {
+			case r, ok := <-b.queue:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		w.run(batch)
+		clear(batch) // drop references to answered requests
+	}
+}

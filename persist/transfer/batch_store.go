@@ -1,0 +1,199 @@
+package transfer
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The Store's requests in round trip 1, in this order:
+//
+//	reads    Get: one SELECT for all; it runs before any write of the
+//	         batch, so it sees committed rows only, as a Get alone would
+//	inserts  Insert: one multi-row INSERT ... ON CONFLICT (user_id, cid) DO NOTHING
+//	CAS      Transition: one multi-row compare-and-set per round (below)
+//	notes    NoteRetry: likewise
+//
+// Plans. Reads over an array of keys are written as one primary-key probe
+// per key (unnest ... CROSS JOIN LATERAL (... LIMIT 1)), which no table
+// size or stale statistic can turn into a scan of the whole table. The
+// multi-row UPDATEs are left to the planner: on a table of production size
+// with statistics it probes the primary key too (a just-created table
+// whose statistics say "tiny" while it grows is scanned instead, by the
+// one-transaction path's statements as well, until autoanalyze passes).
+
+// queueStore queues the Store's statements of reqs.
+func queueStore(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
+	queueGets(b, reqs, ans)
+	queueInserts(b, reqs, ans)
+	queueCAS(b, reqs, ans)
+	queueNotes(b, reqs)
+}
+
+const getSQL = `SELECT t.* FROM unnest($1::text[]) AS k(req_id)
+	CROSS JOIN LATERAL (SELECT ` + transferCols + ` FROM transfers_tb WHERE req_id = k.req_id LIMIT 1) AS t`
+
+func queueGets(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
+	want := map[string][]int{} // req_id -> indexes of its Get requests
+	var ids []string
+	for i, r := range reqs {
+		if r.kind == kindGet {
+			if want[r.reqID] == nil {
+				ids = append(ids, r.reqID)
+			}
+			want[r.reqID] = append(want[r.reqID], i)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	b.Queue(getSQL, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			t, err := scanTransfer(rows)
+			if err != nil {
+				return err
+			}
+			for _, i := range want[t.ReqID] {
+				ans[i].transfer = t
+			}
+			delete(want, t.ReqID)
+		}
+		for _, is := range want { // not found
+			for _, i := range is {
+				ans[i].err = ErrNotFound
+			}
+		}
+		return rows.Err()
+	})
+}
+
+const insertSQL = `INSERT INTO transfers_tb
+	(req_id, cid, user_id, asset_id, amount, transfer_type, source_type, from_account, to_account, state)
+	SELECT r.req_id, NULLIF(r.cid, ''), r.user_id, r.asset_id, r.amount, r.ttype, r.ttype, r.from_account, r.to_account, 0
+	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[], $5::bigint[], $6::smallint[], $7::text[], $8::text[])
+		AS r(req_id, cid, user_id, asset_id, amount, ttype, from_account, to_account)
+	ON CONFLICT (user_id, cid) DO NOTHING
+	RETURNING ` + transferCols
+
+// batchInsertable reports whether t meets every constraint of transfers_tb
+// but the (user_id, cid) uniqueness, so its INSERT cannot fail the batch
+// (a req_id is a fresh ULID: never taken). Anything else is inserted alone,
+// where the database refuses it as it always did.
+func batchInsertable(t Transfer) bool {
+	known := func(a AccountType) bool { return a == AccountFunding || a == AccountSpot }
+	return t.State == Init && t.UserID > 0 && t.UserID <= 1<<63-1 && t.Asset > 0 && t.Asset <= 1<<31-1 &&
+		t.Amount > 0 && known(t.From) && known(t.To) && t.From != t.To && ValidULID(t.ReqID) &&
+		utf8.ValidString(t.CID) && utf8.RuneCountInString(t.CID) <= 64 && !strings.ContainsRune(t.CID, 0)
+}
+
+func queueInserts(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
+	var ids, cids, froms, tos []string
+	var users, amounts []int64
+	var assets []int32
+	var types []int16
+	at := map[string]int{} // req_id -> index into reqs
+	for i, r := range reqs {
+		if r.kind != kindInsert {
+			continue
+		}
+		t := r.insert
+		at[t.ReqID] = i
+		ids, cids, froms, tos = append(ids, t.ReqID), append(cids, t.CID), append(froms, string(t.From)), append(tos, string(t.To))
+		users, amounts = append(users, int64(t.UserID)), append(amounts, int64(t.Amount))
+		assets, types = append(assets, int32(t.Asset)), append(types, transferType(t.From))
+	}
+	if len(ids) == 0 {
+		return
+	}
+	b.Queue(insertSQL, ids, cids, users, assets, amounts, types, froms, tos).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			t, err := scanTransfer(rows)
+			if err != nil {
+				return err
+			}
+			i := at[t.ReqID]
+			ans[i].transfer, ans[i].inserted = t, true
+		}
+		return rows.Err() // the rest met a transfer with the same (user, cid): inserted = false
+	})
+}
+
+// casSQL is transitionSQL for many transfers at once; won = the row was in
+// `from` when this statement reached it.
+const casSQL = `UPDATE transfers_tb AS t
+	SET state = u.to_state, updated_at = now(), error_message = COALESCE(NULLIF(u.msg, ''), t.error_message)
+	FROM unnest($1::text[], $2::smallint[], $3::smallint[], $4::text[]) AS u(req_id, from_state, to_state, msg)
+	WHERE t.req_id = u.req_id AND t.state = u.from_state
+	RETURNING t.req_id`
+
+// noteSQL is noteRetrySQL for many transfers at once.
+const noteSQL = `UPDATE transfers_tb AS t
+	SET retry_count = t.retry_count + 1, error_message = u.msg, updated_at = now()
+	FROM unnest($1::text[], $2::smallint[], $3::text[]) AS u(req_id, at_state, msg)
+	WHERE t.req_id = u.req_id AND t.state = u.at_state`
+
+// Rounds. A multi-row UPDATE changes a row at most once, so the k-th CAS
+// (or note) of one transfer in this batch (racing drivers) goes into the
+// k-th statement: each sees the effect of those before it, as it would
+// alone. The transfers of round k are a subset of round k-1's, so every
+// row lock of the CAS statements is taken in round 0, whose rows are
+// sorted by req_id.
+
+func queueCAS(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
+	for _, round := range rounds(reqs, kindCAS) {
+		n := len(round)
+		ids, from, to, msgs := make([]string, n), make([]int16, n), make([]int16, n), make([]string, n)
+		at := make(map[string]int, n) // req_id -> index into reqs
+		for j, i := range round {
+			r := reqs[i]
+			ids[j], from[j], to[j], msgs[j] = r.reqID, int16(r.from), int16(r.to), r.msg
+			at[r.reqID] = i
+		}
+		b.Queue(casSQL, ids, from, to, msgs).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				ans[at[id]].won = true
+			}
+			return rows.Err()
+		})
+	}
+}
+
+func queueNotes(b *pgx.Batch, reqs []*batchReq) {
+	for _, round := range rounds(reqs, kindNote) {
+		n := len(round)
+		ids, states, msgs := make([]string, n), make([]int16, n), make([]string, n)
+		for j, i := range round {
+			ids[j], states[j], msgs[j] = reqs[i].reqID, int16(reqs[i].from), reqs[i].msg
+		}
+		b.Queue(noteSQL, ids, states, msgs)
+	}
+}
+
+// rounds returns the indexes of the requests of kind, split so that no
+// req_id appears twice in a round (the k-th request of a transfer is in
+// round k), each round sorted by req_id.
+func rounds(reqs []*batchReq, kind reqKind) [][]int {
+	var out [][]int
+	seen := map[string]int{}
+	for i, r := range reqs {
+		if r.kind != kind {
+			continue
+		}
+		k := seen[r.reqID]
+		seen[r.reqID] = k + 1
+		if k == len(out) {
+			out = append(out, nil)
+		}
+		out[k] = append(out[k], i)
+	}
+	for _, round := range out {
+		slices.SortFunc(round, func(a, b int) int { return strings.Compare(reqs[a].reqID, reqs[b].reqID) })
+	}
+	return out
+}
