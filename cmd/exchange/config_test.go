@@ -162,7 +162,7 @@ func TestConfigFileMatchesDefault(t *testing.T) {
 func TestConfigFileTransferFields(t *testing.T) {
 	body := `{"assets": [{"symbol": "EUR", "id": 10, "scale": 2},
 	                     {"symbol": "SOL", "id": 11, "scale": 4, "min_transfer": "0.5", "max_transfer": "100",
-	                      "status": "SUSPENDED", "internal_transfer_enabled": false}], "markets": []}`
+	                      "status": "SUSPENDED", "internal_transfer_enabled": false, "daily_transfer_limit": "250"}], "markets": []}`
 	path := filepath.Join(t.TempDir(), "c.json")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
@@ -173,7 +173,8 @@ func TestConfigFileTransferFields(t *testing.T) {
 	}
 	want := []transfer.AssetConfig{
 		{ID: 10, Symbol: "EUR", Precision: 2, MinTransfer: 1, Status: transfer.AssetActive, InternalTransferEnabled: true},
-		{ID: 11, Symbol: "SOL", Precision: 4, MinTransfer: 5_000, MaxTransfer: 1_000_000, Status: transfer.AssetSuspended},
+		{ID: 11, Symbol: "SOL", Precision: 4, MinTransfer: 5_000, MaxTransfer: 1_000_000, Status: transfer.AssetSuspended,
+			DailyAmountLimit: 2_500_000},
 	}
 	if !reflect.DeepEqual(cfg.TransferAssets, want) {
 		t.Fatalf("got  %+v\nwant %+v", cfg.TransferAssets, want)

@@ -96,8 +96,9 @@ const maxConfigFile = 1 << 20
 // Decimals are strings, read at the asset's scale: tick at the quote asset's,
 // lot, min_qty and max_qty at the base asset's. The asset's internal-transfer
 // fields are the exception: optional, defaulting to min_transfer = one unit,
-// no max_transfer, status ACTIVE, internal_transfer_enabled true; the
-// transfer precision is the scale.
+// no max_transfer, status ACTIVE, internal_transfer_enabled true, no
+// daily_transfer_limit (amount per user per UTC day); the transfer
+// precision is the scale.
 //
 //	{"assets":  [{"symbol": "USDT", "id": 1, "scale": 6,
 //	              "min_transfer": "0.01", "max_transfer": "10000000",
@@ -119,6 +120,7 @@ type configAsset struct {
 	MaxTransfer             *string `json:"max_transfer"`
 	Status                  *string `json:"status"`
 	InternalTransferEnabled *bool   `json:"internal_transfer_enabled"`
+	DailyTransferLimit      *string `json:"daily_transfer_limit"` // per user per UTC day; absent = none
 }
 
 type configMarket struct {
@@ -190,6 +192,13 @@ func parseTransferAsset(ca configAsset, a gateway.Asset) (transfer.AssetConfig, 
 			return t, fmt.Errorf("%s: max_transfer above the overflow bound %d units", name, transfer.MaxTransferUnits)
 		}
 		t.MaxTransfer = core.Units(v)
+	}
+	if ca.DailyTransferLimit != nil {
+		v, err := gateway.ParseUnits(*ca.DailyTransferLimit, a.Scale)
+		if err != nil {
+			return t, fmt.Errorf("%s: daily_transfer_limit %q: %w", name, *ca.DailyTransferLimit, err)
+		}
+		t.DailyAmountLimit = core.Units(v)
 	}
 	if t.MaxTransfer != 0 && t.MaxTransfer < t.MinTransfer {
 		return t, fmt.Errorf("%s: max_transfer below min_transfer", name)

@@ -79,9 +79,16 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 		log.Warn("fault injection enabled: /admin/v1/faults can make adapters fail or kill the process")
 	}
 	limits := transfer.RateLimits{PerSecond: cfg.TransferPerSecond, PerDay: cfg.TransferPerDay}
+	amountLimited := map[core.AssetID]bool{}
+	for _, a := range t.assets {
+		if a.DailyAmountLimit > 0 {
+			amountLimited[a.ID] = true
+		}
+	}
 	var rate func(context.Context, core.UserID, core.AssetID) transfer.RateState
-	if limits.PerSecond > 0 || limits.PerDay > 0 {
-		rl, err := transfer.NewRateLimiter(transfer.RateLimiterConfig{Limits: limits, Usage: t.store, Logger: log})
+	if limits.PerSecond > 0 || limits.PerDay > 0 || len(amountLimited) > 0 {
+		rl, err := transfer.NewRateLimiter(transfer.RateLimiterConfig{Limits: limits, Usage: t.store, Logger: log,
+			AmountLimited: amountLimited})
 		if err != nil {
 			return nil, err
 		}

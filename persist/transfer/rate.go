@@ -39,8 +39,12 @@ type RateLimiterConfig struct {
 	// Limits must be the Coordinator's Config.Limits: a zero field is a
 	// disabled limit, whose usage is then neither tracked nor read.
 	Limits RateLimits
+	// AmountLimited are the assets with their own daily amount limit
+	// (AssetConfig.DailyAmountLimit): their daily amount is read even when
+	// Limits.DailyAmount is 0.
+	AmountLimited map[AssetID]bool
 	// Usage reads the daily usage (a *Store); required when PerDay or
-	// DailyAmount is set.
+	// DailyAmount is set, or AmountLimited is not empty.
 	Usage           UsageReader
 	Now             func() time.Time // default time.Now; the day starts at UTC midnight of Now
 	IdleAfter       time.Duration    // default DefaultRateIdleAfter; at least RateWindow
@@ -98,7 +102,7 @@ func NewRateLimiter(cfg RateLimiterConfig) (*RateLimiter, error) {
 		return nil, errors.New("transfer: negative rate limit")
 	case l.PerSecond > MaxRatePerSecond:
 		return nil, fmt.Errorf("transfer: PerSecond %d above MaxRatePerSecond %d", l.PerSecond, MaxRatePerSecond)
-	case (l.PerDay > 0 || l.DailyAmount > 0) && cfg.Usage == nil:
+	case (l.PerDay > 0 || l.DailyAmount > 0 || len(cfg.AmountLimited) > 0) && cfg.Usage == nil:
 		return nil, errors.New("transfer: daily limits need a UsageReader")
 	case cfg.IdleAfter != 0 && cfg.IdleAfter < RateWindow:
 		return nil, fmt.Errorf("transfer: IdleAfter %v shorter than the rate window", cfg.IdleAfter)
@@ -128,7 +132,7 @@ func (r *RateLimiter) Rate(ctx context.Context, user UserID, asset AssetID) Rate
 	if r.cfg.Limits.PerSecond > 0 {
 		st.RequestsLastSecond = r.countRequest(user, int64(now.Sub(r.epoch)))
 	}
-	if r.cfg.Limits.PerDay > 0 || r.cfg.Limits.DailyAmount > 0 {
+	if r.cfg.Limits.PerDay > 0 || r.cfg.Limits.DailyAmount > 0 || r.cfg.AmountLimited[asset] {
 		u := now.UTC()
 		midnight := time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC)
 		n, amount, err := r.cfg.Usage.DailyUsage(ctx, user, asset, midnight)

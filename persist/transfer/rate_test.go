@@ -161,6 +161,37 @@ func TestRateDailyLimits(t *testing.T) {
 	}
 }
 
+// TestRateAssetDailyAmount: an asset's own daily amount limit is enforced
+// through the limiter even with no global amount limit, and only for it.
+func TestRateAssetDailyAmount(t *testing.T) {
+	h := newHarness(t)
+	clk := &fakeClock{t: time.Now()}
+	lim := RateLimits{} // no global limits at all
+	r := newLimiter(t, RateLimiterConfig{Limits: lim, Usage: h.store, Now: clk.Now, AmountLimited: map[AssetID]bool{usdt: true}})
+	usdtLimited := testAssets["USDT"]
+	usdtLimited.DailyAmountLimit = 2_000_000 // 2 USDT per day
+	c := h.newCoordinator(func(cfg *Config) {
+		cfg.Rate, cfg.Limits = r.Rate, lim
+		cfg.Assets = func(s string) (AssetConfig, bool) {
+			if s == "USDT" {
+				return usdtLimited, true
+			}
+			return lookupAsset(s)
+		}
+	})
+	h.deposit(7, usdt, 100_000_000)
+	h.deposit(7, btc, 100_000_000)
+	h.create(c, 7, "FUNDING", "SPOT", "USDT", "1.5", "")
+	_, err := c.Create(context.Background(), Caller{Authenticated: true, UserID: 7},
+		Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "0.6"})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeDailyAmountExceeded {
+		t.Fatalf("1.5 + 0.6 > 2 USDT: %v", err)
+	}
+	h.create(c, 7, "FUNDING", "SPOT", "USDT", "0.5", "") // exactly 2
+	h.create(c, 7, "FUNDING", "SPOT", "BTC", "0.5", "")  // BTC has no limit
+}
+
 // TestRatePerSecondThroughCoordinator: the spec's defaults refuse the 11th
 // request of a second with RATE_LIMIT_EXCEEDED.
 func TestRatePerSecondThroughCoordinator(t *testing.T) {

@@ -37,6 +37,9 @@ type AssetConfig struct {
 	MaxTransfer             Units // largest amount, asset units (0 = MaxTransferUnits)
 	Status                  AssetStatus
 	InternalTransferEnabled bool
+	// DailyAmountLimit is this asset's amount per user per UTC day (1.5.6),
+	// asset units; 0 = RateLimits.DailyAmount applies.
+	DailyAmountLimit Units
 }
 
 // RateLimits are the per-user limits of 1.5.6 (P2); zero disables a limit.
@@ -118,7 +121,11 @@ func CheckRequest(req Request, caller Caller, asset *AssetConfig, rate RateState
 	if e != nil {
 		return Checked{}, e
 	}
-	// 7. Rate limits (1.5.6).
+	// 7. Rate limits (1.5.6). An asset's own daily amount wins: one limit
+	// in units cannot fit assets of different values.
+	if asset.DailyAmountLimit > 0 {
+		lim.DailyAmount = asset.DailyAmountLimit
+	}
 	if e := checkRate(amount, rate, lim); e != nil {
 		return Checked{}, e
 	}

@@ -59,6 +59,11 @@ func TestValidateEveryCode(t *testing.T) {
 		{"rate per second", func(_ *Request, in *Inputs) { in.Rate.RequestsLastSecond = 10 }, CodeRateLimitExceeded},
 		{"daily count", func(_ *Request, in *Inputs) { in.Rate.TransfersToday = 100 }, CodeDailyLimitExceeded},
 		{"daily amount", func(_ *Request, in *Inputs) { in.Rate.AmountToday = 9_900_000_000 }, CodeDailyAmountExceeded},
+		{"asset daily amount wins", func(_ *Request, in *Inputs) { in.Asset.DailyAmountLimit = 149_999_999 }, CodeDailyAmountExceeded},
+		{"asset daily amount, room left", func(_ *Request, in *Inputs) {
+			in.Asset.DailyAmountLimit, in.Rate.AmountToday = 200_000_000, 50_000_000
+		}, ""},
+		{"asset daily amount, only global set", func(_ *Request, in *Inputs) { in.Limits.DailyAmount = 0; in.Asset.DailyAmountLimit = 100 }, CodeDailyAmountExceeded},
 		{"ATK-010 duplicate cid", func(r *Request, in *Inputs) { r.CID = "c1"; in.Duplicate = &Transfer{ReqID: "X"} }, CodeDuplicateRequest},
 		{"cid too long", func(r *Request, _ *Inputs) { r.CID = string(make([]byte, 65)) }, CodeInvalidRequest},
 		{"source missing", func(_ *Request, in *Inputs) { in.Source = AccountState{} }, CodeSourceAccountNotFound},
