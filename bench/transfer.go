@@ -29,6 +29,9 @@ import (
 //	fsm_batched  the same with NewStoreBatched / NewFundingBatched over one
 //	             transfer.Batcher: the steps of concurrent transfers share
 //	             transactions
+//	fsm_fused    fsm_batched with Config.Fuse: each FUNDING operation and
+//	             the CAS transitions around it commit as one transaction
+//	             of the Batcher
 //
 // Each mode runs Clients closed-loop clients for Warmup, then Duration
 // (measured). Client c moves funds of its own users (c+1, c+1+Clients, ...),
@@ -53,7 +56,11 @@ const (
 	ModeNaive      = "naive"
 	ModeFSM        = "fsm"
 	ModeFSMBatched = "fsm_batched"
+	ModeFSMFused   = "fsm_fused"
 )
+
+// transferModes is every mode, in the order they run.
+var transferModes = []string{ModeNaive, ModeFSM, ModeFSMBatched, ModeFSMFused}
 
 // TransferConfig configures the transfer scenario.
 type TransferConfig struct {
@@ -79,7 +86,7 @@ type TransferResult struct {
 	P99us     float64 `json:"p99_us"`
 	P999us    float64 `json:"p999_us"`
 	MaxUs     float64 `json:"max_us"`
-	// fsm_batched only: requests per committed batch transaction.
+	// fsm_batched, fsm_fused: requests per committed batch transaction.
 	AvgBatch float64 `json:"avg_batch,omitempty"`
 	FirstErr string  `json:"first_error,omitempty"`
 }
@@ -94,10 +101,14 @@ type TransferReport struct {
 	Naive      *TransferResult `json:"naive,omitempty"`
 	FSM        *TransferResult `json:"fsm,omitempty"`
 	FSMBatched *TransferResult `json:"fsm_batched,omitempty"`
-	// Ratios of fsm_batched to the others (0 when a side did not run).
+	FSMFused   *TransferResult `json:"fsm_fused,omitempty"`
+	// Ratios of fsm_batched and fsm_fused to the others (0 when a side did not run).
 	TPSBatchedNaive float64 `json:"tps_ratio_batched_naive"`
 	P99BatchedNaive float64 `json:"p99_ratio_batched_naive"`
 	TPSBatchedFSM   float64 `json:"tps_ratio_batched_fsm"`
+	TPSFusedNaive   float64 `json:"tps_ratio_fused_naive"`
+	P99FusedNaive   float64 `json:"p99_ratio_fused_naive"`
+	TPSFusedBatched float64 `json:"tps_ratio_fused_batched"`
 }
 
 func (cfg *TransferConfig) defaults() error {
@@ -111,10 +122,10 @@ func (cfg *TransferConfig) defaults() error {
 		cfg.Pool = DefaultTransferPool
 	}
 	if len(cfg.Modes) == 0 {
-		cfg.Modes = []string{ModeNaive, ModeFSM, ModeFSMBatched}
+		cfg.Modes = transferModes
 	}
 	for _, m := range cfg.Modes {
-		if m != ModeNaive && m != ModeFSM && m != ModeFSMBatched {
+		if !contains(transferModes, m) {
 			return fmt.Errorf("bench: unknown transfer mode %q", m)
 		}
 	}
@@ -153,7 +164,7 @@ func RunTransfer(ctx context.Context, cfg TransferConfig) (rep TransferReport, e
 	}
 	rep = TransferReport{Database: name, Users: cfg.Users, Clients: cfg.Clients, Pool: cfg.Pool, DurationS: cfg.Duration.Seconds()}
 	spot := newBenchSpot(cfg.Users)
-	for _, mode := range []string{ModeNaive, ModeFSM, ModeFSMBatched} {
+	for _, mode := range transferModes {
 		if !contains(cfg.Modes, mode) {
 			continue
 		}
@@ -169,6 +180,8 @@ func RunTransfer(ctx context.Context, cfg TransferConfig) (rep TransferReport, e
 			rep.FSM = &res
 		case ModeFSMBatched:
 			rep.FSMBatched = &res
+		case ModeFSMFused:
+			rep.FSMFused = &res
 		}
 	}
 	if b := rep.FSMBatched; b != nil {
@@ -177,6 +190,14 @@ func RunTransfer(ctx context.Context, cfg TransferConfig) (rep TransferReport, e
 		}
 		if f := rep.FSM; f != nil && f.TPS > 0 {
 			rep.TPSBatchedFSM = round2(b.TPS / f.TPS)
+		}
+	}
+	if f := rep.FSMFused; f != nil {
+		if n := rep.Naive; n != nil && n.TPS > 0 && n.P99us > 0 {
+			rep.TPSFusedNaive, rep.P99FusedNaive = round2(f.TPS/n.TPS), round2(f.P99us/n.P99us)
+		}
+		if b := rep.FSMBatched; b != nil && b.TPS > 0 {
+			rep.TPSFusedBatched = round2(f.TPS / b.TPS)
 		}
 	}
 	return rep, nil

@@ -45,7 +45,7 @@ func runTransferMode(ctx context.Context, pool *pgxpool.Pool, spot *transfer.Fak
 	}
 	store, funding := transfer.NewStore(pool), transfer.NewFunding(pool)
 	var batcher *transfer.Batcher
-	if mode == ModeFSMBatched {
+	if mode == ModeFSMBatched || mode == ModeFSMFused {
 		batcher = transfer.NewBatcher(pool, cfg.Batch)
 		batcher.Start()
 		defer batcher.Close()
@@ -53,9 +53,12 @@ func runTransferMode(ctx context.Context, pool *pgxpool.Pool, spot *transfer.Fak
 	}
 	coord, err := transfer.NewCoordinator(transfer.Config{Store: store, Funding: funding, Spot: spot,
 		Assets:  func(s string) (transfer.AssetConfig, bool) { return benchAsset, s == benchAsset.Symbol },
-		MaxWait: 30 * time.Second, Logger: cfg.Logger.With("mode", mode)})
+		MaxWait: 30 * time.Second, Logger: cfg.Logger.With("mode", mode), Fuse: mode == ModeFSMFused})
 	if err != nil {
 		return TransferResult{}, err
+	}
+	if coord.Fused() != (mode == ModeFSMFused) {
+		return TransferResult{}, fmt.Errorf("coordinator fused %v in mode %s", coord.Fused(), mode)
 	}
 	res := closedLoop(ctx, cfg, func(ctx context.Context, user transfer.UserID, toSpot bool) error {
 		req := transfer.Request{From: "SPOT", To: "FUNDING", Asset: benchAsset.Symbol, Amount: transferAmount}

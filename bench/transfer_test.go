@@ -49,12 +49,13 @@ func TestRunTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, r := range map[string]*TransferResult{ModeNaive: rep.Naive, ModeFSM: rep.FSM, ModeFSMBatched: rep.FSMBatched} {
+	for name, r := range map[string]*TransferResult{ModeNaive: rep.Naive, ModeFSM: rep.FSM, ModeFSMBatched: rep.FSMBatched, ModeFSMFused: rep.FSMFused} {
 		if r == nil || r.Transfers == 0 || r.Failed != 0 || r.TPS <= 0 || r.P99us < r.P50us {
 			t.Fatalf("%s: %+v", name, r)
 		}
 	}
-	if rep.FSMBatched.AvgBatch < 1 || rep.TPSBatchedNaive <= 0 || rep.P99BatchedNaive <= 0 || rep.TPSBatchedFSM <= 0 {
+	if rep.FSMBatched.AvgBatch < 1 || rep.TPSBatchedNaive <= 0 || rep.P99BatchedNaive <= 0 || rep.TPSBatchedFSM <= 0 ||
+		rep.FSMFused.AvgBatch < 1 || rep.TPSFusedNaive <= 0 || rep.P99FusedNaive <= 0 || rep.TPSFusedBatched <= 0 {
 		t.Fatalf("report %+v", rep)
 	}
 	if !strings.HasPrefix(rep.Database, "ubs_bench_") || databaseExists(t, rep.Database) {

@@ -20,7 +20,7 @@
 // kept (no front truncation) so replay can start from seq 1.
 //
 //	bench transfer [--pg-url URL] [--users U] [--clients C] [--pool P] [--duration D] [--warmup W]
-//	               [--modes naive,fsm,fsm_batched] [--max-batch B] [--writers N] [--json] [--cpuprofile FILE]
+//	               [--modes naive,fsm,fsm_batched,fsm_fused] [--max-batch B] [--writers N] [--json] [--cpuprofile FILE]
 //
 // transfer creates database ubs_bench_<random> on the Postgres server at
 // --pg-url, migrates and seeds it, runs C closed-loop clients of internal

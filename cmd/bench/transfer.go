@@ -18,8 +18,9 @@ import (
 )
 
 // runTransfer measures internal transfers on Postgres: the naive
-// one-transaction ledger, the transfer FSM, and the FSM with batched
-// writes, on one throw-away database in one run (see bench/transfer.go).
+// one-transaction ledger, the transfer FSM, the FSM with batched writes,
+// and the FSM with batched and fused steps, on one throw-away database in
+// one run (see bench/transfer.go).
 func runTransfer(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench transfer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -35,9 +36,9 @@ func runTransfer(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Pool, "pool", bench.DefaultTransferPool, "most Postgres connections the bench opens")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured time per mode")
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured warm-up per mode")
-	fs.StringVar(&modes, "modes", "naive,fsm,fsm_batched", "modes to run, comma-separated")
-	fs.IntVar(&cfg.Batch.MaxBatch, "max-batch", 0, "fsm_batched: requests per transaction (0 = default)")
-	fs.IntVar(&cfg.Batch.Writers, "writers", 0, "fsm_batched: batch transactions in flight (0 = default)")
+	fs.StringVar(&modes, "modes", "naive,fsm,fsm_batched,fsm_fused", "modes to run, comma-separated")
+	fs.IntVar(&cfg.Batch.MaxBatch, "max-batch", 0, "fsm_batched, fsm_fused: requests per transaction (0 = default)")
+	fs.IntVar(&cfg.Batch.Writers, "writers", 0, "fsm_batched, fsm_fused: batch transactions in flight (0 = default)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON line")
 	fs.StringVar(&cpuprof, "cpuprofile", "", "write a CPU profile of the bench process to this file")
 	if err := fs.Parse(args); err != nil {
@@ -85,7 +86,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) int {
 	for _, m := range []struct {
 		name string
 		r    *bench.TransferResult
-	}{{bench.ModeNaive, rep.Naive}, {bench.ModeFSM, rep.FSM}, {bench.ModeFSMBatched, rep.FSMBatched}} {
+	}{{bench.ModeNaive, rep.Naive}, {bench.ModeFSM, rep.FSM}, {bench.ModeFSMBatched, rep.FSMBatched}, {bench.ModeFSMFused, rep.FSMFused}} {
 		if m.r == nil {
 			continue
 		}
@@ -104,6 +105,12 @@ func runTransfer(args []string, stdout, stderr io.Writer) int {
 	}
 	if rep.TPSBatchedFSM > 0 {
 		fmt.Fprintf(stdout, "fsm_batched / fsm:   tps x%.2f\n", rep.TPSBatchedFSM)
+	}
+	if rep.TPSFusedNaive > 0 {
+		fmt.Fprintf(stdout, "fsm_fused / naive:   tps x%.2f, p99 x%.2f\n", rep.TPSFusedNaive, rep.P99FusedNaive)
+	}
+	if rep.TPSFusedBatched > 0 {
+		fmt.Fprintf(stdout, "fsm_fused / fsm_batched: tps x%.2f\n", rep.TPSFusedBatched)
 	}
 	return exitOK
 }

@@ -31,12 +31,13 @@ func TestTransferReport(t *testing.T) {
 		t.Fatalf("stdout is not JSON: %v: %q", err, out)
 	}
 	for _, k := range []string{"database", "users", "clients", "pool", "duration_s", "naive", "fsm", "fsm_batched",
-		"tps_ratio_batched_naive", "p99_ratio_batched_naive", "tps_ratio_batched_fsm"} {
+		"fsm_fused", "tps_ratio_batched_naive", "p99_ratio_batched_naive", "tps_ratio_batched_fsm", "tps_ratio_fused_naive",
+		"p99_ratio_fused_naive", "tps_ratio_fused_batched"} {
 		if _, ok := m[k]; !ok {
 			t.Fatalf("report lacks %q: %s", k, out)
 		}
 	}
-	for _, mode := range []string{"naive", "fsm", "fsm_batched"} {
+	for _, mode := range []string{"naive", "fsm", "fsm_batched", "fsm_fused"} {
 		r, _ := m[mode].(map[string]any)
 		if tps, _ := r["tps"].(float64); tps <= 0 || r["failed"] != 0.0 {
 			t.Fatalf("%s: %v", mode, r)

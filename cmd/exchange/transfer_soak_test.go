@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,15 +32,25 @@ import (
 //     external deposits, to the unit.
 //
 // -short: 3 rounds of 3 s; otherwise 8 rounds of 6 s.
-func TestTransferSoak(t *testing.T) {
+func TestTransferSoak(t *testing.T) { transferSoak(t, true) }
+
+// TestTransferSoakFused is the soak without fault injection, so the server
+// runs its fused path (a FUNDING operation and the transitions around it in
+// one transaction); rounds end with SIGKILL or a graceful stop.
+func TestTransferSoakFused(t *testing.T) { transferSoak(t, false) }
+
+func transferSoak(t *testing.T, faults bool) {
 	rounds, roundLen, users := 8, 6*time.Second, 24
 	if testing.Short() {
 		rounds, roundLen, users = 3, 3*time.Second, 12
 	}
 	pg := pgtest.NewDB(t)
 	dir := t.TempDir()
-	flags := []string{"--enable-fault-injection", "--transfer-stale-after", "1s", "--transfer-rate-per-second", "0",
+	flags := []string{"--transfer-stale-after", "1s", "--transfer-rate-per-second", "0",
 		"--transfer-per-day", "0", "--invariant-interval", "500ms"}
+	if faults {
+		flags = append(flags, "--enable-fault-injection")
+	}
 	s := e2eStart(t, dir, pg, flags...)
 	admin := s.token(1000, true)
 	soakWaitTransfers(t, s, admin)
@@ -142,10 +153,12 @@ func TestTransferSoak(t *testing.T) {
 		checked := false
 		for time.Now().Before(end) {
 			time.Sleep(250 * time.Millisecond)
-			st, b, err := s.tryDo("POST", "/admin/v1/faults", admin, map[string]any{"adapter": adapters[rng.IntN(2)],
-				"op": ops[rng.IntN(3)], "mode": modes[rng.IntN(len(modes))], "count": 1 + rng.IntN(2)})
-			if err != nil || st != 200 {
-				t.Fatalf("inject: %d %v %v", st, b, err)
+			if faults {
+				st, b, err := s.tryDo("POST", "/admin/v1/faults", admin, map[string]any{"adapter": adapters[rng.IntN(2)],
+					"op": ops[rng.IntN(3)], "mode": modes[rng.IntN(len(modes))], "count": 1 + rng.IntN(2)})
+				if err != nil || st != 200 {
+					t.Fatalf("inject: %d %v %v", st, b, err)
+				}
 			}
 			if !checked && time.Until(end) < roundLen/2 { // mid-round, everything moving
 				checked = true
@@ -159,7 +172,12 @@ func TestTransferSoak(t *testing.T) {
 		switch r % 3 {
 		case 0: // SIGKILL with requests in flight
 			s.Kill()
-		case 1: // an injected crash inside an adapter call
+		case 1:
+			if !faults {
+				s.Kill()
+				break
+			}
+			// an injected crash inside an adapter call
 			mode := []string{"crash_before", "crash_after"}[rng.IntN(2)]
 			_, _, _ = s.tryDo("POST", "/admin/v1/faults", admin, map[string]any{"adapter": adapters[rng.IntN(2)],
 				"op": []string{"withdraw", "deposit"}[rng.IntN(2)], "mode": mode, "count": 1})
@@ -182,7 +200,11 @@ func TestTransferSoak(t *testing.T) {
 		s = e2eStart(t, dir, pg, flags...)
 		soakWaitTransfers(t, s, admin)
 	}
-	if st, b := s.do("DELETE", "/admin/v1/faults", admin, nil); st != 200 {
+	if !faults {
+		if !strings.Contains(s.Logs(), `"fused":true`) {
+			t.Fatal("the server did not run its fused path")
+		}
+	} else if st, b := s.do("DELETE", "/admin/v1/faults", admin, nil); st != 200 {
 		t.Fatalf("clear faults: %d %v", st, b)
 	}
 	mu.Lock()
@@ -191,7 +213,7 @@ func TestTransferSoak(t *testing.T) {
 	}
 	t.Logf("transfer answers by status %v, %d orders accepted, %d transfers named", answers, orders.Load(), len(named))
 	mu.Unlock()
-	if crashes == 0 {
+	if faults && crashes == 0 {
 		t.Error("no injected crash took effect")
 	}
 	if answers[200] < 20 || orders.Load() < 20 {
@@ -237,7 +259,7 @@ func TestTransferSoak(t *testing.T) {
 		byState[st] = n
 	}
 	t.Logf("transfers by final state: %v", byState)
-	if byState[-30] == 0 || byState[-10] == 0 || byState[40] == 0 {
+	if faults && (byState[-30] == 0 || byState[-10] == 0) || byState[40] == 0 {
 		t.Errorf("the soak did not reach every terminal state (committed, failed, rolled back): %v", byState)
 	}
 	if st, inv := s.do("GET", "/admin/v1/invariants", admin, nil); st != 200 || inv["ok"] != true {

@@ -96,11 +96,16 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 	}
 	coord, err := transfer.NewCoordinator(transfer.Config{Store: t.store, Funding: fundingSide, Spot: spotSide,
 		Assets: func(sym string) (transfer.AssetConfig, bool) { a, ok := t.assets[sym]; return a, ok },
-		Rate:   rate, Limits: limits, Logger: log})
+		Rate:   rate, Limits: limits, Logger: log, Fuse: cfg.TransferBatching})
 	if err != nil {
 		return nil, err
 	}
 	t.coord = coord
+	// Fused: a FUNDING operation and the CAS transitions around it commit in
+	// one transaction (needs the batcher and the unwrapped ledger: with
+	// fault injection every state stays reachable, unfused).
+	log.Info("internal transfers", "batching", cfg.TransferBatching, "fused", coord.Fused(),
+		"fault_injection", cfg.FaultInjection, "stale_after", cfg.TransferStaleAfter.String())
 	t.worker = transfer.NewWorker(coord, transfer.WorkerConfig{StaleAfter: cfg.TransferStaleAfter})
 	t.periodic = cfg.InvariantInterval > 0
 	if t.monitor, err = transfer.NewInvariantMonitor(transfer.MonitorConfig{Pool: pool,

@@ -137,6 +137,7 @@ const (
 	kindCAS                    // Store.Transition
 	kindNote                   // Store.NoteRetry
 	kindFunding                // Funding.Withdraw / Deposit / Refund
+	kindFused                  // a fused step: CAS transitions around one FUNDING operation (batch_fused.go)
 )
 
 // batchReq is one caller's request. Once queued it belongs to the writer;
@@ -153,6 +154,7 @@ type batchReq struct {
 	user   UserID
 	asset  AssetID
 	amount Units
+	plan   *fusePlan        // fused only, with reqID, op, user, asset and amount
 	done   chan batchAnswer // capacity 1: a writer never blocks on a caller that left
 }
 
@@ -160,10 +162,12 @@ type batchReq struct {
 // batch did not commit, or its commit was not confirmed; the rest means
 // nothing.
 type batchAnswer struct {
-	won      bool     // CAS: this request moved the transfer
-	out      Outcome  // funding: SUCCESS, EXPLICIT_FAIL or UNKNOWN (never recorded)
-	transfer Transfer // get; insert when inserted
-	inserted bool     // insert: false = the user's cid was taken
+	won      bool     // CAS: this request moved the transfer; fused: the transfer was in plan.at and locked
+	out      Outcome  // funding, fused (won): SUCCESS, EXPLICIT_FAIL or UNKNOWN (never recorded)
+	state    State    // fused (won): the state the transfer was left in
+	cas      int      // fused (won): CAS transitions made
+	transfer Transfer // get; insert (and fused with plan.insert) when inserted
+	inserted bool     // insert, fused with plan.insert: false = the user's cid was taken
 	err      error    // get: ErrNotFound; any kind: the batch failed
 }
 

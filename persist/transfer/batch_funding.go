@@ -65,7 +65,7 @@ func (r opRecord) outcomeFor(user UserID, asset AssetID, amount Units) Outcome {
 func newFundingBatch(reqs []*batchReq) *fundingBatch {
 	fb := &fundingBatch{reqs: reqs}
 	for i, r := range reqs {
-		if r.kind == kindFunding {
+		if r.kind == kindFunding || (r.kind == kindFused && r.op != "") {
 			fb.idx = append(fb.idx, i)
 		}
 	}
@@ -179,6 +179,9 @@ func (fb *fundingBatch) queueReads(b *pgx.Batch) {
 // decide answers every funding request in arrival order (see fundingBatch).
 func (fb *fundingBatch) decide(ans []batchAnswer) {
 	for _, i := range fb.idx {
+		if fb.reqs[i].kind == kindFused && !ans[i].won {
+			continue // the transfer was not in plan.at: the operation is not this request's to make
+		}
 		ans[i].out = fb.decideOne(fb.reqs[i])
 	}
 }

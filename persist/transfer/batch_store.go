@@ -12,7 +12,7 @@ import (
 //
 //	reads    Get: one SELECT for all; it runs before any write of the
 //	         batch, so it sees committed rows only, as a Get alone would
-//	inserts  Insert: one multi-row INSERT ... ON CONFLICT (user_id, cid) DO NOTHING
+//	inserts  Insert (and fused steps that insert): one multi-row INSERT ... ON CONFLICT (user_id, cid) DO NOTHING
 //	CAS      Transition: one multi-row compare-and-set per round (below)
 //	notes    NoteRetry: likewise
 //
@@ -95,10 +95,13 @@ func queueInserts(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 	var types []int16
 	at := map[string]int{} // req_id -> index into reqs
 	for i, r := range reqs {
-		if r.kind != kindInsert {
+		t := r.insert
+		switch {
+		case r.kind == kindFused && r.plan.insert != nil:
+			t = *r.plan.insert // batchInsertable: checked by the caller
+		case r.kind != kindInsert:
 			continue
 		}
-		t := r.insert
 		at[t.ReqID] = i
 		ids, cids, froms, tos = append(ids, t.ReqID), append(cids, t.CID), append(froms, string(t.From)), append(tos, string(t.To))
 		users, amounts = append(users, int64(t.UserID)), append(amounts, int64(t.Amount))

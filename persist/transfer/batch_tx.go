@@ -16,9 +16,10 @@ import (
 //	1. BEGIN; the Store's requests (batch_store.go); then, if the batch
 //	   has FUNDING operations, lock their balance rows (in key order) and
 //	   read their records, the withdraw records of refunds, and which
-//	   users exist; else COMMIT.
-//	2. (FUNDING operations only) insert the new records and apply the
-//	   balance changes they imply, in one statement; COMMIT.
+//	   users exist (fused steps lock their transfers first); else COMMIT.
+//	2. (FUNDING operations or fused steps only) insert the new records and
+//	   apply the balance changes they imply; the transitions of the fused
+//	   steps (batch_fused.go); COMMIT.
 //
 // The decisions between 1 and 2 are made in memory, in arrival order, by
 // the same decideOp as the one-transaction path (batch_funding.go). COMMIT
@@ -100,14 +101,16 @@ func (w *batchWriter) exec(ctx context.Context, reqs []*batchReq, ans []batchAns
 	var rt1 pgx.Batch
 	rt1.BeginTx(pgx.TxOptions{})
 	queueStore(&rt1, reqs, ans)
+	fused := queueFusedLocks(&rt1, reqs, ans)
 	fb.queueReads(&rt1)
-	if len(fb.idx) == 0 {
+	oneTrip := len(fb.idx) == 0 && !fused
+	if oneTrip {
 		rt1.Queue("COMMIT")
 	}
 	if err := w.conn.SendBatch(ctx, &rt1).Close(); err != nil {
 		return retryable(err), err
 	}
-	if len(fb.idx) == 0 {
+	if oneTrip {
 		return false, nil
 	}
 
@@ -115,6 +118,7 @@ func (w *batchWriter) exec(ctx context.Context, reqs []*batchReq, ans []batchAns
 
 	var rt2 pgx.Batch
 	fb.queueWrite(&rt2)
+	queueFusedCAS(&rt2, reqs, ans)
 	rt2.Queue("COMMIT")
 	if err := w.conn.SendBatch(ctx, &rt2).Close(); err != nil {
 		return retryable(err), err

@@ -40,6 +40,13 @@ type Config struct {
 	CallTimeout         time.Duration
 	RetryBase, RetryMax time.Duration // backoff between retries of an unknown outcome
 	Logger              *slog.Logger
+	// Fuse runs every FUNDING operation and the CAS transitions around it as
+	// ONE transaction (fused.go, batch_fused.go) when Funding is the plain
+	// *Funding of a Batcher (NewFundingBatched) on the Store's pool; with
+	// any other Funding (wrapped in Faulty, another database, unbatched)
+	// the coordinator keeps the unfused path. Coordinator.Fused reports
+	// which one runs. Off by default.
+	Fuse bool
 }
 
 // Stats are the coordinator's counters (exported as metrics by the server).
@@ -62,6 +69,7 @@ type Stats struct {
 // transfer: every state change is a CAS and every adapter is idempotent.
 type Coordinator struct {
 	cfg   Config
+	fuse  *Funding // non-nil: fused steps (Config.Fuse) go through it
 	ids   *ULIDGen
 	log   *slog.Logger
 	stats Stats
@@ -84,7 +92,7 @@ func NewCoordinator(cfg Config) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Coordinator{cfg: cfg, ids: NewULIDGen(), log: cfg.Logger}, nil
+	return &Coordinator{cfg: cfg, fuse: fuser(cfg), ids: NewULIDGen(), log: cfg.Logger}, nil
 }
 
 // Stats returns the live counters.
@@ -137,8 +145,14 @@ func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (R
 	if err != nil {
 		return Result{}, err
 	}
-	t, inserted, err := c.cfg.Store.Insert(ctx, Transfer{ReqID: id, CID: ch.CID, UserID: ch.UserID,
-		From: ch.From, To: ch.To, Asset: ch.Asset.ID, Amount: ch.Amount, State: Init})
+	t := Transfer{ReqID: id, CID: ch.CID, UserID: ch.UserID, From: ch.From, To: ch.To, Asset: ch.Asset.ID,
+		Amount: ch.Amount, State: Init}
+	var inserted, known bool
+	if c.fusable(t) && batchInsertable(t) {
+		t, inserted, known, err = c.insertFused(ctx, t) // INSERT and the first move, one transaction
+	} else {
+		t, inserted, err = c.cfg.Store.Insert(ctx, t)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -149,7 +163,11 @@ func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (R
 		"asset", t.Asset, "amount", t.Amount)
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.MaxWait)
 	defer cancel()
-	t, err = c.Drive(wctx, t.ReqID)
+	var from *Transfer
+	if known {
+		from = &t
+	}
+	t, err = c.drive(wctx, t.ReqID, from)
 	return Result{Transfer: t}, err
 }
 
@@ -163,12 +181,23 @@ func (c *Coordinator) Get(ctx context.Context, reqID string) (Transfer, error) {
 // the last state read. A cancelled ctx stops it between steps, never inside
 // one.
 func (c *Coordinator) Drive(ctx context.Context, reqID string) (Transfer, error) {
+	return c.drive(ctx, reqID, nil)
+}
+
+// drive is Drive; known, when set and not terminal, is the state this
+// driver has just left the transfer in, stepped from without a read (a
+// terminal one is read, for the caller's answer).
+func (c *Coordinator) drive(ctx context.Context, reqID string, known *Transfer) (Transfer, error) {
 	backoff := c.cfg.RetryBase
 	for {
-		t, err := c.read(ctx, reqID)
-		if err != nil {
+		var t Transfer
+		var err error
+		if known != nil && !known.State.Terminal() && ctx.Err() == nil {
+			t = *known
+		} else if t, err = c.read(ctx, reqID); err != nil {
 			return t, err
 		}
+		known = nil
 		if t.State.Terminal() || ctx.Err() != nil {
 			return t, nil
 		}

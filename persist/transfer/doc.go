@@ -28,7 +28,12 @@
 // Store's Get, Insert, Transition and NoteRetry and the FUNDING operations
 // through a Batcher (batch.go), which runs the steps of many concurrent
 // transfers as one transaction, with the answers each would have had
-// alone.
+// alone. Config.Fuse goes further (fused.go, batch_fused.go): each FUNDING
+// operation and the CAS transitions around it (each still its own CAS
+// UPDATE) commit as ONE batch transaction, and Create inserts the transfer
+// in the transaction of its first move; with any FUNDING side but the
+// batched *Funding on the Store's pool (e.g. wrapped in Faulty) the unfused
+// path runs.
 //
 // Amounts are core.Units: int64 in the asset's smallest unit. The schema is
 // persist/migrations/0002_transfers.sql.

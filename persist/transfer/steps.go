@@ -18,6 +18,9 @@ func (c *Coordinator) step(ctx context.Context, t Transfer) bool {
 	// A step is not interrupted by its caller going away; it is bounded.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
 	defer cancel()
+	if handled, progressed := c.fusedStep(ctx, t); handled {
+		return progressed
+	}
 	switch t.State {
 	case Init:
 		if r := c.cas(ctx, &t, SourcePending, ""); r != casWon {
@@ -44,6 +47,9 @@ func (c *Coordinator) source(ctx context.Context, t Transfer) bool {
 	o := call(ctx, c.side(t.From), OpWithdraw, t)
 	switch o.Kind {
 	case Success:
+		if t.To == AccountFunding && c.fusable(t) {
+			return c.fusedDeposit(ctx, t) // ->SOURCE_DONE ->TARGET_PENDING, deposit, ... in one transaction
+		}
 		return c.cas(ctx, &t, SourceDone, "") != casErr
 	case ExplicitFail:
 		r := c.cas(ctx, &t, Failed, "source withdraw: "+o.String())
@@ -75,6 +81,9 @@ func (c *Coordinator) target(ctx context.Context, t Transfer) bool {
 				"req_id", t.ReqID, "outcome", o.String())
 			c.note(ctx, t, "target deposit: "+o.String()+" (source not reversible)")
 			return false
+		}
+		if t.From == AccountFunding && c.fusable(t) {
+			return c.fusedCompensate(ctx, t, o) // ->COMPENSATING, refund, ->ROLLED_BACK in one transaction
 		}
 		return c.cas(ctx, &t, Compensating, "target deposit: "+o.String()) != casErr
 	}

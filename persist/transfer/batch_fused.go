@@ -1,0 +1,190 @@
+package transfer
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A fused step (opt in: Config.Fuse) is a FUNDING operation and the CAS
+// transitions around it, in ONE transaction of a batch: the state changes
+// and the operation's effect (its transfer_operations record and balance
+// change) commit together or not at all. This is stronger than
+// persist-before-call, which it replaces for the Postgres side only: a
+// state naming a FUNDING call can never be durable without the call's
+// effect being decided in the same transaction, and vice versa.
+//
+// In a batch (batch_tx.go):
+//
+//	round trip 1  lock the transfer: SELECT ... FOR UPDATE WHERE req_id
+//	              AND state = plan.at (the CAS's compare: when the row is
+//	              elsewhere, or moves while we wait for its lock, the
+//	              request is LOST and does nothing at all); then the
+//	              FUNDING reads, shared with the plain operations
+//	in memory     the operation is decided by decideOp in arrival order
+//	              with the batch's other FUNDING operations (a repeat
+//	              returns the recorded first outcome)
+//	round trip 2  the records and balance changes, then the transitions,
+//	              each its own CAS UPDATE (k-th transition of every fused
+//	              request in the k-th statement): plan.pre, then plan.ok
+//	              on SUCCESS or plan.fail on EXPLICIT_FAIL (nothing more on
+//	              an unknown outcome, which is never recorded); COMMIT
+//
+// The row lock taken in round trip 1 is held to COMMIT, so every
+// transition of round trip 2 finds the state the previous one left; should
+// one not (a bug), its statement fails on purpose and the whole batch
+// rolls back with no effect.
+
+// fusePlan is one fused step of one transfer.
+type fusePlan struct {
+	// insert, when set, is the transfer to insert in INIT first, in the
+	// same transaction (its req_id is fresh; a taken (user, cid) inserts
+	// nothing and the step is LOST)
+	insert *Transfer
+	at     State     // the state the transfer must be in (the compare)
+	pre    []fuseCAS // transitions before the operation, whatever its outcome
+	op     Op        // the FUNDING operation; "" = none (only pre)
+	ok     []fuseCAS // transitions after a SUCCESS
+	fail   []fuseCAS // transitions after an EXPLICIT_FAIL
+}
+
+// fuseCAS is one transition of a plan: to `to`, error_message msg (when
+// not empty), followed by the operation's outcome when outcome is set.
+type fuseCAS struct {
+	to      State
+	msg     string
+	outcome bool
+}
+
+// legal reports whether every path of p is in the transition table.
+func (p *fusePlan) legal() bool {
+	path := func(s State, steps []fuseCAS) (State, bool) {
+		for _, c := range steps {
+			if !CanTransition(s, c.to) {
+				return s, false
+			}
+			s = c.to
+		}
+		return s, true
+	}
+	s, good := path(p.at, p.pre)
+	if !good {
+		return false
+	}
+	_, okGood := path(s, p.ok)
+	_, failGood := path(s, p.fail)
+	return okGood && failGood
+}
+
+// chain is what p does once its operation's outcome is o.
+func (p *fusePlan) chain(o Outcome) []fuseCAS {
+	out := slices.Clip(p.pre)
+	switch o.Kind {
+	case Success:
+		out = append(out, p.ok...)
+	case ExplicitFail:
+		out = append(out, p.fail...)
+	}
+	return out
+}
+
+// fusedLockSQL locks the transfers of the batch's fused steps that are in
+// their plan's state, one primary-key probe each, in req_id order. A row
+// being changed by another transaction is waited for and then re-checked
+// (READ COMMITTED): a row that left the state is not returned.
+const fusedLockSQL = `SELECT t.req_id FROM unnest($1::text[], $2::smallint[]) AS k(req_id, state)
+	CROSS JOIN LATERAL (SELECT req_id FROM transfers_tb
+		WHERE req_id = k.req_id AND state = k.state FOR UPDATE) AS t`
+
+// fusedCASSQL is casSQL guarded: fewer rows moved than $5 fails the
+// statement (and so the batch, with no effect).
+const fusedCASSQL = `WITH moved AS (
+	UPDATE transfers_tb AS t
+	SET state = u.to_state, updated_at = now(), error_message = COALESCE(NULLIF(u.msg, ''), t.error_message)
+	FROM unnest($1::text[], $2::smallint[], $3::smallint[], $4::text[]) AS u(req_id, from_state, to_state, msg)
+	WHERE t.req_id = u.req_id AND t.state = u.from_state
+	RETURNING 1
+)
+SELECT CASE WHEN count(*) = $5 THEN count(*)
+	ELSE ('` + fusedMark + `: ' || count(*) || ' of ' || $5 || ' moved')::bigint END
+FROM moved`
+
+// fusedMark identifies fusedCASSQL's guard error.
+const fusedMark = "transfer batch: fused transition lost under lock"
+
+// queueFusedLocks queues round trip 1's lock of the fused steps. Only the
+// first fused step of a transfer in the batch is run; a later one (a
+// racing driver) is answered LOST, as it would be after the first. It
+// reports whether the batch has fused steps.
+func queueFusedLocks(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) bool {
+	var idx []int
+	first := map[string]bool{}
+	for i, r := range reqs {
+		if r.kind == kindFused && !first[r.reqID] {
+			first[r.reqID] = true
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return false
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(reqs[a].reqID, reqs[b].reqID) })
+	ids, states := make([]string, len(idx)), make([]int16, len(idx))
+	at := make(map[string]int, len(idx))
+	for j, i := range idx {
+		ids[j], states[j] = reqs[i].reqID, int16(reqs[i].plan.at)
+		at[reqs[i].reqID] = i
+	}
+	b.Queue(fusedLockSQL, ids, states).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ans[at[id]].won = true
+		}
+		return rows.Err()
+	})
+	return true
+}
+
+// queueFusedCAS queues round trip 2's transitions of the fused steps that
+// locked their transfer, after their operations were decided, and fills
+// their answers' state and cas.
+func queueFusedCAS(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
+	type move struct {
+		id       string
+		from, to State
+		msg      string
+	}
+	var rounds [][]move
+	for i, r := range reqs {
+		if r.kind != kindFused || !ans[i].won {
+			continue
+		}
+		s := r.plan.at
+		for k, c := range r.plan.chain(ans[i].out) {
+			msg := c.msg
+			if c.outcome {
+				msg += ans[i].out.String()
+			}
+			if k == len(rounds) {
+				rounds = append(rounds, nil)
+			}
+			rounds[k] = append(rounds[k], move{r.reqID, s, c.to, msg})
+			s = c.to
+			ans[i].cas++
+		}
+		ans[i].state = s
+	}
+	for _, round := range rounds {
+		slices.SortFunc(round, func(a, b move) int { return strings.Compare(a.id, b.id) })
+		n := len(round)
+		ids, from, to, msgs := make([]string, n), make([]int16, n), make([]int16, n), make([]string, n)
+		for j, m := range round {
+			ids[j], from[j], to[j], msgs[j] = m.id, int16(m.from), int16(m.to), m.msg
+		}
+		b.Queue(fusedCASSQL, ids, from, to, msgs, int64(n))
+	}
+}

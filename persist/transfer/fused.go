@@ -1,0 +1,220 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// The Coordinator's side of fused steps (batch_fused.go). With Config.Fuse
+// set and the FUNDING side the plain *Funding of a Batcher on the Store's
+// database, every step that calls FUNDING runs as one fused step:
+//
+//	FUNDING->SPOT  INIT|SOURCE_PENDING: [->SOURCE_PENDING], withdraw,
+//	                   SUCCESS: ->SOURCE_DONE ->TARGET_PENDING; EXPLICIT_FAIL: ->FAILED
+//	               (SPOT deposit, outside Postgres; SUCCESS: plain CAS ->COMMITTED)
+//	               TARGET_PENDING after the deposit's EXPLICIT_FAIL: ->COMPENSATING,
+//	                   refund, SUCCESS: ->ROLLED_BACK
+//	               COMPENSATING: refund, SUCCESS: ->ROLLED_BACK
+//	SPOT->FUNDING  (plain CAS INIT->SOURCE_PENDING, durable before the SPOT withdraw)
+//	               SOURCE_PENDING after the withdraw's SUCCESS: ->SOURCE_DONE
+//	                   ->TARGET_PENDING, deposit, SUCCESS: ->COMMITTED;
+//	                   EXPLICIT_FAIL: ->COMPENSATING (the SPOT refund follows unfused)
+//	               SOURCE_DONE|TARGET_PENDING: [->TARGET_PENDING], deposit, likewise
+//
+// Every other step (SPOT calls, SOURCE_DONE of FUNDING->SPOT, the CAS after
+// a SPOT deposit or refund) is the unfused one. A fused step finds any
+// state the unfused path may leave (a crash between a call and its CAS
+// included: the FUNDING operation is idempotent, so its repeat returns the
+// recorded first outcome and the transitions follow it). Otherwise (the
+// FUNDING side wrapped, e.g. in Faulty; another database; no Batcher; a
+// parameter checkParams refuses) the coordinator runs the unfused path.
+
+// fuser returns the FUNDING adapter fused steps go through, nil if none.
+func fuser(cfg Config) *Funding {
+	if !cfg.Fuse {
+		return nil
+	}
+	f, isFunding := cfg.Funding.(*Funding)
+	if !isFunding || f == nil || f.b == nil || f.pool != cfg.Store.pool {
+		return nil
+	}
+	return f
+}
+
+// Fused reports whether the coordinator runs fused steps (Config.Fuse and a
+// FUNDING side that allows them).
+func (c *Coordinator) Fused() bool { return c.fuse != nil }
+
+// fusedAnswer is one fused step's answer.
+type fusedAnswer struct {
+	inserted bool     // plan.insert: the transfer was inserted (as transfer)
+	transfer Transfer // plan.insert, inserted: the row as inserted
+	won      bool     // the transfer was in plan.at: the step ran
+	out      Outcome  // the FUNDING operation's outcome (won)
+	state    State    // the state reached (won)
+	cas      int      // transitions made (won)
+	err      error    // the batch failed or its commit is unconfirmed: the outcome is unknown
+}
+
+// fused runs plan on t as one transaction of f's Batcher.
+func (f *Funding) fused(ctx context.Context, t Transfer, plan *fusePlan) fusedAnswer {
+	if !plan.legal() {
+		return fusedAnswer{err: errors.New("transfer: fused plan outside the transition table")}
+	}
+	a := f.b.do(&batchReq{kind: kindFused, ctx: ctx, reqID: t.ReqID, op: plan.op, user: t.UserID, asset: t.Asset,
+		amount: t.Amount, plan: plan})
+	if a.err != nil {
+		return fusedAnswer{err: a.err}
+	}
+	return fusedAnswer{inserted: a.inserted, transfer: a.transfer, won: a.won, out: a.out, state: a.state, cas: a.cas}
+}
+
+// fusable reports whether t's FUNDING operations may run fused.
+func (c *Coordinator) fusable(t Transfer) bool {
+	return c.fuse != nil && checkParams(t.ReqID, t.UserID, t.Asset, t.Amount) == nil
+}
+
+// runFused runs plan on t (t follows the state reached) and reports, as
+// step does, whether the transfer's state changed.
+func (c *Coordinator) runFused(ctx context.Context, t *Transfer, plan *fusePlan) (progressed bool) {
+	return c.afterFused(ctx, t, plan, c.fuse.fused(ctx, *t, plan))
+}
+
+// afterFused is runFused's handling of plan's answer a.
+func (c *Coordinator) afterFused(ctx context.Context, t *Transfer, plan *fusePlan, a fusedAnswer) (progressed bool) {
+	if a.err != nil {
+		c.unknown(ctx, *t, plan.op, errorOutcome(ctx, a.err))
+		return false
+	}
+	if !a.won {
+		c.stats.CASLost.Add(1)
+		return true // another driver moved it: re-read
+	}
+	c.stats.CASWon.Add(int64(a.cas))
+	for _, s := range plan.chain(a.out) {
+		if s.msg != "" || s.outcome {
+			t.ErrorMessage = s.msg
+			if s.outcome {
+				t.ErrorMessage += a.out.String()
+			}
+		}
+	}
+	from := t.State
+	t.State = a.state
+	switch {
+	case a.state == Failed:
+		c.stats.Failed.Add(1)
+		c.log.Info("transfer failed at source", "req_id", t.ReqID, "reason", a.out.Code)
+	case a.state == Committed:
+		c.stats.Committed.Add(1)
+		c.log.Info("transfer committed", "req_id", t.ReqID)
+	case a.state == RolledBack:
+		c.stats.RolledBack.Add(1)
+		c.log.Info("transfer rolled back", "req_id", t.ReqID)
+	}
+	if plan.op != "" && a.out.Kind != Success && (a.out.Kind != ExplicitFail || len(plan.fail) == 0) {
+		// Unknown, or a refusal this step cannot act on (a refund's: only
+		// SUCCESS leaves COMPENSATING): stays (after plan.pre), retry later.
+		c.unknown(ctx, *t, plan.op, a.out)
+		return false
+	}
+	return a.state != from || a.cas > 0
+}
+
+// fusedStep makes one move of t through fused steps; handled=false leaves
+// the move to the unfused step.
+func (c *Coordinator) fusedStep(ctx context.Context, t Transfer) (handled, progressed bool) {
+	if !c.fusable(t) {
+		return false, false
+	}
+	switch {
+	case t.From == AccountFunding && t.To == AccountSpot:
+		switch t.State {
+		case Init, SourcePending:
+			plan := &fusePlan{at: t.State, op: OpWithdraw,
+				ok:   []fuseCAS{{to: SourceDone}, {to: TargetPending}},
+				fail: []fuseCAS{{to: Failed, msg: "source withdraw: ", outcome: true}}}
+			if t.State == Init {
+				plan.pre = []fuseCAS{{to: SourcePending}}
+			}
+			if !c.runFused(ctx, &t, plan) {
+				return true, false
+			}
+			if t.State != TargetPending {
+				return true, true
+			}
+			// Go on to the SPOT deposit without re-reading: this driver
+			// just moved the transfer there. A fresh bound for the call.
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
+			defer cancel()
+			c.target(tctx, t)
+			return true, true
+		case Compensating:
+			return true, c.runFused(ctx, &t, &fusePlan{at: Compensating, op: OpRefund,
+				ok: []fuseCAS{{to: RolledBack}}})
+		}
+	case t.From == AccountSpot && t.To == AccountFunding:
+		switch t.State {
+		case SourceDone, TargetPending:
+			return true, c.fusedDeposit(ctx, t)
+		}
+	}
+	return false, false
+}
+
+// fusedDeposit runs the FUNDING deposit of a SPOT->FUNDING transfer in
+// SOURCE_PENDING (the SPOT withdraw succeeded), SOURCE_DONE or
+// TARGET_PENDING, with the transitions up to it and the one after it.
+func (c *Coordinator) fusedDeposit(ctx context.Context, t Transfer) bool {
+	plan := &fusePlan{at: t.State, op: OpDeposit,
+		ok:   []fuseCAS{{to: Committed}},
+		fail: []fuseCAS{{to: Compensating, msg: "target deposit: ", outcome: true}}}
+	switch t.State {
+	case SourcePending:
+		plan.pre = []fuseCAS{{to: SourceDone}, {to: TargetPending}}
+	case SourceDone:
+		plan.pre = []fuseCAS{{to: TargetPending}}
+	}
+	return c.runFused(ctx, &t, plan)
+}
+
+// fusedCompensate is the fused answer to the SPOT target's explicit
+// refusal of a FUNDING->SPOT transfer in TARGET_PENDING: ->COMPENSATING
+// (with the refusal), the FUNDING refund, ->ROLLED_BACK.
+func (c *Coordinator) fusedCompensate(ctx context.Context, t Transfer, refusal Outcome) bool {
+	return c.runFused(ctx, &t, &fusePlan{at: TargetPending, op: OpRefund,
+		pre: []fuseCAS{{to: Compensating, msg: "target deposit: " + refusal.String()}},
+		ok:  []fuseCAS{{to: RolledBack}}})
+}
+
+// insertFused stores t in INIT and makes its first move in the same
+// transaction: FUNDING->SPOT ->SOURCE_PENDING, the withdraw and what
+// follows it (as fusedStep from INIT); SPOT->FUNDING ->SOURCE_PENDING,
+// durable before the SPOT withdraw. It answers as Store.Insert does, and
+// known=true when got is the state this driver just left the transfer in
+// (the caller may step from it without re-reading).
+func (c *Coordinator) insertFused(ctx context.Context, t Transfer) (got Transfer, inserted, known bool, err error) {
+	plan := &fusePlan{insert: &t, at: Init, pre: []fuseCAS{{to: SourcePending}}}
+	if t.From == AccountFunding {
+		plan.op = OpWithdraw
+		plan.ok = []fuseCAS{{to: SourceDone}, {to: TargetPending}}
+		plan.fail = []fuseCAS{{to: Failed, msg: "source withdraw: ", outcome: true}}
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
+	defer cancel()
+	a := c.fuse.fused(sctx, t, plan)
+	switch {
+	case a.err != nil:
+		return Transfer{}, false, false, fmt.Errorf("transfer: insert %s: %w", t.ReqID, a.err)
+	case !a.inserted: // the cid is taken, as in Store.Insert
+		got, err = c.cfg.Store.GetByCID(ctx, t.UserID, t.CID)
+		return got, false, false, err
+	}
+	got = a.transfer
+	if !a.won { // cannot happen (the row is this transaction's own): re-read
+		return got, true, false, nil
+	}
+	progressed := c.afterFused(sctx, &got, plan, a)
+	return got, true, progressed, nil
+}

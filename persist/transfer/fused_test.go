@@ -1,0 +1,539 @@
+package transfer
+
+// These tests pin fused steps (Config.Fuse, fused.go, batch_fused.go):
+// every terminal outcome in both directions with exact balances, records
+// and state paths (recorded by a trigger, with the transaction of each
+// state: the fused transitions share one); when fusing applies at all;
+// lost CAS in one batch and across batches; two fused drivers racing on
+// every transfer (one set of effects, every state once); and recovery from
+// every state the unfused path may leave, compared table for table with
+// the unfused path finishing the same transfers.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// installHistory records every committed state a transfer takes (its
+// INSERT and each state change) with the transaction that made it.
+func installHistory(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	for _, q := range []string{
+		`CREATE TABLE xtest_state_history (id bigserial PRIMARY KEY, req_id text NOT NULL,
+			state smallint NOT NULL, xid bigint NOT NULL DEFAULT txid_current())`,
+		`CREATE FUNCTION xtest_state_history_fn() RETURNS trigger AS $$
+		BEGIN
+			IF TG_OP = 'INSERT' OR NEW.state IS DISTINCT FROM OLD.state THEN
+				INSERT INTO xtest_state_history (req_id, state) VALUES (NEW.req_id, NEW.state);
+			END IF;
+			RETURN NEW;
+		END $$ LANGUAGE plpgsql`,
+		`CREATE TRIGGER xtest_state_history_tr AFTER INSERT OR UPDATE ON transfers_tb
+			FOR EACH ROW EXECUTE FUNCTION xtest_state_history_fn()`,
+	} {
+		if _, err := pool.Exec(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// history returns reqID's states as "INIT>SOURCE_PENDING>..." and, in the
+// same notation, which transaction made each: "a>b>b>b>c" (the first
+// transaction is a, the next new one b, ...).
+func history(t *testing.T, pool *pgxpool.Pool, reqID string) (path, txs string) {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT state, xid FROM xtest_state_history WHERE req_id = $1 ORDER BY id`, reqID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type rec struct {
+		State int16
+		Xid   int64
+	}
+	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rec])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states, xs []string
+	names := map[int64]string{}
+	for _, r := range recs {
+		states = append(states, State(r.State).String())
+		if names[r.Xid] == "" {
+			names[r.Xid] = string(rune('a' + len(names)))
+		}
+		xs = append(xs, names[r.Xid])
+	}
+	return strings.Join(states, ">"), strings.Join(xs, ">")
+}
+
+// records returns reqID's FUNDING operation records, "op:RESULT(code)" sorted by op.
+func records(t *testing.T, pool *pgxpool.Pool, reqID string) string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT op || ':' || result || COALESCE('(' || code || ')', '')
+		FROM transfer_operations WHERE req_id = $1 ORDER BY op`, reqID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(got, ",")
+}
+
+// newFusedHarness is newBatchedHarness with the history trigger and
+// h.coord fused.
+func newFusedHarness(t *testing.T, opt BatchOptions) (*harness, *Batcher) {
+	t.Helper()
+	h, b := newBatchedHarness(t, opt)
+	installHistory(t, h.pool)
+	h.coord = h.fusedCoordinator()
+	return h, b
+}
+
+// fusedCoordinator returns a coordinator whose FUNDING side is h.funding
+// itself (not wrapped), fused.
+func (h *harness) fusedCoordinator() *Coordinator {
+	c := h.newCoordinator(func(cfg *Config) {
+		cfg.Funding, cfg.Fuse, cfg.MaxWait = h.funding, true, 20*time.Second
+	})
+	if !c.Fused() {
+		h.t.Fatal("coordinator not fused")
+	}
+	return c
+}
+
+const (
+	pathCommitted  = "INIT>SOURCE_PENDING>SOURCE_DONE>TARGET_PENDING>COMMITTED"
+	pathFailed     = "INIT>SOURCE_PENDING>FAILED"
+	pathRolledBack = "INIT>SOURCE_PENDING>SOURCE_DONE>TARGET_PENDING>COMPENSATING>ROLLED_BACK"
+)
+
+func TestFusedOutcomes(t *testing.T) {
+	h, _ := newFusedHarness(t, BatchOptions{})
+	ctx := context.Background()
+	flows := []struct {
+		name          string
+		from, to      string
+		setup         func(u UserID)
+		want          State
+		path, txs     string // txs: which transitions share a transaction
+		records, code string
+		funding, spot Units
+	}{
+		{"ok F->S", "FUNDING", "SPOT", func(u UserID) { h.deposit(u, usdt, 1000) },
+			Committed, pathCommitted, "a>a>a>a>b", "withdraw:SUCCESS", "", 900, 100},
+		{"insufficient F->S", "FUNDING", "SPOT", func(u UserID) { h.deposit(u, usdt, 50) },
+			Failed, pathFailed, "a>b>b", "withdraw:EXPLICIT_FAIL(INSUFFICIENT_BALANCE)", "INSUFFICIENT_BALANCE", 50, 0},
+		{"SPOT refuses: FUNDING refund", "FUNDING", "SPOT", func(u UserID) {
+			h.deposit(u, usdt, 1000)
+			h.spot.SetStatus(u, Disabled)
+		}, RolledBack, pathRolledBack, "a>a>a>a>b>b", "refund:SUCCESS,withdraw:SUCCESS", "ACCOUNT_DISABLED", 1000, 0},
+		{"ok S->F", "SPOT", "FUNDING", func(u UserID) { h.deposit(u, usdt, 1000); h.spot.Credit(u, usdt, 1000) },
+			Committed, pathCommitted, "a>a>b>b>b", "deposit:SUCCESS", "", 1100, 900},
+		{"SPOT insufficient S->F", "SPOT", "FUNDING", func(u UserID) { h.deposit(u, usdt, 1000); h.spot.Credit(u, usdt, 50) },
+			Failed, pathFailed, "a>b>c", "", "INSUFFICIENT_BALANCE", 1000, 50},
+		{"FUNDING refuses: SPOT refund", "SPOT", "FUNDING", func(u UserID) {
+			h.deposit(u, usdt, 1000)
+			h.spot.Credit(u, usdt, 1000)
+			if err := h.funding.SetStatus(ctx, u, usdt, Disabled); err != nil {
+				t.Fatal(err)
+			}
+		}, RolledBack, pathRolledBack, "a>a>b>b>b>c", "deposit:EXPLICIT_FAIL(ACCOUNT_DISABLED)", "ACCOUNT_DISABLED", 1000, 1000},
+	}
+	for i, f := range flows {
+		u := UserID(100 + i)
+		f.setup(u)
+		var tr Transfer
+		if f.want == Failed {
+			// Create refuses it up front: a transfer accepted earlier meets
+			// a balance spent in the meantime.
+			tr = h.insertAt(u, AccountType(f.from), AccountType(f.to), usdt, 100, Init)
+			var err error
+			if tr, err = h.coord.Drive(ctx, tr.ReqID); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			tr = h.create(h.coord, u, f.from, f.to, "USDT", "0.0001", "").Transfer
+		}
+		if tr.State != f.want {
+			t.Fatalf("%s: %s, want %s (%s)", f.name, tr.State, f.want, tr.ErrorMessage)
+		}
+		path, txs := history(t, h.pool, tr.ReqID)
+		if path != f.path || txs != f.txs {
+			t.Errorf("%s: path %s in transactions %s, want %s in %s", f.name, path, txs, f.path, f.txs)
+		}
+		if got := records(t, h.pool, tr.ReqID); got != f.records {
+			t.Errorf("%s: records %q, want %q", f.name, got, f.records)
+		}
+		if got := h.get(tr.ReqID); f.code != "" && !strings.Contains(got.ErrorMessage, f.code) {
+			t.Errorf("%s: error_message %q lacks %s", f.name, got.ErrorMessage, f.code)
+		}
+		if fb, sb := h.fundingBalance(u, usdt), h.spot.Balance(u, usdt); fb != f.funding || sb != f.spot {
+			t.Errorf("%s: funding %d spot %d, want %d and %d", f.name, fb, sb, f.funding, f.spot)
+		}
+	}
+	st := h.coord.Stats()
+	if st.Committed.Load() != 2 || st.Failed.Load() != 2 || st.RolledBack.Load() != 2 || st.Unknown.Load() != 0 ||
+		st.CASWon.Load() != 2*4+2*2+2*5 || h.crit.n.Load() != 0 {
+		t.Fatalf("committed %d failed %d rolled back %d unknown %d CAS won %d criticals %d", st.Committed.Load(),
+			st.Failed.Load(), st.RolledBack.Load(), st.Unknown.Load(), st.CASWon.Load(), h.crit.n.Load())
+	}
+	h.conserved(usdt)
+}
+
+func TestFusedOnlyWhenFundingIsLocal(t *testing.T) {
+	h, _ := newBatchedHarness(t, BatchOptions{})
+	other := migratedPool(t)
+	ob := NewBatcher(other, BatchOptions{})
+	t.Cleanup(ob.Close)
+	for _, c := range []struct {
+		name string
+		mod  func(*Config)
+		want bool
+	}{
+		{"batched, same pool", func(c *Config) { c.Funding = h.funding }, true},
+		{"Fuse off", func(c *Config) { c.Funding, c.Fuse = h.funding, false }, false},
+		{"wrapped in Faulty", func(*Config) {}, false},
+		{"unbatched", func(c *Config) { c.Funding = NewFunding(h.pool) }, false},
+		{"another database", func(c *Config) { c.Funding = NewFundingBatched(other, ob) }, false},
+	} {
+		co := h.newCoordinator(func(cfg *Config) { cfg.Fuse = true; c.mod(cfg) })
+		if co.Fused() != c.want {
+			t.Errorf("%s: fused %v, want %v", c.name, co.Fused(), c.want)
+		}
+	}
+}
+
+// fusedReq is a fused FUNDING->SPOT withdraw step of tr from state at.
+func fusedReq(tr Transfer, at State) *batchReq {
+	plan := &fusePlan{at: at, op: OpWithdraw, ok: []fuseCAS{{to: SourceDone}, {to: TargetPending}},
+		fail: []fuseCAS{{to: Failed, msg: "source withdraw: ", outcome: true}}}
+	if at == Init {
+		plan.pre = []fuseCAS{{to: SourcePending}}
+	}
+	return &batchReq{kind: kindFused, reqID: tr.ReqID, op: OpWithdraw, user: tr.UserID, asset: tr.Asset, amount: tr.Amount, plan: plan}
+}
+
+func TestFusedLostInOneBatch(t *testing.T) {
+	h := newHarness(t)
+	installHistory(t, h.pool)
+	h.deposit(7, usdt, 1000)
+	x := h.insertAt(7, AccountFunding, AccountSpot, usdt, 100, Init)
+	y := h.insertAt(7, AccountFunding, AccountSpot, usdt, 200, SourceDone)
+	z := h.insertAt(7, AccountFunding, AccountSpot, usdt, 300, Init)
+	w := h.insertAt(7, AccountFunding, AccountSpot, usdt, 5000, SourcePending)
+	got := oneBatch(t, stoppedBatcher(t, h, BatchOptions{}),
+		fusedReq(x, Init),          // wins: x to TARGET_PENDING, debited once
+		fusedReq(x, Init),          // a racing driver: lost
+		fusedReq(x, SourcePending), // lost too (the first fused step of x owns it)
+		fusedReq(y, Init),          // y is elsewhere: lost, no effect
+		&batchReq{kind: kindCAS, reqID: z.ReqID, from: Init, to: SourcePending}, // an unfused driver moves z first
+		fusedReq(z, Init), // lost
+		fusedReq(w, SourcePending),
+		fundingReq(OpWithdraw, x.ReqID, 7, usdt, 100), // an unfused repeat of x's withdraw: the fused outcome
+	)
+	type want struct {
+		won   bool
+		out   Outcome
+		state State
+		cas   int
+	}
+	for i, w := range []want{{true, ok(), TargetPending, 3}, {}, {}, {}, {won: true}, {},
+		{true, fail(CodeInsufficientBalance), Failed, 1}, {out: ok()}} {
+		a := got[i]
+		if a.err != nil || a.won != w.won || a.out != w.out || a.state != w.state || a.cas != w.cas {
+			t.Errorf("request %d: %+v, want %+v", i, a, w)
+		}
+	}
+	if b := h.fundingBalance(7, usdt); b != 900 {
+		t.Fatalf("balance %d, want 900", b)
+	}
+	for _, c := range []struct {
+		tr         Transfer
+		path, recs string
+	}{
+		{x, "INIT>SOURCE_PENDING>SOURCE_DONE>TARGET_PENDING", "withdraw:SUCCESS"},
+		{y, "INIT>SOURCE_DONE", ""},
+		{z, "INIT>SOURCE_PENDING", ""},
+		{w, "INIT>SOURCE_PENDING>FAILED", "withdraw:EXPLICIT_FAIL(INSUFFICIENT_BALANCE)"},
+	} {
+		if p, _ := history(t, h.pool, c.tr.ReqID); p != c.path {
+			t.Errorf("%s: path %s, want %s", c.tr.ReqID, p, c.path)
+		}
+		if r := records(t, h.pool, c.tr.ReqID); r != c.recs {
+			t.Errorf("%s: records %q, want %q", c.tr.ReqID, r, c.recs)
+		}
+	}
+	if m := h.get(w.ReqID).ErrorMessage; m != "source withdraw: EXPLICIT_FAIL(INSUFFICIENT_BALANCE)" {
+		t.Errorf("error_message %q", m)
+	}
+}
+
+// TestFusedRacingDrivers: two fused drivers on every transfer of every
+// flow, through one or two batch writers (separate transactions then wait
+// on each other's row locks): every state is taken once, every effect
+// happens once.
+func TestFusedRacingDrivers(t *testing.T) {
+	for _, writers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("writers=%d", writers), func(t *testing.T) {
+			h, _ := newFusedHarness(t, BatchOptions{Writers: writers})
+			ctx := context.Background()
+			type flow struct {
+				name          string
+				first         UserID
+				from, to      AccountType
+				setup         func(u UserID)
+				want          State
+				path          string
+				funding, spot Units
+				transfer      []Transfer
+			}
+			flows := []*flow{
+				{name: "ok F->S", first: 1, from: AccountFunding, to: AccountSpot, want: Committed, path: pathCommitted,
+					setup: func(u UserID) { h.deposit(u, usdt, 1000) }, funding: 900, spot: 100},
+				{name: "ok S->F", first: 11, from: AccountSpot, to: AccountFunding, want: Committed, path: pathCommitted,
+					setup: func(u UserID) { h.deposit(u, usdt, 1000); h.spot.Credit(u, usdt, 1000) }, funding: 1100, spot: 900},
+				{name: "insufficient", first: 21, from: AccountFunding, to: AccountSpot, want: Failed, path: pathFailed,
+					setup: func(u UserID) { h.deposit(u, usdt, 50) }, funding: 50},
+				{name: "disabled SPOT target", first: 41, from: AccountFunding, to: AccountSpot, want: RolledBack,
+					path: pathRolledBack, setup: func(u UserID) {
+						h.deposit(u, usdt, 1000)
+						h.spot.SetStatus(u, Disabled)
+					}, funding: 1000},
+				{name: "disabled FUNDING target", first: 51, from: AccountSpot, to: AccountFunding, want: RolledBack,
+					path: pathRolledBack, setup: func(u UserID) {
+						h.deposit(u, usdt, 1000)
+						h.spot.Credit(u, usdt, 1000)
+						if err := h.funding.SetStatus(ctx, u, usdt, Disabled); err != nil {
+							t.Fatal(err)
+						}
+					}, funding: 1000, spot: 1000},
+			}
+			for _, f := range flows {
+				for u := f.first; u < f.first+6; u++ {
+					f.setup(u)
+					f.transfer = append(f.transfer, h.insertAt(u, f.from, f.to, usdt, 100, Init))
+				}
+			}
+			drivers := []*Coordinator{h.fusedCoordinator(), h.fusedCoordinator()}
+			var wg sync.WaitGroup
+			for _, f := range flows {
+				for _, tr := range f.transfer {
+					for _, c := range drivers {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+							defer cancel()
+							if got, err := c.Drive(dctx, tr.ReqID); err != nil || got.State != f.want {
+								t.Errorf("%s: drive %s: %s %v, want %s", f.name, tr.ReqID, got.State, err, f.want)
+							}
+						}()
+					}
+				}
+			}
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			var wantCAS, won int64
+			for _, f := range flows {
+				for _, tr := range f.transfer {
+					p, _ := history(t, h.pool, tr.ReqID)
+					if p != f.path {
+						t.Errorf("%s: path %s, want %s", f.name, p, f.path)
+					}
+					wantCAS += int64(strings.Count(f.path, ">"))
+					if fb, sb := h.fundingBalance(tr.UserID, usdt), h.spot.Balance(tr.UserID, usdt); fb != f.funding || sb != f.spot {
+						t.Errorf("%s: user %d funding %d spot %d, want %d and %d", f.name, tr.UserID, fb, sb, f.funding, f.spot)
+					}
+				}
+			}
+			for _, c := range drivers {
+				won += c.Stats().CASWon.Load()
+			}
+			if won != wantCAS {
+				t.Fatalf("%d CAS won across the two drivers, want %d: every state change exactly once", won, wantCAS)
+			}
+			h.conserved(usdt)
+		})
+	}
+}
+
+// TestFusedRecoversUnfusedStates leaves transfers in every state the
+// unfused path may leave after a crash (with and without the call of that
+// state made, explicit refusals included), then finishes the same
+// transfers (same req_ids) with a fused coordinator on one database and an
+// unfused one on another: the outcomes, the state paths and every row of
+// balances_tb, transfer_operations and transfers_tb must be the same.
+func TestFusedRecoversUnfusedStates(t *testing.T) {
+	type scenario struct {
+		from    AccountType
+		state   State
+		effects []Op // made before the crash (refusals included)
+		refuse  bool // the target refuses (disabled)
+		poor    bool // the source holds too little
+		want    State
+	}
+	var all []scenario
+	for _, from := range []AccountType{AccountFunding, AccountSpot} {
+		all = append(all,
+			scenario{from: from, state: Init, want: Committed},
+			scenario{from: from, state: SourcePending, want: Committed},
+			scenario{from: from, state: SourcePending, effects: []Op{OpWithdraw}, want: Committed},
+			scenario{from: from, state: SourcePending, poor: true, want: Failed},
+			scenario{from: from, state: SourcePending, effects: []Op{OpWithdraw}, poor: true, want: Failed},
+			scenario{from: from, state: SourceDone, effects: []Op{OpWithdraw}, want: Committed},
+			scenario{from: from, state: SourceDone, effects: []Op{OpWithdraw}, refuse: true, want: RolledBack},
+			scenario{from: from, state: TargetPending, effects: []Op{OpWithdraw}, want: Committed},
+			scenario{from: from, state: TargetPending, effects: []Op{OpWithdraw, OpDeposit}, want: Committed},
+			scenario{from: from, state: TargetPending, effects: []Op{OpWithdraw}, refuse: true, want: RolledBack},
+			scenario{from: from, state: TargetPending, effects: []Op{OpWithdraw, OpDeposit}, refuse: true, want: RolledBack},
+			scenario{from: from, state: Compensating, effects: []Op{OpWithdraw}, want: RolledBack},
+			scenario{from: from, state: Compensating, effects: []Op{OpWithdraw, OpRefund}, want: RolledBack},
+		)
+	}
+	fused, _ := newFusedHarness(t, BatchOptions{})
+	plain, _ := newBatchedHarness(t, BatchOptions{})
+	installHistory(t, plain.pool)
+	ids := NewULIDGen()
+	ctx := context.Background()
+	type made struct {
+		sc   scenario
+		id   string
+		user UserID
+	}
+	var transfers []made
+	for i, sc := range all {
+		id, err := ids.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		user := UserID(100 + i)
+		to := AccountSpot
+		if sc.from == AccountSpot {
+			to = AccountFunding
+		}
+		for _, h := range []*harness{fused, plain} {
+			fund, spot := Units(1000), Units(1000)
+			if sc.poor && sc.from == AccountFunding {
+				fund = 50
+			} else if sc.poor {
+				spot = 50
+			}
+			h.deposit(user, usdt, fund)
+			h.spot.Credit(user, usdt, spot)
+			if sc.refuse && to == AccountSpot {
+				h.spot.SetStatus(user, Disabled)
+			} else if sc.refuse {
+				if err := h.funding.SetStatus(ctx, user, usdt, Disabled); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tr, _, err := h.store.Insert(ctx, Transfer{ReqID: id, UserID: user, From: sc.from, To: to, Asset: usdt, Amount: 100, State: Init})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.pool.Exec(ctx, `UPDATE transfers_tb SET state = $2 WHERE req_id = $1`, id, int16(sc.state)); err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range sc.effects {
+				side, target := Side(h.funding), Side(h.spot)
+				if sc.from == AccountSpot {
+					side, target = h.spot, h.funding
+				}
+				if op == OpDeposit {
+					side = target
+				}
+				call(ctx, side, op, tr) // the unfused path's call; a refusal is recorded too
+			}
+		}
+		transfers = append(transfers, made{sc, id, user})
+	}
+	unfused := plain.newCoordinator(func(cfg *Config) { cfg.Funding = plain.funding })
+	for _, m := range transfers {
+		name := fmt.Sprintf("%s %s->? effects %v refuse %v poor %v", m.sc.state, m.sc.from, m.sc.effects, m.sc.refuse, m.sc.poor)
+		for _, d := range []struct {
+			h *harness
+			c *Coordinator
+		}{{fused, fused.coord}, {plain, unfused}} {
+			dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			got, err := d.c.Drive(dctx, m.id)
+			cancel()
+			if err != nil || got.State != m.sc.want {
+				t.Fatalf("%s (fused %v): %s %v, want %s (%s)", name, d.c.Fused(), got.State, err, m.sc.want, got.ErrorMessage)
+			}
+		}
+		fp, _ := history(t, fused.pool, m.id)
+		pp, _ := history(t, plain.pool, m.id)
+		if fp != pp {
+			t.Errorf("%s: fused path %s, unfused %s", name, fp, pp)
+		}
+		if fs, ps := fused.spot.Balance(m.user, usdt), plain.spot.Balance(m.user, usdt); fs != ps {
+			t.Errorf("%s: SPOT %d fused, %d unfused", name, fs, ps)
+		}
+	}
+	if a, b := dump(t, fused.pool), dump(t, plain.pool); a != b {
+		t.Fatalf("tables differ\nfused:\n%s\nunfused:\n%s", a, b)
+	}
+	if st := fused.coord.Stats(); st.Unknown.Load() != 0 || fused.crit.n.Load() != 0 {
+		t.Fatalf("fused: %d unknown outcomes, %d criticals", st.Unknown.Load(), fused.crit.n.Load())
+	}
+	fused.conserved(usdt)
+	plain.conserved(usdt)
+}
+
+// TestFusedCreateRepeatedCID: Create inserts and makes the first move in
+// one transaction; concurrent requests with one cid make one transfer and
+// one set of effects, the others answer it as a duplicate.
+func TestFusedCreateRepeatedCID(t *testing.T) {
+	h, _ := newFusedHarness(t, BatchOptions{})
+	h.deposit(9, usdt, 1000)
+	h.spot.Credit(9, usdt, 1000)
+	for _, dir := range [][2]string{{"FUNDING", "SPOT"}, {"SPOT", "FUNDING"}} {
+		cid := "cid-" + dir[0]
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ids, dups := map[string]bool{}, 0
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := h.coord.Create(context.Background(), Caller{Authenticated: true, UserID: 9},
+					Request{From: dir[0], To: dir[1], Asset: "USDT", Amount: "0.0001", CID: cid})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				ids[r.Transfer.ReqID] = true
+				if r.Duplicate {
+					dups++
+				}
+			}()
+		}
+		wg.Wait()
+		if len(ids) != 1 || dups != 7 {
+			t.Fatalf("%v: %d transfers, %d duplicates", dir, len(ids), dups)
+		}
+		for id := range ids {
+			waitFor(t, "commit", func() bool { return h.get(id).State == Committed })
+			if p, _ := history(t, h.pool, id); p != pathCommitted {
+				t.Fatalf("%v: path %s", dir, p)
+			}
+		}
+	}
+	if f, s := h.fundingBalance(9, usdt), h.spot.Balance(9, usdt); f != 1000 || s != 1000 {
+		t.Fatalf("funding %d spot %d, want 1000 each (one transfer each way)", f, s)
+	}
+	h.conserved(usdt)
+}
