@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 DATA    ?= ./data
 
-.PHONY: run test test-long fuzz bench lint build clean
+.PHONY: run test test-long fuzz bench bench-quick bench-micro lint build clean
 
 ## build: compile every binary into ./bin
 build:
@@ -36,10 +36,17 @@ fuzz:
 	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzParseUnits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME)
 
-## bench: micro-benchmarks and the pipeline scenario
+## bench: every scenario beside its ceiling (<= 10 min): bench-out/report.md, report.json, plots
 bench:
+	$(GO) run ./cmd/bench all --out bench-out
+
+## bench-quick: the same in about a minute
+bench-quick:
+	$(GO) run ./cmd/bench all --quick --out bench-out
+
+## bench-micro: the Go micro-benchmarks of the core and the journal
+bench-micro:
 	$(GO) test ./core ./journal/... -run '^$$' -bench . -benchmem -count 3
-	$(GO) run ./cmd/bench pipeline --commands 2000000 --producers 4 --seed 1 --data $$(mktemp -d) --json
 
 ## lint: gofmt, go vet, staticcheck when installed
 lint:

@@ -13,9 +13,21 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// HTTPConfig is a closed-loop HTTP load: Conns clients, each sending one
-// request at a time on its own keep-alive connection for Duration (after a
-// Warmup whose requests are not counted).
+// HTTPConfig is an HTTP load: Conns clients, each sending one request at a
+// time on its own keep-alive connection for Duration (after a Warmup whose
+// requests are not counted).
+//
+// Closed loop (Rate 0): each client sends its next request as soon as the
+// previous answer arrives; latency is the round trip.
+//
+// Open loop (Rate > 0): each client sends on a fixed schedule of one request
+// every Conns/Rate seconds (clients staggered across the interval). A client
+// whose answer comes late does not burst to catch up; it skips the missed
+// slots and starts a new schedule. The requests it should have sent meanwhile
+// are accounted for by recording each latency with
+// hdrhistogram's RecordCorrectedValue(latency, interval), which back-fills
+// the samples a stalled client omitted (coordinated omission), so the
+// percentiles are those of a constant offered load.
 type HTTPConfig struct {
 	Addr     string // host:port
 	Method   string
@@ -23,6 +35,7 @@ type HTTPConfig struct {
 	Conns    int
 	Duration time.Duration
 	Warmup   time.Duration
+	Rate     float64 // offered requests/s in total, open loop; 0 = closed loop
 	// Request fills the body and headers of request i of client c (the
 	// request's method and URI are already set).
 	Request func(c, i int, req *fasthttp.Request)
@@ -30,22 +43,32 @@ type HTTPConfig struct {
 
 // HTTPResult is what a load run measured (warm-up excluded).
 type HTTPResult struct {
-	Requests  int64   `json:"requests"`
-	Non2xx    int64   `json:"non_2xx"`
-	Errors    int64   `json:"errors"` // transport errors
-	RPS       float64 `json:"rps"`
-	P50us     float64 `json:"p50_us"`
-	P99us     float64 `json:"p99_us"`
-	P999us    float64 `json:"p999_us"`
-	FirstErr  string  `json:"first_error,omitempty"`
-	FirstBody string  `json:"first_non_2xx_body,omitempty"`
+	Requests int64   `json:"requests"`
+	Non2xx   int64   `json:"non_2xx"`
+	Errors   int64   `json:"errors"` // transport errors
+	RPS      float64 `json:"rps"`
+	P50us    float64 `json:"p50_us"` // open loop: corrected for coordinated omission
+	P99us    float64 `json:"p99_us"`
+	P999us   float64 `json:"p999_us"`
+	// Open loop only: the offered rate and the uncorrected p99 (the round
+	// trips actually measured, for comparison).
+	OfferedRPS float64 `json:"offered_rps,omitempty"`
+	RawP99us   float64 `json:"raw_p99_us,omitempty"`
+	FirstErr   string  `json:"first_error,omitempty"`
+	FirstBody  string  `json:"first_non_2xx_body,omitempty"`
 }
 
 // RunHTTP runs the load and returns its result.
 func RunHTTP(cfg HTTPConfig) (HTTPResult, error) {
-	if cfg.Conns < 1 || cfg.Duration <= 0 || cfg.Request == nil {
-		return HTTPResult{}, errors.New("bench: http load needs conns >= 1, a duration and a request func")
+	if cfg.Conns < 1 || cfg.Duration <= 0 || cfg.Request == nil || cfg.Rate < 0 {
+		return HTTPResult{}, errors.New("bench: http load needs conns >= 1, a duration, a rate >= 0 and a request func")
 	}
+	// interval is each client's send period in the open loop (0 = closed).
+	var interval time.Duration
+	if cfg.Rate > 0 {
+		interval = time.Duration(float64(cfg.Conns) / cfg.Rate * float64(time.Second))
+	}
+	intervalUs := max(interval.Microseconds(), 1)
 	hc := &fasthttp.HostClient{Addr: cfg.Addr, MaxConns: cfg.Conns, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, MaxIdemponentCallAttempts: 1}
 	var (
@@ -57,18 +80,29 @@ func RunHTTP(cfg HTTPConfig) (HTTPResult, error) {
 		firstErr  atomic.Pointer[string]
 		firstBody atomic.Pointer[string]
 		mu        sync.Mutex
-		hist      = hdrhistogram.New(1, int64(60*time.Second/time.Microsecond), 3)
+		hist      = newHTTPHist()
+		raw       = newHTTPHist()
 		wg        sync.WaitGroup
+		t0        = time.Now()
 	)
 	for c := 0; c < cfg.Conns; c++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			local := hdrhistogram.New(1, int64(60*time.Second/time.Microsecond), 3)
+			local, localRaw := newHTTPHist(), newHTTPHist()
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)
+			next := t0.Add(interval * time.Duration(c) / time.Duration(cfg.Conns)) // open loop: the next send
 			for i := 0; !stop.Load(); i++ {
+				if interval > 0 {
+					if d := time.Until(next); d > 0 {
+						time.Sleep(d)
+					}
+					if next = next.Add(interval); time.Until(next) < 0 {
+						next = time.Now() // late: skip the missed slots, no burst
+					}
+				}
 				req.Reset()
 				req.Header.SetMethod(cfg.Method)
 				req.SetRequestURI("http://" + cfg.Addr + cfg.Path)
@@ -92,10 +126,17 @@ func RunHTTP(cfg HTTPConfig) (HTTPResult, error) {
 					s := fmt.Sprintf("%d %s", sc, resp.Body())
 					firstBody.CompareAndSwap(nil, &s)
 				}
-				_ = local.RecordValue(max(d.Microseconds(), 1))
+				us := max(d.Microseconds(), 1)
+				_ = localRaw.RecordValue(us)
+				if interval > 0 {
+					_ = local.RecordCorrectedValue(us, intervalUs)
+				} else {
+					_ = local.RecordValue(us)
+				}
 			}
 			mu.Lock()
 			hist.Merge(local)
+			raw.Merge(localRaw)
 			mu.Unlock()
 		}()
 	}
@@ -111,6 +152,9 @@ func RunHTTP(cfg HTTPConfig) (HTTPResult, error) {
 		RPS:   float64(requests.Load()) / elapsed.Seconds(),
 		P50us: float64(hist.ValueAtQuantile(50)), P99us: float64(hist.ValueAtQuantile(99)),
 		P999us: float64(hist.ValueAtQuantile(99.9))}
+	if interval > 0 {
+		res.OfferedRPS, res.RawP99us = cfg.Rate, float64(raw.ValueAtQuantile(99))
+	}
 	if p := firstErr.Load(); p != nil {
 		res.FirstErr = *p
 	}
@@ -118,6 +162,11 @@ func RunHTTP(cfg HTTPConfig) (HTTPResult, error) {
 		res.FirstBody = *p
 	}
 	return res, nil
+}
+
+// newHTTPHist is a histogram of µs latencies up to 60 s.
+func newHTTPHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(60*time.Second/time.Microsecond), 3)
 }
 
 // helloOrder mirrors the order request the exchange parses, so the

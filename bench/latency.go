@@ -78,3 +78,8 @@ func (l *ackLatency) onAck(s *journal.Slot) {
 func (l *ackLatency) quantileMicros(q float64) float64 {
 	return float64(l.hist.ValueAtPercentile(q)) / 1e3
 }
+
+// newLatencyHist is a histogram of ns values in the package's bounds.
+func newLatencyHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(latencyMin, latencyMax, latencySigFigs)
+}

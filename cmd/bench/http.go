@@ -3,23 +3,18 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/ubscore/ubscore/bench"
-	"github.com/ubscore/ubscore/gateway"
 )
 
 // httpReport is the one-line JSON report of the http scenario.
@@ -31,133 +26,69 @@ type httpReport struct {
 	SinkLagSec float64          `json:"sink_lag_max_seconds"`  // the same, converted at the measured command rate
 }
 
+// httpFlags are the load flags shared by http and http-ceiling.
+type httpFlags struct {
+	conns     int
+	dur, warm time.Duration
+	rate      float64
+	asJSON    bool
+}
+
+func (f *httpFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.conns, "conns", 64, "concurrent keep-alive connections")
+	fs.DurationVar(&f.dur, "duration", 10*time.Second, "measured time per target")
+	fs.DurationVar(&f.warm, "warmup", 2*time.Second, "unmeasured warm-up per target")
+	fs.Float64Var(&f.rate, "rate", 0, "open-loop offered load in requests/s (0 = closed loop)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the report as one JSON line")
+}
+
+func (f *httpFlags) config() bench.HTTPConfig {
+	return bench.HTTPConfig{Conns: f.conns, Duration: f.dur, Warmup: f.warm, Rate: f.rate}
+}
+
+// parseFlags parses args into fs; it returns -1 to go on, else the exit code.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) int {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "%s: no positional arguments are allowed\n", fs.Name())
+		return exitUsage
+	}
+	return -1
+}
+
 // runHTTP measures POST /api/v1/order on the real exchange binary against
 // a fasthttp hello-world POST that parses the same JSON, in the same run,
-// with the same closed-loop load generator.
+// with the same load generator.
 func runHTTP(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench http", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	var lf httpFlags
+	lf.register(fs)
 	exe := fs.String("exchange", "bin/exchange", "the exchange binary")
 	pgURL := fs.String("pg-url", "", "Postgres URL for the exchange's sink (empty: the exchange's default)")
-	conns := fs.Int("conns", 64, "concurrent keep-alive connections")
-	dur := fs.Duration("duration", 10*time.Second, "measured time per target")
-	warm := fs.Duration("warmup", 2*time.Second, "unmeasured warm-up per target")
 	users := fs.Int("users", 64, "trading users")
-	asJSON := fs.Bool("json", false, "print the report as one JSON line")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "bench http:", err); return exitFail }
 
-	body := func(c, i int, req *fasthttp.Request) {
-		side, price := "BUY", 50000+(i%5)
-		if (c+i)%2 == 0 {
-			side, price = "SELL", 49998+(i%5)
-		}
-		req.Header.SetContentType("application/json")
-		req.SetBodyString(`{"market":"BTC-USDT","side":"` + side + `","type":"LIMIT","time_in_force":"GTC","price":"` +
-			strconv.Itoa(price) + `","quantity":"0.001"}`)
-	}
-
-	// Baseline.
-	addr, stopHello, err := bench.StartHelloServer()
+	base, err := helloLoad(lf.config())
 	if err != nil {
 		return fail(err)
 	}
-	base, err := bench.RunHTTP(bench.HTTPConfig{Addr: addr, Method: "POST", Path: "/api/v1/order", Conns: *conns,
-		Duration: *dur, Warmup: *warm, Request: body})
-	_ = stopHello()
+	x, err := startExchange(*exe, *pgURL, *users)
 	if err != nil {
 		return fail(err)
 	}
-
-	// The exchange.
-	dir, err := os.MkdirTemp("", "ubs-bench-http-")
-	if err != nil {
-		return fail(err)
-	}
-	defer os.RemoveAll(dir)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fail(err)
-	}
-	xaddr := ln.Addr().String()
-	ln.Close()
-	secret := "bench-http-secret-0123456789abcdef0123456789abcdef"
-	xargs := []string{"--http", xaddr, "--data-dir", filepath.Join(dir, "data"), "--jwt-secret", secret}
-	if *pgURL != "" {
-		xargs = append(xargs, "--pg-url", *pgURL)
-	}
-	cmd := exec.Command(*exe, xargs...)
-	cmd.Env = os.Environ() // UBS_CPUPROFILE etc. reach the exchange
-	logf, err := os.Create(filepath.Join(dir, "exchange.log"))
-	if err != nil {
-		return fail(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return fail(err)
-	}
-	defer func() { // SIGTERM (a profile is written on the way out), then kill
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _, _ = cmd.Process.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
-	if err := waitReady(xaddr, 60*time.Second); err != nil {
-		return fail(fmt.Errorf("%w (log: %s)", err, tail(filepath.Join(dir, "exchange.log"))))
-	}
-	auth, err := gateway.NewAuthenticator([]byte(secret))
-	if err != nil {
-		return fail(err)
-	}
-	tokens := make([]string, *users)
-	admin, _ := auth.Mint(1_000_000, true, 24*time.Hour, time.Now())
-	for u := range tokens {
-		tokens[u], _ = auth.Mint(uint64(u+1), false, 24*time.Hour, time.Now())
-		for _, a := range [][2]string{{"BTC", "100000"}, {"USDT", "1000000000"}} {
-			st, b := post(xaddr, "/admin/v1/adjust", admin,
-				fmt.Sprintf(`{"user_id":%d,"asset":"%s","amount":"%s","ref":"bench-%d-%s"}`, u+1, a[0], a[1], u+1, a[0]))
-			if st != 200 {
-				return fail(fmt.Errorf("fund user %d: %d %s", u+1, st, b))
-			}
-		}
-	}
-	var lagMu sync.Mutex
-	lagMax := 0.0
-	stopLag := make(chan struct{})
-	lagDone := make(chan struct{})
-	go func() {
-		defer close(lagDone)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopLag:
-				return
-			case <-t.C:
-				if v, ok := scrape(xaddr, "ubs_sink_lag_commands"); ok {
-					lagMu.Lock()
-					lagMax = max(lagMax, v)
-					lagMu.Unlock()
-				}
-			}
-		}
-	}()
-	ex, err := bench.RunHTTP(bench.HTTPConfig{Addr: xaddr, Method: "POST", Path: "/api/v1/order", Conns: *conns,
-		Duration: *dur, Warmup: *warm, Request: func(c, i int, req *fasthttp.Request) {
-			body(c, i, req)
-			req.Header.Set("Authorization", "Bearer "+tokens[(c*7+i)%len(tokens)])
-		}})
-	close(stopLag)
-	<-lagDone
+	defer x.stop()
+	ex, lagMax, err := x.load(lf.config())
 	if path := os.Getenv("UBS_BENCH_METRICS"); path != "" { // keep the exchange's final /metrics
-		if st, b, err := fasthttp.GetTimeout(nil, "http://"+xaddr+"/metrics", 5*time.Second); err == nil && st == 200 {
+		if st, b, err := fasthttp.GetTimeout(nil, "http://"+x.addr+"/metrics", 5*time.Second); err == nil && st == 200 {
 			_ = os.WriteFile(path, b, 0o644)
 		}
 	}
@@ -171,20 +102,47 @@ func runHTTP(args []string, stdout, stderr io.Writer) int {
 	if ex.RPS > 0 {
 		rep.SinkLagSec = lagMax / ex.RPS
 	}
-	if *asJSON {
+	if lf.asJSON {
 		b, _ := json.Marshal(rep)
 		fmt.Fprintf(stdout, "%s\n", b)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "baseline  %8.0f req/s  p50 %6.0f us  p99 %6.0f us  non-2xx %d errors %d\n",
-		base.RPS, base.P50us, base.P99us, base.Non2xx, base.Errors)
-	fmt.Fprintf(stdout, "exchange  %8.0f req/s  p50 %6.0f us  p99 %6.0f us  non-2xx %d errors %d\n",
-		ex.RPS, ex.P50us, ex.P99us, ex.Non2xx, ex.Errors)
+	printHTTP(stdout, "baseline", base)
+	printHTTP(stdout, "exchange", ex)
 	if ex.FirstBody != "" {
 		fmt.Fprintf(stdout, "first non-2xx: %s\n", ex.FirstBody)
 	}
 	fmt.Fprintf(stdout, "ratio     %.2f\nsink lag  max %.0f commands (~%.3f s)\n", rep.Ratio, lagMax, rep.SinkLagSec)
 	return exitOK
+}
+
+// runHTTPCeiling measures the hello-world target alone: the most this
+// machine's HTTP stack and JSON decoding allow with this load generator.
+func runHTTPCeiling(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench http-ceiling", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var lf httpFlags
+	lf.register(fs)
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	res, err := helloLoad(lf.config())
+	if err != nil {
+		fmt.Fprintln(stderr, "bench http-ceiling:", err)
+		return exitFail
+	}
+	if lf.asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	printHTTP(stdout, "hello", res)
+	return exitOK
+}
+
+func printHTTP(w io.Writer, name string, r bench.HTTPResult) {
+	fmt.Fprintf(w, "%-9s %8.0f req/s  p50 %6.0f us  p99 %6.0f us  non-2xx %d errors %d\n",
+		name, r.RPS, r.P50us, r.P99us, r.Non2xx, r.Errors)
 }
 
 func waitReady(addr string, within time.Duration) error {

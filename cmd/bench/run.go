@@ -22,9 +22,16 @@ const (
 const usage = `usage: bench <scenario> [flags]
 
 scenarios:
-  pipeline   durable commands/s and submit->ack latency through the journal pipeline
-  http       POST /api/v1/order on the real exchange binary vs a fasthttp hello-world baseline
-  transfer   internal transfers on Postgres: naive one-transaction ledger vs the transfer FSM, unbatched and batched
+  pipeline      durable commands/s and submit->ack latency through the journal pipeline
+  processor     the core alone, in process, on the mixed workload (vs the 3M commands/s target)
+  disk-ceiling  append + fdatasync of WAL-sized records at the journal's batch sizes: the disk's ceiling
+  replay        restart cost: snapshot load + WAL replay of N commands
+  http          POST /api/v1/order on the real exchange binary vs a fasthttp hello-world baseline
+  http-ceiling  the fasthttp hello-world target alone with the same load generator
+  sweep         latency vs offered load (open loop, corrected for coordinated omission) on the exchange
+  transfer      internal transfers on Postgres: naive one-transaction ledger vs the transfer FSM, unbatched and batched
+  pg-baseline   the naive one-transaction ledger alone on Postgres
+  all           a short run of every scenario: report.json, report.md and plots in --out
 
 run "bench <scenario> -h" for its flags
 `
@@ -41,6 +48,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runHTTP(args[1:], stdout, stderr)
 	case "transfer":
 		return runTransfer(args[1:], stdout, stderr)
+	case "processor":
+		return runProcessor(args[1:], stdout, stderr)
+	case "disk-ceiling":
+		return runDisk(args[1:], stdout, stderr)
+	case "replay":
+		return runReplay(args[1:], stdout, stderr)
+	case "http-ceiling":
+		return runHTTPCeiling(args[1:], stdout, stderr)
+	case "sweep":
+		return runSweep(args[1:], stdout, stderr)
+	case "pg-baseline":
+		return runPGBaseline(args[1:], stdout, stderr)
+	case "all":
+		return runAll(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

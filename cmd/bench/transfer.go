@@ -22,7 +22,28 @@ import (
 // and the FSM with batched and fused steps, on one throw-away database in
 // one run (see bench/transfer.go).
 func runTransfer(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench transfer", flag.ContinueOnError)
+	return transferScenario("transfer", args, stdout, stderr)
+}
+
+// pgBaselineReport is pg-baseline's one-line JSON report.
+type pgBaselineReport struct {
+	Users   int                   `json:"users"`
+	Clients int                   `json:"clients"`
+	Pool    int                   `json:"pool"`
+	Naive   *bench.TransferResult `json:"naive"`
+}
+
+// runPGBaseline is the naive one-transaction ledger alone: what Postgres
+// does for a transfer with no FSM (transfer's "naive" mode).
+func runPGBaseline(args []string, stdout, stderr io.Writer) int {
+	return transferScenario("pg-baseline", args, stdout, stderr)
+}
+
+// transferScenario runs "transfer" or "pg-baseline" (transfer with only
+// the naive mode and its own report).
+func transferScenario(name string, args []string, stdout, stderr io.Writer) int {
+	baseline := name == "pg-baseline"
+	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
 		cfg     bench.TransferConfig
@@ -36,9 +57,12 @@ func runTransfer(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Pool, "pool", bench.DefaultTransferPool, "most Postgres connections the bench opens")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured time per mode")
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured warm-up per mode")
-	fs.StringVar(&modes, "modes", "naive,fsm,fsm_batched,fsm_fused", "modes to run, comma-separated")
-	fs.IntVar(&cfg.Batch.MaxBatch, "max-batch", 0, "fsm_batched, fsm_fused: requests per transaction (0 = default)")
-	fs.IntVar(&cfg.Batch.Writers, "writers", 0, "fsm_batched, fsm_fused: batch transactions in flight (0 = default)")
+	modes = bench.ModeNaive
+	if !baseline {
+		fs.StringVar(&modes, "modes", "naive,fsm,fsm_batched,fsm_fused", "modes to run, comma-separated")
+		fs.IntVar(&cfg.Batch.MaxBatch, "max-batch", 0, "fsm_batched, fsm_fused: requests per transaction (0 = default)")
+		fs.IntVar(&cfg.Batch.Writers, "writers", 0, "fsm_batched, fsm_fused: batch transactions in flight (0 = default)")
+	}
 	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON line")
 	fs.StringVar(&cpuprof, "cpuprofile", "", "write a CPU profile of the bench process to this file")
 	if err := fs.Parse(args); err != nil {
@@ -48,7 +72,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "bench transfer: no positional arguments are allowed")
+		fmt.Fprintf(stderr, "bench %s: no positional arguments are allowed\n", name)
 		fs.Usage()
 		return exitUsage
 	}
@@ -59,7 +83,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	stopProf, err := bench.StartCPUProfile(cpuprof)
 	if err != nil {
-		fmt.Fprintln(stderr, "bench transfer:", err)
+		fmt.Fprintf(stderr, "bench %s: %v\n", name, err)
 		return exitFail
 	}
 	rep, err := bench.RunTransfer(ctx, cfg)
@@ -70,8 +94,12 @@ func runTransfer(args []string, stdout, stderr io.Writer) int {
 		err = ctx.Err()
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "bench transfer:", err)
+		fmt.Fprintf(stderr, "bench %s: %v\n", name, err)
 		return exitFail
+	}
+	if baseline && asJSON {
+		return printJSON(stdout, stderr, name, pgBaselineReport{Users: rep.Users, Clients: rep.Clients, Pool: rep.Pool,
+			Naive: rep.Naive})
 	}
 	if asJSON {
 		b, err := json.Marshal(rep)

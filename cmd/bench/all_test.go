@@ -1,0 +1,98 @@
+package main
+
+// This test runs `bench all` in its tiny profile, in-process, so the
+// harness cannot rot: every scenario runs (the Postgres ones are skipped
+// only when Postgres is unreachable and CI is unset), report.json,
+// report.md and both plots exist, and report.md holds every expected row.
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ubscore/ubscore/persist/pgtest"
+)
+
+func TestAllTiny(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "exchange")
+	if b, err := exec.Command("go", "build", "-o", exe, "github.com/ubscore/ubscore/cmd/exchange").CombinedOutput(); err != nil {
+		t.Fatalf("build the exchange: %v: %s", err, b)
+	}
+	out := filepath.Join(dir, "out")
+	code, stdout, errs := runBench(t, "all", "--profile", "tiny", "--out", out, "--exchange", exe, "--pg-url", pgtest.AdminURL())
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.TrimSpace(stdout) != filepath.Join(out, "report.md") {
+		t.Fatalf("stdout %q", stdout)
+	}
+	var rep allReport
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	pgDown := false
+	for _, s := range rep.Scenarios {
+		switch {
+		case s.Skipped != "" && strings.Contains(s.Skipped, "Postgres unreachable") && os.Getenv("CI") == "":
+			pgDown = true
+		case s.Result == nil:
+			t.Errorf("scenario %s: no result (skipped %q, error %q)", s.Name, s.Skipped, s.Error)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []string{"| processor | ", "| pipeline (max batch 64) | ", "| pipeline (max batch 4096) | ",
+		"| http POST /api/v1/order | ", "| replay (snapshot + WAL) | ", "disk-ceiling, batch 64",
+		"http-ceiling (hello-world)", "## Latency vs offered load", "| 50% |", "| 120% |", "machine: ", "commit: "}
+	if !pgDown {
+		rows = append(rows, "| transfer fsm_fused | ", "pg-baseline (naive ledger)")
+	}
+	for _, r := range rows {
+		if !bytes.Contains(md, []byte(r)) {
+			t.Errorf("report.md lacks %q:\n%s", r, md)
+		}
+	}
+	// Every measured row has a value and a ratio (no "-" in those columns).
+	for _, p := range rep.Pairs {
+		if p.Ceiling > 0 && (p.Value <= 0 || p.Ratio <= 0) && !(pgDown && strings.HasPrefix(p.Name, "transfer")) {
+			t.Errorf("pair %+v: missing value or ratio", p)
+		}
+	}
+	for _, name := range []string{plotSweep, plotThroughput} {
+		f, err := os.Open(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if r := img.Bounds(); r.Dx() < 200 || r.Dy() < 200 {
+			t.Fatalf("%s is %v", name, r)
+		}
+		if !bytes.Contains(md, []byte("("+name+")")) {
+			t.Errorf("report.md does not link %s", name)
+		}
+	}
+}
+
+func TestAllUsage(t *testing.T) {
+	for _, args := range [][]string{{"all"}, {"all", "--out", t.TempDir(), "--profile", "huge"}, {"all", "x"}} {
+		if code, _, _ := runBench(t, args...); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+}

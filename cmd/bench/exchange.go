@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ubscore/ubscore/bench"
+	"github.com/ubscore/ubscore/gateway"
+)
+
+// exchangeSecret signs the bench's tokens; the exchange gets it on its command line.
+const exchangeSecret = "bench-http-secret-0123456789abcdef0123456789abcdef"
+
+// orderBody fills request i of client c with a limit order near the
+// 50,000 mid of BTC-USDT; the same body goes to the exchange and to the
+// hello-world target.
+func orderBody(c, i int, req *fasthttp.Request) {
+	side, price := "BUY", 50000+(i%5)
+	if (c+i)%2 == 0 {
+		side, price = "SELL", 49998+(i%5)
+	}
+	req.Header.SetContentType("application/json")
+	req.SetBodyString(`{"market":"BTC-USDT","side":"` + side + `","type":"LIMIT","time_in_force":"GTC","price":"` +
+		strconv.Itoa(price) + `","quantity":"0.001"}`)
+}
+
+// exchange is a running exchange binary with funded users. Its data dir
+// is removed by stop.
+type exchange struct {
+	addr   string
+	dir    string
+	tokens []string // bearer tokens of users 1..len(tokens)
+	cmd    *exec.Cmd
+}
+
+// startExchange runs exe on a free port with a fresh data dir, waits until
+// it is ready and funds users users.
+func startExchange(exe, pgURL string, users int) (*exchange, error) {
+	dir, err := os.MkdirTemp("", "ubs-bench-http-")
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	x := &exchange{addr: ln.Addr().String(), dir: dir}
+	ln.Close()
+	args := []string{"--http", x.addr, "--data-dir", filepath.Join(dir, "data"), "--jwt-secret", exchangeSecret}
+	if pgURL != "" {
+		args = append(args, "--pg-url", pgURL)
+	}
+	x.cmd = exec.Command(exe, args...)
+	x.cmd.Env = os.Environ() // UBS_CPUPROFILE etc. reach the exchange
+	logf, err := os.Create(filepath.Join(dir, "exchange.log"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer logf.Close() // the child has its own descriptor
+	x.cmd.Stdout, x.cmd.Stderr = logf, logf
+	if err := x.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := waitReady(x.addr, 60*time.Second); err != nil {
+		err = fmt.Errorf("%w (log: %s)", err, tail(filepath.Join(dir, "exchange.log")))
+		x.stop()
+		return nil, err
+	}
+	if err := x.fund(users); err != nil {
+		x.stop()
+		return nil, err
+	}
+	return x, nil
+}
+
+func (x *exchange) fund(users int) error {
+	auth, err := gateway.NewAuthenticator([]byte(exchangeSecret))
+	if err != nil {
+		return err
+	}
+	x.tokens = make([]string, users)
+	admin, _ := auth.Mint(1_000_000, true, 24*time.Hour, time.Now())
+	for u := range x.tokens {
+		x.tokens[u], _ = auth.Mint(uint64(u+1), false, 24*time.Hour, time.Now())
+		for _, a := range [][2]string{{"BTC", "100000"}, {"USDT", "1000000000"}} {
+			st, b := post(x.addr, "/admin/v1/adjust", admin,
+				fmt.Sprintf(`{"user_id":%d,"asset":"%s","amount":"%s","ref":"bench-%d-%s"}`, u+1, a[0], a[1], u+1, a[0]))
+			if st != 200 {
+				return fmt.Errorf("fund user %d: %d %s", u+1, st, b)
+			}
+		}
+	}
+	return nil
+}
+
+// request is orderBody with the token of one of the funded users.
+func (x *exchange) request(c, i int, req *fasthttp.Request) {
+	orderBody(c, i, req)
+	req.Header.Set("Authorization", "Bearer "+x.tokens[(c*7+i)%len(x.tokens)])
+}
+
+// load runs cfg against the exchange's order endpoint, sampling the sink
+// lag (ubs_sink_lag_commands) every 100 ms; it returns the result and the
+// largest lag seen.
+func (x *exchange) load(cfg bench.HTTPConfig) (bench.HTTPResult, float64, error) {
+	cfg.Addr, cfg.Method, cfg.Path, cfg.Request = x.addr, "POST", "/api/v1/order", x.request
+	var lagMu sync.Mutex
+	lagMax := 0.0
+	stopLag, lagDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(lagDone)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopLag:
+				return
+			case <-t.C:
+				if v, ok := scrape(x.addr, "ubs_sink_lag_commands"); ok {
+					lagMu.Lock()
+					lagMax = max(lagMax, v)
+					lagMu.Unlock()
+				}
+			}
+		}
+	}()
+	res, err := bench.RunHTTP(cfg)
+	close(stopLag)
+	<-lagDone
+	return res, lagMax, err
+}
+
+// stop sends SIGTERM (a profile is written on the way out), kills after
+// 30 s, and removes the data dir.
+func (x *exchange) stop() {
+	defer os.RemoveAll(x.dir)
+	_ = x.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _, _ = x.cmd.Process.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = x.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// helloLoad runs cfg against a fresh hello-world target.
+func helloLoad(cfg bench.HTTPConfig) (bench.HTTPResult, error) {
+	addr, stop, err := bench.StartHelloServer()
+	if err != nil {
+		return bench.HTTPResult{}, err
+	}
+	cfg.Addr, cfg.Method, cfg.Path, cfg.Request = addr, "POST", "/api/v1/order", orderBody
+	res, err := bench.RunHTTP(cfg)
+	_ = stop()
+	return res, err
+}
