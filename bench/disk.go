@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -131,7 +130,7 @@ func diskPoint(dir string, batch, recSize int, dur time.Duration) (DiskPoint, er
 		fsyncs++
 	}
 	el := time.Since(start).Seconds()
-	return DiskPoint{Batch: batch, RecordsPerS: math.Round(float64(fsyncs*batch) / el),
+	return DiskPoint{Batch: batch, RecordsPerS: round1(float64(fsyncs*batch) / el),
 		FsyncsPerS: round1(float64(fsyncs) / el), MBPerS: round1(float64(fsyncs*len(buf)) / el / 1e6),
 		FsyncP50us: round1(float64(hist.ValueAtQuantile(50)) / 1e3),
 		FsyncP99us: round1(float64(hist.ValueAtQuantile(99)) / 1e3)}, nil
