@@ -123,7 +123,7 @@ func diskPoint(dir string, batch, recSize int, dur time.Duration) (DiskPoint, er
 		if err != nil {
 			return DiskPoint{}, err
 		}
-		if err := fdatasync(seg.f); err != nil {
+		if err := journal.Fdatasync(seg.f); err != nil {
 			return DiskPoint{}, err
 		}
 		_ = hist.RecordValue(min(time.Since(t0).Nanoseconds(), latencyMax))

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package journal
+
+import "os"
+
+// Fdatasync is fsync where the platform has no fdatasync.
+func Fdatasync(f *os.File) error { return f.Sync() }
