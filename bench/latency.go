@@ -35,8 +35,8 @@ const calClaims = 8
 // exact to within half its width (ClockSkew, typically a few µs).
 //
 // Ownership: cal[i] is written by the calibrating goroutine before claim i is
-// published and read by the responder after; everything else belongs to the
-// responder goroutine (OnAck) until the pipeline is closed.
+// published and read by OnAck after; everything else belongs to OnAck (which
+// the pipeline never calls concurrently, in seq order) until it is closed.
 type ackLatency struct {
 	hist     *hdrhistogram.Histogram
 	cal      [calClaims]struct{ t1, t2 int64 } // our clock around claim i's Enq (claim i = seq i+1)
@@ -53,7 +53,7 @@ func newAckLatency(target core.Seq) *ackLatency {
 		target: target, done: make(chan struct{})}
 }
 
-// onAck is journal.Config.OnAck: it runs on the responder goroutine, in seq order.
+// onAck is journal.Config.OnAck: called once per command, in seq order, never concurrently.
 func (l *ackLatency) onAck(s *journal.Slot) {
 	now := nanotime()
 	if i := int(s.Cmd.Seq) - 1; i < calClaims && l.cal[i].t2 != 0 {

@@ -116,7 +116,7 @@ func crashChildMain(dir string, seed uint64, mode string) {
 
 	var mu sync.Mutex // guards out
 	out := bufio.NewWriterSize(os.Stdout, 64<<10)
-	var line []byte // responder goroutine only
+	var line []byte // OnAck only (never called concurrently)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := crashPipelineConfig(dir, mode != "keep", log)
 	poison := crashPoison(mode == "truncate")

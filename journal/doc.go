@@ -33,10 +33,15 @@
 //	+--------+--------+--------+---------------------+
 //	crc = CRC-32C (Castagnoli) over seq, plen and payload
 //
-// A new segment starts once the current one reaches Options.SegmentSize
-// (default 64 MiB). An empty segment file is valid: it fixes the next seq
-// (a fresh WAL created with Options.FirstSeq = S+1 is one empty file named
-// S+1). TruncateFront deletes whole segment files only.
+// The journal writes these files itself, exactly as tidwall's writer would
+// (segment_writer.go: one write and one fdatasync per batch, nothing held in
+// memory); tidwall opens the WAL once at start-up as a cross-check. A new
+// segment file starts right after the entry that brings the current one to
+// Options.SegmentSize (default 1 MiB), inside a batch if need be; the part
+// before the cut is fdatasynced before the new file is created, so only the
+// last file can hold a torn write. An empty segment file is valid: it fixes
+// the next seq (a fresh WAL created with Options.FirstSeq = S+1 is one empty
+// file named S+1). TruncateFront deletes whole segment files only.
 //
 // # Snapshots on disk
 //

@@ -53,8 +53,11 @@ type Config struct {
 	// Now returns unix nanoseconds; time.Now by default. Called once per
 	// command at sequencing.
 	Now func() int64
-	// OnAck, if set, is called on the responder goroutine for every command
-	// once it is durable and applied, in seq order. It must not block.
+	// OnAck, if set, is called for every command once it is durable and
+	// applied (and, with ReadView, in the view), in seq order, never
+	// concurrently: on the journaler, processor or viewer goroutine,
+	// whichever completed the command last. It must not block (it delays
+	// the group commit or the processor).
 	OnAck func(s *Slot)
 	// TruncateLimit, if set, returns the seq a downstream consumer (the
 	// Postgres sink) has persisted: the newest snapshot at or below it and
@@ -78,8 +81,8 @@ type Config struct {
 }
 
 // Slot is one ring entry. The submitter writes Cmd, Reply and Enq; the
-// processor writes Result; the responder reads them. A Slot is reused once
-// the responder has passed it.
+// processor writes Result; release reads them. A Slot is reused once it has
+// been released.
 type Slot struct {
 	Cmd    core.Command
 	Reply  *Reply     // nil if nobody waits for this command
@@ -88,7 +91,7 @@ type Slot struct {
 }
 
 // Reply receives a command's events. The processor fills Events on its own
-// goroutine; the responder signals Done only once the command is durable, so
+// goroutine; release signals Done only once the command is durable, so
 // the caller may read Events after Done (never before).
 type Reply struct {
 	Events []core.Event // all events of the command; the last is EvResult
@@ -107,7 +110,7 @@ func (r *Reply) Result() core.Event {
 	return r.Events[len(r.Events)-1]
 }
 
-// Pipeline is ring -> {journaler, processor} -> responder around one
+// Pipeline is ring -> {journaler, processor} -> release around one
 // core.Processor, plus a snapshot writer. See the package doc.
 type Pipeline struct {
 	cfg   Config
@@ -116,7 +119,7 @@ type Pipeline struct {
 	jst   *ring.Stage[Slot] // journaler
 	pst   *ring.Stage[Slot] // processor
 	vst   *ring.Stage[Slot] // read view (nil without Config.ReadView)
-	rst   *ring.Stage[Slot] // responder
+	rst   *ring.Stage[Slot] // release (driven by the relBusy holder, no goroutine of its own)
 	base  core.Seq          // core seq = base + ring seq
 	wal   *WAL
 	snaps *SnapshotStore
@@ -136,10 +139,16 @@ type Pipeline struct {
 	durWait  waiter        // woken when durable grows or the journaler stops
 	pendSnap bool          // an explicit snapshot request waits for the writer; processor goroutine
 	applied  atomic.Uint64 // highest seq applied by the processor
-	acked    atomic.Uint64 // highest seq released by the responder
-	failed   atomic.Pointer[error]
-	dead     chan struct{} // closed when the pipeline stops (close or failure)
-	deadOnce sync.Once
+	acked    atomic.Uint64 // highest seq released
+	// release's hand-over: relBusy is held by the one goroutine releasing;
+	// relPending asks it for another pass; relNext (the next ring seq to
+	// release) and rst's view belong to the relBusy holder.
+	relBusy    atomic.Bool
+	relPending atomic.Bool
+	relNext    int64
+	failed     atomic.Pointer[error]
+	dead       chan struct{} // closed when the pipeline stops (close or failure)
+	deadOnce   sync.Once
 
 	snapJobs   chan snapJob
 	snapDoneCh chan struct{} // closed when the snapshotter exits
@@ -206,10 +215,10 @@ func Start(cfg Config) (*Pipeline, error) {
 	pl.durable.Store(uint64(pl.base))
 	pl.applied.Store(uint64(pl.base))
 	pl.acked.Store(uint64(pl.base))
-	pl.wg.Add(3)
+	pl.relNext = 1
+	pl.wg.Add(2)
 	go pl.journaler()
 	go pl.processor()
-	go pl.responder()
 	if pl.vst != nil {
 		pl.wg.Add(1)
 		go pl.viewer()
@@ -269,13 +278,14 @@ func (pl *Pipeline) TrySubmit(c *core.Command, reply *Reply) (core.Seq, error) {
 
 func (pl *Pipeline) fill(lo int64, c *core.Command, reply *Reply) core.Seq {
 	s := pl.ring.Slot(lo)
+	seq := pl.base + core.Seq(lo)
 	s.Cmd = *c
-	s.Cmd.Seq = pl.base + core.Seq(lo)
+	s.Cmd.Seq = seq
 	s.Cmd.Time = pl.cfg.Now()
 	s.Reply = reply
 	s.Enq = nanotime()
 	pl.ring.Publish(lo, lo)
-	return s.Cmd.Seq
+	return seq // not s.Cmd.Seq: once published, the slot may be released and reused at any time
 }
 
 // SubmitBatch sequences cmds as one contiguous range with a single publish

@@ -56,18 +56,19 @@ func (pl *Pipeline) journaler() {
 		pl.durable.Store(uint64(pl.base) + uint64(hi))
 		pl.durWait.notify()
 		pl.jst.Commit(hi)
+		pl.release()
 		next = hi + 1
 
 	}
 }
 
 // processorCommitEvery bounds how many applied commands wait for the end of
-// a batch before the responder may release them.
+// a batch before they may be released.
 const processorCommitEvery = 256
 
 // processor applies every published command to the core, speculatively
-// ahead of the fsync. Nothing it produces leaves the process before the
-// responder sees the command durable.
+// ahead of the fsync. Nothing it produces leaves the process before release
+// sees the command durable.
 func (pl *Pipeline) processor() {
 	defer pl.wg.Done()
 	next := int64(1)
@@ -79,7 +80,8 @@ func (pl *Pipeline) processor() {
 		for s := next; s <= hi; s++ {
 			if s > next && (s-next)%processorCommitEvery == 0 {
 				pl.applied.Store(uint64(pl.base) + uint64(s-1))
-				pl.pst.Commit(s - 1) // let the responder release acks while a big batch is applied
+				pl.pst.Commit(s - 1) // release acks while a big batch is applied
+				pl.releaseApplied()
 			}
 			slot := pl.ring.Slot(s)
 			evs := pl.applySafe(&slot.Cmd)
@@ -87,6 +89,7 @@ func (pl *Pipeline) processor() {
 				if s > next {
 					pl.applied.Store(uint64(pl.base) + uint64(s-1))
 					pl.pst.Commit(s - 1)
+					pl.releaseApplied()
 				}
 				pl.pst.Halt()
 				return
@@ -105,7 +108,16 @@ func (pl *Pipeline) processor() {
 		}
 		pl.applied.Store(uint64(pl.base) + uint64(hi))
 		pl.pst.Commit(hi)
+		pl.releaseApplied()
 		next = hi + 1
+	}
+}
+
+// releaseApplied is release after a processor commit; with a read view the
+// viewer releases instead, since the view must hold a command first.
+func (pl *Pipeline) releaseApplied() {
+	if pl.vst == nil {
+		pl.release()
 	}
 }
 
@@ -116,7 +128,10 @@ func (pl *Pipeline) takeSnapshot(seq core.Seq) {
 	if len(pl.snapJobs) == cap(pl.snapJobs) {
 		return // the writer is busy: do not serialize a state that would be thrown away (retried at the next command)
 	}
-	data := pl.proc.AppendSnapshot(nil)
+	// Sized from the last snapshot: growing a fresh buffer by doubling
+	// would copy it several times and fault in twice its size, on the
+	// processor goroutine.
+	data := pl.proc.AppendSnapshot(make([]byte, 0, len(pl.baseSnap)+len(pl.baseSnap)/4+4096))
 	select {
 	case pl.snapJobs <- snapJob{seq: seq, data: data}:
 		pl.lastSnap = seq
@@ -157,16 +172,24 @@ func (pl *Pipeline) poison(c *core.Command, cause any) []core.Event {
 	return proc.Skip(c, core.CodePoisonCommand)
 }
 
-// responder releases each command once it is both durable and applied.
-func (pl *Pipeline) responder() {
-	defer pl.wg.Done()
-	next := int64(1)
-	for {
-		hi, err := pl.rst.WaitFor(next)
-		if err != nil {
-			return
-		}
-		for s := next; s <= hi; s++ {
+// release hands out every command that is both durable and applied (with a
+// read view: also in the view), in seq order: Config.OnAck, then the Reply.
+// The journaler and the processor (or the viewer) call it after each commit,
+// so whichever completes a command last releases it at once, with no
+// goroutine hand-off between the fsync and the ack.
+//
+// One caller at a time releases (relBusy); a caller that finds it taken
+// leaves its work to the holder through relPending. No commit is missed:
+// the caller stores its commit, then relPending, then fails its CAS of
+// relBusy, so (sync/atomic being sequentially consistent) either the
+// holder's release reads that commit, or the holder clears relPending
+// before it and finds it set again after giving up relBusy, and loops.
+func (pl *Pipeline) release() {
+	pl.relPending.Store(true)
+	for pl.relPending.Load() && pl.relBusy.CompareAndSwap(false, true) {
+		pl.relPending.Store(false)
+		hi := pl.rst.Available()
+		for s := pl.relNext; s <= hi; s++ {
 			slot := pl.ring.Slot(s)
 			if pl.cfg.OnAck != nil {
 				pl.cfg.OnAck(slot)
@@ -176,9 +199,12 @@ func (pl *Pipeline) responder() {
 				r.done <- struct{}{}
 			}
 		}
-		pl.acked.Store(uint64(pl.base) + uint64(hi))
-		pl.rst.Commit(hi)
-		next = hi + 1
+		if hi >= pl.relNext {
+			pl.acked.Store(uint64(pl.base) + uint64(hi))
+			pl.rst.Commit(hi) // frees the slots for the producers
+			pl.relNext = hi + 1
+		}
+		pl.relBusy.Store(false)
 	}
 }
 
@@ -238,7 +264,7 @@ const viewerChunk = 256
 // viewer keeps the read replica: it re-applies every command after the
 // processor (a poison command, which the processor rejected after a
 // rebuild, is skipped the same way without applying it), calls OnView, and
-// commits so the responder can release acks: an answered command is always
+// commits so acks can be released: an answered command is always
 // in the view.
 func (pl *Pipeline) viewer() {
 	defer pl.wg.Done()
@@ -270,6 +296,7 @@ func (pl *Pipeline) viewer() {
 			pl.viewSeq = pl.base + core.Seq(end)
 			pl.viewMu.Unlock()
 			pl.vst.Commit(end)
+			pl.release()
 		}
 		next = hi + 1
 	}

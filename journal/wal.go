@@ -13,13 +13,14 @@ import (
 )
 
 // DefaultSegmentSize is the default target size of a WAL segment file.
-// tidwall keeps the whole current segment in one in-memory buffer that is
-// grown by copying into fresh memory, and on this paravirtualised VM the page
-// faults on fresh memory dominate the journaler's kernel time. Measured with
-// `bench pipeline --rate 500000 --batch 16` (ack p99, two runs each):
-// 16 MiB 43–85 ms, 4 MiB 15–37 ms, 2 MiB 21 ms, 1 MiB 14 ms, 512 KiB
-// 18–21 ms, 256 KiB 18 ms (rotation costs a file create and a directory
-// fsync). 1 MiB is the knee; it rotates ~every 23k commands.
+// It was chosen when tidwall wrote the segments: its writer kept the whole
+// current segment in a growing in-memory buffer, whose page faults made
+// large segments slow (`bench pipeline --rate 500000 --batch 16` ack p99:
+// 43–85 ms at 16 MiB, 14 ms at 1 MiB). Our writer (segment_writer.go) holds
+// no segment in memory; 1, 4 and 16 MiB then measured alike, within noise.
+// A rotation (~every 23k commands at 1 MiB) costs one more fdatasync, a
+// file create and a directory fsync; smaller segments keep TruncateFront
+// fine-grained and Read cheap.
 const DefaultSegmentSize = 1 << 20
 
 // Options configure Open. The zero value is the production configuration.
@@ -56,12 +57,15 @@ type Entry struct {
 
 // WAL is the write-ahead log: tidwall/wal segment files whose entries are
 // envelopes (see the package doc), with start-up verification, torn-tail
-// repair, group commit and a sticky failure state.
+// repair, group commit and a sticky failure state. The segments are written
+// by segWriter and read by segment_reader.go; tidwall itself only opens the
+// WAL once at start-up, as a cross-check that it reads what we wrote.
 //
 // Invariant: the tidwall index of every entry equals its seq.
 //
-// All methods are safe for concurrent use; AppendBatch, Read and
-// TruncateFront serialise on one mutex, FirstSeq/LastSeq are lock-free.
+// All methods are safe for concurrent use; AppendBatch and TruncateFront
+// serialise on one mutex (Read and Iterate take it only to list the
+// segments), FirstSeq/LastSeq are lock-free.
 type WAL struct {
 	dir  string
 	opts Options
@@ -75,17 +79,12 @@ type WAL struct {
 	// running Iterate calls.
 	iterMu sync.RWMutex
 
-	mu        sync.Mutex
-	tw        *wal.Log // nil when read-only
-	batch     wal.Batch
-	scratch   []byte
-	tailIndex uint64 // first index of tidwall's current (last) segment
-	tailBytes int64  // its size in bytes; mirrors tidwall's rotation rule
-	tailPath  string // its path (cached: stat'ed after every synced batch)
-	failErr   error  // sticky; wraps ErrFailed
-	closed    bool
-	torn      *CorruptError // torn tail found by the open scan
-	roSegs    []walSegment  // read-only: the verified segment list
+	mu      sync.Mutex
+	tail    *segWriter // the segment being appended to; nil when read-only
+	failErr error      // sticky; wraps ErrFailed
+	closed  bool
+	torn    *CorruptError // torn tail found by the open scan
+	roSegs  []walSegment  // read-only: the verified segment list
 
 	// Test seams: fsync of the current segment and of the directory.
 	syncFile func() error
@@ -111,7 +110,7 @@ func Open(dir string, opts Options) (*WAL, error) {
 		opts.Logger = slog.Default()
 	}
 	w := &WAL{dir: dir, opts: opts, log: opts.Logger}
-	w.syncFile = func() error { return w.tw.Sync() }
+	w.syncFile = func() error { return Fdatasync(w.tail.f) }
 	w.syncDir = func() error { return walFsyncDir(dir) }
 
 	if err := w.prepareDir(); err != nil {
@@ -166,35 +165,70 @@ func Open(dir string, opts Options) (*WAL, error) {
 			return nil, err
 		}
 	}
+	if err := crossCheckTidwall(dir, opts.SegmentSize, sc); err != nil {
+		return nil, err
+	}
+	last := l.segs[len(l.segs)-1]
+	tail, err := openSegWriter(dir, opts.SegmentSize, last.index, sc.tailSize)
+	if err != nil {
+		return nil, err
+	}
+	w.tail = tail
+	if !opts.NoSync {
+		// What the open scan accepted may be a previous process's unsynced
+		// writes (it crashed after write, before fsync). They are about to
+		// be replayed and built upon, so they must be durable first, and so
+		// must the directory entries of every segment, before a later
+		// rotation adds a file behind them.
+		if err := w.syncFile(); err != nil {
+			tail.close()
+			return nil, fmt.Errorf("journal: fsync tail segment: %w", err)
+		}
+		if err := w.syncDir(); err != nil {
+			tail.close()
+			return nil, err
+		}
+	}
+	w.first.Store(sc.first)
+	w.last.Store(sc.last)
+	w.torn = sc.torn
+	return w, nil
+}
+
+// crossCheckTidwall opens the verified WAL with tidwall/wal itself and
+// checks that it sees the same seqs: the files we write must stay readable
+// by the library that defines their format. tidwall's Open reads the last
+// segment and changes nothing on disk here (the directory holds no START,
+// END or missing segment any more); its Close fsyncs the last segment,
+// which is already durable.
+func crossCheckTidwall(dir string, segmentSize int, sc walScan) error {
 	tw, err := wal.Open(dir, &wal.Options{
-		NoSync:           true, // one fsync per AppendBatch, issued here
-		SegmentSize:      opts.SegmentSize,
+		NoSync:           true,
+		SegmentSize:      segmentSize,
 		LogFormat:        wal.Binary,
-		SegmentCacheSize: 2,
-		NoCopy:           true, // Read copies the payload out itself
+		SegmentCacheSize: 1,
+		NoCopy:           true,
 		AllowEmpty:       true, // empty logs that start at seq > 1
 		DirPerms:         0o750,
 		FilePerms:        0o640,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("journal: open tidwall log: %w", err)
+		return fmt.Errorf("journal: open tidwall log: %w", err)
 	}
 	fi, err1 := tw.FirstIndex()
 	li, err2 := tw.LastIndex()
-	if err := errors.Join(err1, err2); err != nil || fi != sc.first || li != sc.last {
-		_ = tw.Close()
-		if err != nil {
-			return nil, fmt.Errorf("journal: open tidwall log: %w", err)
-		}
-		return nil, fmt.Errorf("%w: tidwall sees seqs %d..%d, verification saw %d..%d",
+	err = errors.Join(err1, err2)
+	if cerr := tw.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("journal: open tidwall log: %w", err)
+	}
+	if fi != sc.first || li != sc.last {
+		return fmt.Errorf("%w: tidwall sees seqs %d..%d, verification saw %d..%d",
 			ErrCorrupt, fi, li, sc.first, sc.last)
 	}
-	w.tw = tw
-	w.first.Store(sc.first)
-	w.last.Store(sc.last)
-	w.setTail(l.segs[len(l.segs)-1].index, sc.tailSize)
-	w.torn = sc.torn
-	return w, nil
+	return nil
 }
 
 // OpenReadOnly opens dir for reading and verification only; nothing on disk
@@ -245,10 +279,13 @@ func (w *WAL) TornTail() error {
 
 // AppendBatch journals entries durably: their seqs must run contiguously
 // from LastSeq()+1 (otherwise ErrOutOfOrder and nothing is written). All
-// entries go out in one write and one fsync (plus a directory fsync when a
-// segment file may have been created); when AppendBatch returns nil they
-// are durable. A write or fsync error puts the WAL in the failed state:
-// this and every later call return an error matching ErrFailed.
+// entries go out in one write (batches beyond walWriteChunk bytes in a few)
+// and one fdatasync. A batch that fills the tail segment is cut there (as
+// tidwall cuts): that part is written and fdatasynced, the next segment is
+// created and the rest goes there; the directory is fsynced before
+// AppendBatch returns whenever it created a file. When it returns nil the
+// entries are durable. A write or fsync error puts the WAL in the failed state: this
+// and every later call return an error matching ErrFailed.
 // Payloads are copied; the caller may reuse them on return.
 func (w *WAL) AppendBatch(entries []Entry) error {
 	w.mu.Lock()
@@ -268,132 +305,98 @@ func (w *WAL) AppendBatch(entries []Entry) error {
 			return fmt.Errorf("%w: seq %d has %d bytes (max %d)", ErrPayloadTooLarge, entries[i].Seq, n, MaxPayloadSize)
 		}
 	}
-	w.batch.Clear()
-	for i := range entries {
-		if i == len(entries)-1 {
-			w.scratch = AppendEnvelopeBatchEnd(w.scratch[:0], entries[i].Seq, entries[i].Payload)
-		} else {
-			w.scratch = AppendEnvelope(w.scratch[:0], entries[i].Seq, entries[i].Payload)
+	// Segments are cut as tidwall cuts them: right after the entry that
+	// brings one to SegmentSize. The tail is full before a batch only right
+	// after Open.
+	rotated := false
+	if w.tail.full() {
+		if err := w.rotate(next); err != nil {
+			return err
 		}
-		w.batch.Write(entries[i].Seq, w.scratch)
+		rotated = true
 	}
-	rotated, tailIndex, tailBytes := w.predictRotation(entries)
-	if err := w.tw.WriteBatch(&w.batch); err != nil {
-		return w.fail("write batch", err)
-	}
-	if !w.opts.NoSync {
-		if !rotated && !w.tailMatches(tailIndex, tailBytes) {
-			// Our model of tidwall's segment rotation is off: assume a
-			// segment was created, fsync the directory, and resynchronise.
-			rotated = true
-			w.log.Warn("journal: WAL segment tracking drifted; resynchronising")
-			if ti, tb, err := w.statTail(); err == nil {
-				tailIndex, tailBytes = ti, tb
+	end := entries[len(entries)-1].Seq
+	for rest := entries; ; {
+		n, err := w.tail.writeEntries(rest, end)
+		if err != nil {
+			return w.fail("write batch", err)
+		}
+		if !w.opts.NoSync {
+			if err := w.syncFile(); err != nil {
+				return w.fail("fsync segment", err)
 			}
 		}
-		if err := w.syncFile(); err != nil {
-			return w.fail("fsync segment", err)
+		if rest = rest[n:]; len(rest) == 0 {
+			break
 		}
-		if rotated {
-			if err := w.syncDir(); err != nil {
-				return w.fail("fsync WAL dir", err)
-			}
+		// The batch filled the segment: its part there is durable (just
+		// fsynced), so a crash can never leave a torn segment with a newer
+		// file behind it. Go on in a new segment.
+		if err := w.rotate(rest[0].Seq); err != nil {
+			return err
+		}
+		rotated = true
+	}
+	if w.tail.full() {
+		if err := w.rotate(end + 1); err != nil {
+			return err
+		}
+		rotated = true
+	}
+	if rotated && !w.opts.NoSync {
+		if err := w.syncDir(); err != nil {
+			return w.fail("fsync WAL dir", err)
 		}
 	}
-	w.setTail(tailIndex, tailBytes)
 	w.last.Store(entries[len(entries)-1].Seq)
 	return nil
 }
 
-// predictRotation applies tidwall's rule (start a new segment before a
-// write when the tail exceeds SegmentSize, and after any entry that brings
-// it to SegmentSize or more) to the batch.
-func (w *WAL) predictRotation(entries []Entry) (rotated bool, tailIndex uint64, tailBytes int64) {
-	seg := int64(w.opts.SegmentSize)
-	tailIndex, tailBytes = w.tailIndex, w.tailBytes
-	if tailBytes > seg {
-		rotated, tailIndex, tailBytes = true, entries[0].Seq, 0
+// rotate starts the segment for seq first. The caller has made the current
+// tail durable (every batch part is fdatasynced before a file is created
+// behind it, and Open fsynced what it found) and fsyncs the directory.
+func (w *WAL) rotate(first uint64) error {
+	if err := w.tail.rotate(first); err != nil {
+		return w.fail("create segment", err)
 	}
-	for i := range entries {
-		n := uint64(EnvelopeHeaderSize + len(entries[i].Payload))
-		tailBytes += int64(uvarintLen(n) + n)
-		if tailBytes >= seg {
-			rotated, tailIndex, tailBytes = true, entries[i].Seq+1, 0
-		}
-	}
-	return rotated, tailIndex, tailBytes
+	return nil
 }
 
-func uvarintLen(x uint64) uint64 {
-	n := uint64(1)
-	for ; x >= 0x80; x >>= 7 {
-		n++
-	}
-	return n
-}
-
-func (w *WAL) setTail(index uint64, size int64) {
-	if index != w.tailIndex || w.tailPath == "" {
-		w.tailPath = filepath.Join(w.dir, segmentName(index))
-	}
-	w.tailIndex, w.tailBytes = index, size
-}
-
-// tailMatches checks with one stat that the tail segment is where and as
-// large as predicted. Batch bytes that tidwall put into a segment we did not
-// predict are missing from the predicted file, so every such batch is
-// caught before it is acknowledged.
-func (w *WAL) tailMatches(index uint64, size int64) bool {
-	if index != w.tailIndex {
-		return false // only called when no rotation was predicted
-	}
-	fi, err := os.Stat(w.tailPath)
-	return err == nil && fi.Size() == size
-}
-
-func (w *WAL) statTail() (uint64, int64, error) {
-	l, err := listWALDir(w.dir)
-	if err != nil || len(l.segs) == 0 {
-		return 0, 0, fmt.Errorf("journal: list tail: %w", err)
-	}
-	s := l.segs[len(l.segs)-1]
-	fi, err := os.Stat(s.path)
-	if err != nil {
-		return 0, 0, err
-	}
-	return s.index, fi.Size(), nil
-}
-
-// Read returns a copy of the payload of seq (random access through
-// tidwall's segment cache; read-only WALs scan the segment). The envelope
-// is verified, including seq == index.
+// Read returns a copy of the payload of seq, verified like Iterate does
+// (including seq == index). It reads the segment holding seq sequentially
+// up to the entry, so it costs up to one segment read: Read is for tests
+// and tools, replay uses Iterate.
 func (w *WAL) Read(seq uint64) ([]byte, error) {
+	w.iterMu.RLock()
+	defer w.iterMu.RUnlock()
+	segs, first, last, err := w.snapshotSegments()
+	if err != nil {
+		return nil, err
+	}
+	if seq < first || seq > last {
+		return nil, fmt.Errorf("%w: seq %d (WAL holds %d..%d)", ErrNotFound, seq, first, last)
+	}
+	return readSegmentEntry(segs, seq)
+}
+
+// snapshotSegments returns the segment files and the seq range they hold
+// durably, consistently (under mu). The caller holds iterMu, so the files
+// stay until it is done.
+func (w *WAL) snapshotSegments() (segs []walSegment, first, last uint64, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
-	if seq < w.first.Load() || seq > w.last.Load() {
-		return nil, fmt.Errorf("%w: seq %d (WAL holds %d..%d)", ErrNotFound, seq, w.first.Load(), w.last.Load())
-	}
+	first, last = w.first.Load(), w.last.Load()
 	if w.ro {
-		return readSegmentEntry(w.roSegs, seq)
+		return w.roSegs, first, last, nil
 	}
-	data, err := w.tw.Read(seq)
+	l, err := listWALDir(w.dir)
 	if err != nil {
-		return nil, fmt.Errorf("journal: read seq %d: %w", seq, err)
+		return nil, 0, 0, err
 	}
-	got, payload, err := DecodeEnvelope(data)
-	if err != nil {
-		return nil, &CorruptError{Seq: seq, Segment: w.dir, Offset: -1, Reason: err.(*EnvelopeError).reason}
-	}
-	if got != seq {
-		return nil, &CorruptError{Seq: seq, Segment: w.dir, Offset: -1,
-			Reason: fmt.Sprintf("seq mismatch: envelope carries seq %d", got)}
-	}
-	out := make([]byte, len(payload))
-	copy(out, payload)
-	return out, nil
+	return l.segs, first, last, nil
 }
 
 // Iterate calls fn for every entry from seq from (0: from FirstSeq()) to
@@ -408,22 +411,10 @@ func (w *WAL) Read(seq uint64) ([]byte, error) {
 func (w *WAL) Iterate(from uint64, fn func(seq uint64, payload []byte) error) error {
 	w.iterMu.RLock()
 	defer w.iterMu.RUnlock()
-	w.mu.Lock()
-	if err := w.usable(); err != nil {
-		w.mu.Unlock()
+	segs, first, last, err := w.snapshotSegments()
+	if err != nil {
 		return err
 	}
-	first, last := w.first.Load(), w.last.Load()
-	segs := w.roSegs
-	if !w.ro {
-		l, err := listWALDir(w.dir)
-		if err != nil {
-			w.mu.Unlock()
-			return err
-		}
-		segs = l.segs
-	}
-	w.mu.Unlock()
 	if from == 0 {
 		from = first
 	}
@@ -445,9 +436,8 @@ func (w *WAL) Iterate(from uint64, fn func(seq uint64, payload []byte) error) er
 // Nothing is copied or rewritten, so the cost is a few unlinks plus one
 // directory fsync. (tidwall's own TruncateFront rewrites the segment holding
 // seq, up to SegmentSize bytes plus an fsync, while appends wait: measured
-// 100–260 ms with 64 MiB segments.) The deleted files are ones tidwall only
-// touches through Read and TruncateFront/Back, which never reach them: Read
-// is range-checked against FirstSeq() first.
+// 100–260 ms with 64 MiB segments.) The last segment, which segWriter has
+// open, is never deleted.
 func (w *WAL) TruncateFront(seq uint64) error {
 	w.iterMu.Lock()
 	defer w.iterMu.Unlock()
@@ -499,14 +489,14 @@ func (w *WAL) Close() error {
 	if w.ro {
 		return nil
 	}
+	// No fsync: every batch was fsynced before it was acknowledged (and a
+	// failed WAL must never retry one).
+	cerr := w.tail.close()
 	if w.failErr != nil {
-		// Do not call tidwall's Close: it fsyncs again. The file is closed
-		// by the os.File cleanup once the log is unreachable.
-		w.tw = nil
 		return w.failErr
 	}
-	if err := w.tw.Close(); err != nil {
-		return fmt.Errorf("journal: close: %w", err)
+	if cerr != nil {
+		return fmt.Errorf("journal: close: %w", cerr)
 	}
 	return nil
 }

@@ -3,7 +3,7 @@
 //	bench pipeline --data DIR [--commands N] [--producers P] [--seed S] [--batch B] [--json]
 //	               [--users U] [--markets M] [--seed-per-book K] [--nosync] [--cpuprofile FILE]
 //
-// pipeline starts the journal pipeline (WAL + fsync + processor + responder)
+// pipeline starts the journal pipeline (WAL + fsync + processor + release of acks)
 // on an empty data dir, drives N workload commands into it from P producer
 // goroutines (each claiming B seqs at a time through SubmitFunc), waits until
 // all are acknowledged, closes the pipeline and reports.

@@ -28,6 +28,7 @@
 //	                     v
 //	      responder = NewStage(journaler, processor)
 //	        sees seq s only when min(journaler, processor) >= s
+//	        (journal drives it from whichever of the two commits last)
 //	                     |  responder.seq = gating sequence
 //	                     v
 //	  producers may claim up to responder.seq + Cap()
@@ -81,10 +82,11 @@
 // # Waiting
 //
 // A waiter (a stage in WaitFor, a producer in Claim on a full ring) first
-// re-checks its condition for a bounded number of iterations (tight, then
-// with runtime.Gosched), then blocks on a sync.Cond. Publish and Commit only
-// take the lock and signal when an atomic sleeper count says somebody is
-// blocked, so the fast path is one atomic store plus one atomic load.
+// re-checks its condition for a bounded number of tight iterations, then
+// blocks on a sync.Cond (see spinLimit for why it never yields instead).
+// Publish and Commit only take the lock and signal when an atomic sleeper
+// count says somebody is blocked, so the fast path is one atomic store plus
+// one atomic load.
 //
 // # Close
 //

@@ -162,12 +162,10 @@ func (r *Ring[T]) Claim(n int) (lo, hi int64, err error) {
 			continue // another producer won the race: retry at once
 		}
 		if spins < spinLimit {
-			pause(spins)
 			spins++
 			continue
 		}
-		r.waitRoom(k)
-		spins = spinActive // after a wake-up, only yield-spin before sleeping again
+		r.waitRoom(k) // after a wake-up, block again at once while still full
 	}
 }
 

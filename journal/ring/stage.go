@@ -115,7 +115,6 @@ func (s *Stage[T]) WaitFor(next int64) (hi int64, err error) {
 func (s *Stage[T]) waitSlow(next int64) (int64, error) {
 	r := s.ring
 	for i := 0; i < spinLimit && !r.closed.Load() && !s.done.Load(); i++ {
-		pause(i)
 		if hi := s.Available(); hi >= next {
 			return hi, nil
 		}

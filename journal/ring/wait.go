@@ -1,27 +1,20 @@
 package ring
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 )
 
-// Spin budget of a waiter before it blocks: spinActive iterations that only
-// re-check the condition, then spinYield iterations that call
-// runtime.Gosched between checks (letting the goroutine it waits for run on
-// a busy 2-core machine), then a sync.Cond wait.
-const (
-	spinActive = 64
-	spinYield  = 192
-	spinLimit  = spinActive + spinYield
-)
-
-// pause is the back-off between two checks of iteration i of a spin loop.
-func pause(i int) {
-	if i >= spinActive {
-		runtime.Gosched()
-	}
-}
+// spinLimit is how many times a waiter (a stage in WaitFor, a producer in
+// Claim) re-checks its condition in a tight loop before it blocks on a
+// sync.Cond. There is deliberately no phase that yields between checks
+// (runtime.Gosched): on a 2-vCPU machine a yielding waiter keeps a second
+// thread runnable that the CPU-bound processor goroutine then shares a CPU
+// with. Measured with `bench pipeline --rate 500000 --batch 16` (journal
+// with release on the journaler/processor), removing the former 192
+// yielding iterations cut the process's CPU time by ~11% and ack p50/p99
+// from 533/2306 µs to 414/1473 µs (medians of 4).
+const spinLimit = 64
 
 // notifier is a sync.Cond with an atomic count of blocked goroutines, so that
 // signalling costs one atomic load when nobody sleeps.
