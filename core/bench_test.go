@@ -147,3 +147,21 @@ func BenchmarkDecodeCommand(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cmds/s")
 }
+
+// BenchmarkAppendSnapshot serializes the state at the end of the mixed
+// stream (10k funded users, ~2k resting orders), as the pipeline does on
+// the processor goroutine every SnapshotEvery commands.
+func BenchmarkAppendSnapshot(b *testing.B) {
+	w := benchWorkloadOnce()
+	p := mustRestore(b, w.snap)
+	for i := range w.cmds {
+		p.Apply(&w.cmds[i])
+	}
+	var buf []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		buf = p.AppendSnapshot(buf[:0])
+	}
+	b.ReportMetric(float64(len(buf)), "bytes")
+}

@@ -29,8 +29,8 @@ type Processor struct {
 	pool      orderPool
 	orderIdx  map[OrderID]int32     // resting order id -> pool index
 	clientIdx map[clientKey]OrderID // (user, client order id) -> resting order id
-	ops       map[opKey]opRecord    // processed transfer/adjust keys (the ProcessedTransferSet)
-	opLog     []opKey               // ops in insertion order (canonical order for snapshots)
+	ops       map[opKey]int32       // processed transfer/adjust keys (the ProcessedTransferSet) -> index in opLog
+	opLog     []opEntry             // the ops with their first results, in insertion order (canonical order for snapshots)
 
 	// per-command scratch, reset by Apply
 	events        []Event
@@ -55,7 +55,7 @@ func New(cfg Config) *Processor {
 		userIdx:     make(map[UserID]int32),
 		orderIdx:    make(map[OrderID]int32),
 		clientIdx:   make(map[clientKey]OrderID),
-		ops:         make(map[opKey]opRecord),
+		ops:         make(map[opKey]int32),
 	}
 	p.ensureAccount(FeeUser)
 	return p

@@ -94,7 +94,7 @@ type stateProbe struct {
 func (s *stateProbe) capture(p *Processor, c *Command) {
 	s.seq, s.time, s.nOps = p.lastSeq, p.lastTime, len(p.opLog)
 	s.key = opKey{c.Kind, c.Key}
-	s.rec, s.had = p.ops[s.key]
+	s.rec, s.had = p.op(s.key)
 	s.body = stateBody(p, s.body[:0], s.seq, s.time, s.nOps, s.window)
 }
 
@@ -117,10 +117,10 @@ func (s *stateProbe) verify(p *Processor, c *Command, ev []Event, code Code) err
 	switch len(p.opLog) {
 	case s.nOps:
 	case s.nOps + 1:
-		k := p.opLog[s.nOps]
+		e := p.opLog[s.nOps]
 		want := opRecord{user: c.User, asset: c.Asset, amount: c.Amount, code: code}
-		if !isTransferKind(c.Kind) || s.had || k != s.key || p.ops[k] != want {
-			return fmt.Errorf("rejected (%v) but recorded op %+v -> %+v", code, k, p.ops[k])
+		if idx, ok := p.ops[e.k]; !isTransferKind(c.Kind) || s.had || e.k != s.key || e.r != want || !ok || idx != int32(s.nOps) {
+			return fmt.Errorf("rejected (%v) but recorded op %+v -> %+v (index %d)", code, e.k, e.r, idx)
 		}
 		found := false
 		for i := range ev {
@@ -132,8 +132,8 @@ func (s *stateProbe) verify(p *Processor, c *Command, ev []Event, code Code) err
 	default:
 		return fmt.Errorf("rejected (%v) but the ops log grew from %d to %d", code, s.nOps, len(p.opLog))
 	}
-	if s.had && p.ops[s.key] != s.rec {
-		return fmt.Errorf("rejected (%v) but op %+v changed: %+v -> %+v", code, s.key, s.rec, p.ops[s.key])
+	if cur, _ := p.op(s.key); s.had && cur != s.rec {
+		return fmt.Errorf("rejected (%v) but op %+v changed: %+v -> %+v", code, s.key, s.rec, cur)
 	}
 	return nil
 }

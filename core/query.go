@@ -168,6 +168,6 @@ func (p *Processor) AdjustedTotal(asset AssetID) Units {
 // (KindSpotDeposit, KindSpotWithdraw, KindSpotRefund or KindAdjust) keyed by
 // key, and whether there is one.
 func (p *Processor) SpotOp(kind Kind, key Key) (Code, bool) {
-	r, ok := p.ops[opKey{kind, key}]
+	r, ok := p.op(opKey{kind, key})
 	return r.code, ok
 }

@@ -80,8 +80,8 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	for a := range p.assets {
 		p.assets[a].total = p.assets[a].credited - p.assets[a].debited
 	}
-	for _, k := range p.opLog {
-		if r := p.ops[k]; k.kind == KindAdjust && r.code == OK {
+	for i := range p.opLog {
+		if k, r := p.opLog[i].k, p.opLog[i].r; k.kind == KindAdjust && r.code == OK {
 			p.assets[r.asset].adjusted += r.amount
 		}
 	}
@@ -174,8 +174,7 @@ func (p *Processor) readOps(r *rbuf) error {
 		if _, dup := p.ops[k]; dup {
 			return ErrSnapshot
 		}
-		p.ops[k] = rec
-		p.opLog = append(p.opLog, k)
+		p.recordOp(k, rec)
 	}
 	return r.err
 }

@@ -76,8 +76,8 @@ func (p *Processor) AppendSnapshot(dst []byte) []byte {
 		}
 	}
 	w.uv(uint64(len(p.opLog)))
-	for _, k := range p.opLog {
-		r := p.ops[k]
+	for i := range p.opLog {
+		k, r := &p.opLog[i].k, &p.opLog[i].r
 		w.u8(uint8(k.kind))
 		w.key(k.key)
 		w.uv(uint64(r.user))

@@ -15,6 +15,31 @@ type opRecord struct {
 	code   Code
 }
 
+// opEntry is one processed operation. The records live in Processor.opLog,
+// in insertion order, and the ops map only indexes them, so a snapshot
+// walks the slice without a map lookup per op (which cost ~70% of
+// AppendSnapshot when the map held the records).
+type opEntry struct {
+	k opKey
+	r opRecord
+}
+
+// op returns the first result of operation k, if it was processed.
+func (p *Processor) op(k opKey) (opRecord, bool) {
+	i, ok := p.ops[k]
+	if !ok {
+		return opRecord{}, false
+	}
+	return p.opLog[i].r, true
+}
+
+// recordOp adds operation k with its first result; k must be new and
+// len(p.opLog) < MaxProcessedOps (which fits an int32).
+func (p *Processor) recordOp(k opKey, r opRecord) {
+	p.ops[k] = int32(len(p.opLog))
+	p.opLog = append(p.opLog, opEntry{k, r})
+}
+
 // transfer applies a spot deposit, withdraw, refund or an operator
 // adjustment. Each is idempotent by (kind, key): a repeat with the same
 // parameters returns the first result (Flags=1 on its EvTransfer) and changes
@@ -32,7 +57,7 @@ func (p *Processor) transfer(c *Command) Code {
 		return CodeInvalidAmount
 	}
 	k := opKey{c.Kind, c.Key}
-	if r, ok := p.ops[k]; ok {
+	if r, ok := p.op(k); ok {
 		if r.user != c.User || r.asset != c.Asset || r.amount != c.Amount {
 			return CodeReqIDConflict
 		}
@@ -47,8 +72,7 @@ func (p *Processor) transfer(c *Command) Code {
 	if code == CodeTooManyUsers || code == CodeInvalidUser {
 		return code // not recorded: nothing was decided about this req_id
 	}
-	p.ops[k] = opRecord{user: c.User, asset: c.Asset, amount: c.Amount, code: code}
-	p.opLog = append(p.opLog, k)
+	p.recordOp(k, opRecord{user: c.User, asset: c.Asset, amount: c.Amount, code: code})
 	if code == OK {
 		p.applyTransfer(c)
 	}
@@ -75,7 +99,7 @@ func (p *Processor) checkTransfer(c *Command) Code {
 			}
 		}
 		if c.Kind == KindSpotRefund {
-			w, ok := p.ops[opKey{KindSpotWithdraw, c.Key}]
+			w, ok := p.op(opKey{KindSpotWithdraw, c.Key})
 			if !ok || w.code != OK || w.user != c.User || w.asset != c.Asset || w.amount != c.Amount {
 				return CodeRefundWithoutWithdraw
 			}
