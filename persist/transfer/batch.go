@@ -162,11 +162,11 @@ type batchReq struct {
 // batch did not commit, or its commit was not confirmed; the rest means
 // nothing.
 type batchAnswer struct {
-	won      bool     // CAS: this request moved the transfer; fused: the transfer was in plan.at and locked
+	won      bool     // CAS: this request moved the transfer; fused: the transfer was in plan.at and held (locked or inserted)
 	out      Outcome  // funding, fused (won): SUCCESS, EXPLICIT_FAIL or UNKNOWN (never recorded)
 	state    State    // fused (won): the state the transfer was left in
 	cas      int      // fused (won): CAS transitions made
-	transfer Transfer // get; insert (and fused with plan.insert) when inserted
+	transfer Transfer // get; insert when inserted; CAS (won): the row as moved; fused: as inserted, then as its last transition left it
 	inserted bool     // insert, fused with plan.insert: false = the user's cid was taken
 	err      error    // get: ErrNotFound; any kind: the batch failed
 }

@@ -20,7 +20,9 @@ import (
 //	round trip 1  lock the transfer: SELECT ... FOR UPDATE WHERE req_id
 //	              AND state = plan.at (the CAS's compare: when the row is
 //	              elsewhere, or moves while we wait for its lock, the
-//	              request is LOST and does nothing at all); then the
+//	              request is LOST and does nothing at all), or, with
+//	              plan.insert, insert it in INIT (this transaction's own
+//	              row: nobody else can see it, no lock needed); then the
 //	              FUNDING reads, shared with the plain operations
 //	in memory     the operation is decided by decideOp in arrival order
 //	              with the batch's other FUNDING operations (a repeat
@@ -29,7 +31,9 @@ import (
 //	              each its own CAS UPDATE (k-th transition of every fused
 //	              request in the k-th statement): plan.pre, then plan.ok
 //	              on SUCCESS or plan.fail on EXPLICIT_FAIL (nothing more on
-//	              an unknown outcome, which is never recorded); COMMIT
+//	              an unknown outcome, which is never recorded), each
+//	              returning the rows it moved (the answer carries the row
+//	              as the request's last transition left it); COMMIT
 //
 // The row lock taken in round trip 1 is held to COMMIT, so every
 // transition of round trip 2 finds the state the previous one left; should
@@ -98,36 +102,46 @@ const fusedLockSQL = `SELECT t.req_id FROM unnest($1::text[], $2::smallint[]) AS
 		WHERE req_id = k.req_id AND state = k.state FOR UPDATE) AS t`
 
 // fusedCASSQL is casSQL guarded: fewer rows moved than $5 fails the
-// statement (and so the batch, with no effect).
+// statement (and so the batch, with no effect). The moved rows come back
+// as this transition left them.
 const fusedCASSQL = `WITH moved AS (
 	UPDATE transfers_tb AS t
 	SET state = u.to_state, updated_at = now(), error_message = COALESCE(NULLIF(u.msg, ''), t.error_message)
 	FROM unnest($1::text[], $2::smallint[], $3::smallint[], $4::text[]) AS u(req_id, from_state, to_state, msg)
 	WHERE t.req_id = u.req_id AND t.state = u.from_state
-	RETURNING 1
-)
-SELECT CASE WHEN count(*) = $5 THEN count(*)
-	ELSE ('` + fusedMark + `: ' || count(*) || ' of ' || $5 || ' moved')::bigint END
-FROM moved`
+	RETURNING ` + transferColsT + `
+), n AS (SELECT count(*) AS moved FROM moved)
+SELECT m.* FROM n LEFT JOIN moved AS m ON true
+WHERE CASE WHEN n.moved = $5 THEN true
+	ELSE ('` + fusedMark + `: ' || n.moved || ' of ' || $5 || ' moved')::boolean END`
 
 // fusedMark identifies fusedCASSQL's guard error.
 const fusedMark = "transfer batch: fused transition lost under lock"
 
 // queueFusedLocks queues round trip 1's lock of the fused steps. Only the
 // first fused step of a transfer in the batch is run; a later one (a
-// racing driver) is answered LOST, as it would be after the first. It
-// reports whether the batch has fused steps.
+// racing driver) is answered LOST, as it would be after the first. A step
+// that inserts its transfer locks nothing: the row is this transaction's
+// own, and the insert reports it held (queueInserts). It reports whether
+// the batch has fused steps.
 func queueFusedLocks(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) bool {
 	var idx []int
 	first := map[string]bool{}
+	fused := false
 	for i, r := range reqs {
-		if r.kind == kindFused && !first[r.reqID] {
+		if r.kind != kindFused {
+			continue
+		}
+		fused = true
+		if !first[r.reqID] {
 			first[r.reqID] = true
-			idx = append(idx, i)
+			if r.plan.insert == nil {
+				idx = append(idx, i)
+			}
 		}
 	}
 	if len(idx) == 0 {
-		return false
+		return fused
 	}
 	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(reqs[a].reqID, reqs[b].reqID) })
 	ids, states := make([]string, len(idx)), make([]int16, len(idx))
@@ -157,6 +171,7 @@ func queueFusedCAS(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 		id       string
 		from, to State
 		msg      string
+		req      int // index into reqs
 	}
 	var rounds [][]move
 	for i, r := range reqs {
@@ -172,7 +187,7 @@ func queueFusedCAS(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 			if k == len(rounds) {
 				rounds = append(rounds, nil)
 			}
-			rounds[k] = append(rounds[k], move{r.reqID, s, c.to, msg})
+			rounds[k] = append(rounds[k], move{r.reqID, s, c.to, msg, i})
 			s = c.to
 			ans[i].cas++
 		}
@@ -182,9 +197,22 @@ func queueFusedCAS(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 		slices.SortFunc(round, func(a, b move) int { return strings.Compare(a.id, b.id) })
 		n := len(round)
 		ids, from, to, msgs := make([]string, n), make([]int16, n), make([]int16, n), make([]string, n)
+		at := make(map[string]int, n)
 		for j, m := range round {
 			ids[j], from[j], to[j], msgs[j] = m.id, int16(m.from), int16(m.to), m.msg
+			at[m.id] = m.req
 		}
-		b.Queue(fusedCASSQL, ids, from, to, msgs, int64(n))
+		// The rounds run in order: a request's row is left as its last
+		// transition made it.
+		b.Queue(fusedCASSQL, ids, from, to, msgs, int64(n)).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				t, err := scanTransfer(rows)
+				if err != nil {
+					return err
+				}
+				ans[at[t.ReqID]].transfer = t
+			}
+			return rows.Err()
+		})
 	}
 }

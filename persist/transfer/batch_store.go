@@ -118,18 +118,22 @@ func queueInserts(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 			}
 			i := at[t.ReqID]
 			ans[i].transfer, ans[i].inserted = t, true
+			// A fused step's own row: no other transaction can see it, let
+			// alone move it, before this one commits. It is in INIT and
+			// this request holds it, as queueFusedLocks would report.
+			ans[i].won = reqs[i].kind == kindFused
 		}
 		return rows.Err() // the rest met a transfer with the same (user, cid): inserted = false
 	})
 }
 
 // casSQL is transitionSQL for many transfers at once; won = the row was in
-// `from` when this statement reached it.
+// `from` when this statement reached it, and it comes back as it was left.
 const casSQL = `UPDATE transfers_tb AS t
 	SET state = u.to_state, updated_at = now(), error_message = COALESCE(NULLIF(u.msg, ''), t.error_message)
 	FROM unnest($1::text[], $2::smallint[], $3::smallint[], $4::text[]) AS u(req_id, from_state, to_state, msg)
 	WHERE t.req_id = u.req_id AND t.state = u.from_state
-	RETURNING t.req_id`
+	RETURNING ` + transferColsT
 
 // noteSQL is noteRetrySQL for many transfers at once.
 const noteSQL = `UPDATE transfers_tb AS t
@@ -156,11 +160,12 @@ func queueCAS(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 		}
 		b.Queue(casSQL, ids, from, to, msgs).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
+				t, err := scanTransfer(rows)
+				if err != nil {
 					return err
 				}
-				ans[at[id]].won = true
+				i := at[t.ReqID]
+				ans[i].won, ans[i].transfer = true, t
 			}
 			return rows.Err()
 		})

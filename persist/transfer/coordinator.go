@@ -184,15 +184,15 @@ func (c *Coordinator) Drive(ctx context.Context, reqID string) (Transfer, error)
 	return c.drive(ctx, reqID, nil)
 }
 
-// drive is Drive; known, when set and not terminal, is the state this
-// driver has just left the transfer in, stepped from without a read (a
-// terminal one is read, for the caller's answer).
+// drive is Drive; known, when set, is the row exactly as this driver has
+// just left it (from its own write): stepped from without a read, and
+// returned as is once terminal (a terminal state never changes).
 func (c *Coordinator) drive(ctx context.Context, reqID string, known *Transfer) (Transfer, error) {
 	backoff := c.cfg.RetryBase
 	for {
 		var t Transfer
 		var err error
-		if known != nil && !known.State.Terminal() && ctx.Err() == nil {
+		if known != nil && (known.State.Terminal() || ctx.Err() == nil) {
 			t = *known
 		} else if t, err = c.read(ctx, reqID); err != nil {
 			return t, err
@@ -201,7 +201,11 @@ func (c *Coordinator) drive(ctx context.Context, reqID string, known *Transfer) 
 		if t.State.Terminal() || ctx.Err() != nil {
 			return t, nil
 		}
-		if c.step(ctx, t) {
+		switch c.step(ctx, &t) {
+		case movedKnown:
+			known = &t
+			fallthrough
+		case moved:
 			backoff = c.cfg.RetryBase
 			continue
 		}
@@ -216,12 +220,24 @@ func (c *Coordinator) drive(ctx context.Context, reqID string, known *Transfer) 
 // advance steps reqID while it makes progress, without waiting: the
 // Worker's unit of work. It returns the state reached.
 func (c *Coordinator) advance(ctx context.Context, reqID string) (Transfer, error) {
+	var known *Transfer
 	for {
-		t, err := c.read(ctx, reqID)
-		if err != nil || t.State.Terminal() || ctx.Err() != nil {
+		var t Transfer
+		var err error
+		if known != nil && (known.State.Terminal() || ctx.Err() == nil) {
+			t = *known
+		} else if t, err = c.read(ctx, reqID); err != nil {
 			return t, err
 		}
-		if !c.step(ctx, t) {
+		known = nil
+		if t.State.Terminal() || ctx.Err() != nil {
+			return t, nil
+		}
+		switch c.step(ctx, &t) {
+		case movedKnown:
+			known = &t
+		case moved:
+		default:
 			return t, nil
 		}
 	}

@@ -48,8 +48,8 @@ func (c *Coordinator) Fused() bool { return c.fuse != nil }
 
 // fusedAnswer is one fused step's answer.
 type fusedAnswer struct {
-	inserted bool     // plan.insert: the transfer was inserted (as transfer)
-	transfer Transfer // plan.insert, inserted: the row as inserted
+	inserted bool     // plan.insert: the transfer was inserted
+	transfer Transfer // won and cas > 0: the row as the last transition left it; else, inserted: as inserted
 	won      bool     // the transfer was in plan.at: the step ran
 	out      Outcome  // the FUNDING operation's outcome (won)
 	state    State    // the state reached (won)
@@ -75,33 +75,26 @@ func (c *Coordinator) fusable(t Transfer) bool {
 	return c.fuse != nil && checkParams(t.ReqID, t.UserID, t.Asset, t.Amount) == nil
 }
 
-// runFused runs plan on t (t follows the state reached) and reports, as
-// step does, whether the transfer's state changed.
-func (c *Coordinator) runFused(ctx context.Context, t *Transfer, plan *fusePlan) (progressed bool) {
+// runFused runs plan on *t and reports, as step does, what it did (on
+// movedKnown *t is the row as the step left it).
+func (c *Coordinator) runFused(ctx context.Context, t *Transfer, plan *fusePlan) move {
 	return c.afterFused(ctx, t, plan, c.fuse.fused(ctx, *t, plan))
 }
 
 // afterFused is runFused's handling of plan's answer a.
-func (c *Coordinator) afterFused(ctx context.Context, t *Transfer, plan *fusePlan, a fusedAnswer) (progressed bool) {
+func (c *Coordinator) afterFused(ctx context.Context, t *Transfer, plan *fusePlan, a fusedAnswer) move {
 	if a.err != nil {
 		c.unknown(ctx, *t, plan.op, errorOutcome(ctx, a.err))
-		return false
+		return stayed
 	}
 	if !a.won {
 		c.stats.CASLost.Add(1)
-		return true // another driver moved it: re-read
+		return moved // another driver moved it: re-read
 	}
 	c.stats.CASWon.Add(int64(a.cas))
-	for _, s := range plan.chain(a.out) {
-		if s.msg != "" || s.outcome {
-			t.ErrorMessage = s.msg
-			if s.outcome {
-				t.ErrorMessage += a.out.String()
-			}
-		}
+	if a.cas > 0 {
+		*t = a.transfer
 	}
-	from := t.State
-	t.State = a.state
 	switch {
 	case a.state == Failed:
 		c.stats.Failed.Add(1)
@@ -117,16 +110,19 @@ func (c *Coordinator) afterFused(ctx context.Context, t *Transfer, plan *fusePla
 		// Unknown, or a refusal this step cannot act on (a refund's: only
 		// SUCCESS leaves COMPENSATING): stays (after plan.pre), retry later.
 		c.unknown(ctx, *t, plan.op, a.out)
-		return false
+		return stayed
 	}
-	return a.state != from || a.cas > 0
+	if a.cas == 0 {
+		return stayed // nothing moved
+	}
+	return movedKnown
 }
 
-// fusedStep makes one move of t through fused steps; handled=false leaves
+// fusedStep makes one move of *t through fused steps; handled=false leaves
 // the move to the unfused step.
-func (c *Coordinator) fusedStep(ctx context.Context, t Transfer) (handled, progressed bool) {
-	if !c.fusable(t) {
-		return false, false
+func (c *Coordinator) fusedStep(ctx context.Context, t *Transfer) (handled bool, m move) {
+	if !c.fusable(*t) {
+		return false, stayed
 	}
 	switch {
 	case t.From == AccountFunding && t.To == AccountSpot:
@@ -138,20 +134,19 @@ func (c *Coordinator) fusedStep(ctx context.Context, t Transfer) (handled, progr
 			if t.State == Init {
 				plan.pre = []fuseCAS{{to: SourcePending}}
 			}
-			if !c.runFused(ctx, &t, plan) {
-				return true, false
-			}
-			if t.State != TargetPending {
-				return true, true
+			if m := c.runFused(ctx, t, plan); m != movedKnown || t.State != TargetPending {
+				return true, m
 			}
 			// Go on to the SPOT deposit without re-reading: this driver
 			// just moved the transfer there. A fresh bound for the call.
 			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
 			defer cancel()
-			c.target(tctx, t)
-			return true, true
+			if c.target(tctx, t) == movedKnown {
+				return true, movedKnown
+			}
+			return true, moved // the fused step moved it; whatever the deposit did, re-read
 		case Compensating:
-			return true, c.runFused(ctx, &t, &fusePlan{at: Compensating, op: OpRefund,
+			return true, c.runFused(ctx, t, &fusePlan{at: Compensating, op: OpRefund,
 				ok: []fuseCAS{{to: RolledBack}}})
 		}
 	case t.From == AccountSpot && t.To == AccountFunding:
@@ -160,13 +155,13 @@ func (c *Coordinator) fusedStep(ctx context.Context, t Transfer) (handled, progr
 			return true, c.fusedDeposit(ctx, t)
 		}
 	}
-	return false, false
+	return false, stayed
 }
 
 // fusedDeposit runs the FUNDING deposit of a SPOT->FUNDING transfer in
 // SOURCE_PENDING (the SPOT withdraw succeeded), SOURCE_DONE or
 // TARGET_PENDING, with the transitions up to it and the one after it.
-func (c *Coordinator) fusedDeposit(ctx context.Context, t Transfer) bool {
+func (c *Coordinator) fusedDeposit(ctx context.Context, t *Transfer) move {
 	plan := &fusePlan{at: t.State, op: OpDeposit,
 		ok:   []fuseCAS{{to: Committed}},
 		fail: []fuseCAS{{to: Compensating, msg: "target deposit: ", outcome: true}}}
@@ -176,14 +171,14 @@ func (c *Coordinator) fusedDeposit(ctx context.Context, t Transfer) bool {
 	case SourceDone:
 		plan.pre = []fuseCAS{{to: TargetPending}}
 	}
-	return c.runFused(ctx, &t, plan)
+	return c.runFused(ctx, t, plan)
 }
 
 // fusedCompensate is the fused answer to the SPOT target's explicit
 // refusal of a FUNDING->SPOT transfer in TARGET_PENDING: ->COMPENSATING
 // (with the refusal), the FUNDING refund, ->ROLLED_BACK.
-func (c *Coordinator) fusedCompensate(ctx context.Context, t Transfer, refusal Outcome) bool {
-	return c.runFused(ctx, &t, &fusePlan{at: TargetPending, op: OpRefund,
+func (c *Coordinator) fusedCompensate(ctx context.Context, t *Transfer, refusal Outcome) move {
+	return c.runFused(ctx, t, &fusePlan{at: TargetPending, op: OpRefund,
 		pre: []fuseCAS{{to: Compensating, msg: "target deposit: " + refusal.String()}},
 		ok:  []fuseCAS{{to: RolledBack}}})
 }
@@ -215,6 +210,5 @@ func (c *Coordinator) insertFused(ctx context.Context, t Transfer) (got Transfer
 	if !a.won { // cannot happen (the row is this transaction's own): re-read
 		return got, true, false, nil
 	}
-	progressed := c.afterFused(sctx, &got, plan, a)
-	return got, true, progressed, nil
+	return got, true, c.afterFused(sctx, &got, plan, a) == movedKnown, nil
 }

@@ -11,27 +11,35 @@ import (
 // TARGET_PENDING, COMPENSATING) is durable before the call is made
 // (persist-before-call); only EXPLICIT_FAIL moves backwards (2.3).
 
-// step makes one move of t and reports whether the transfer's state changed
-// (by this driver or, as a lost CAS shows, by another). false means an
-// unknown outcome or an error: the caller waits and retries.
-func (c *Coordinator) step(ctx context.Context, t Transfer) bool {
+// A move is what one step did.
+type move uint8
+
+const (
+	stayed     move = iota // no progress: an unknown outcome or an error; wait, re-read and retry
+	moved                  // the state changed (another driver's lost CAS, or nothing known of the row): re-read
+	movedKnown             // this driver's last write changed it, and the step's *t is the row exactly as committed
+)
+
+// step makes one move of *t. On movedKnown *t is the row as this driver
+// left it (from the write itself, no read): the caller may step on from it.
+func (c *Coordinator) step(ctx context.Context, t *Transfer) move {
 	// A step is not interrupted by its caller going away; it is bounded.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
 	defer cancel()
-	if handled, progressed := c.fusedStep(ctx, t); handled {
-		return progressed
+	if handled, m := c.fusedStep(ctx, t); handled {
+		return m
 	}
 	switch t.State {
 	case Init:
-		if r := c.cas(ctx, &t, SourcePending, ""); r != casWon {
-			return r == casLost
+		if r := c.cas(ctx, t, SourcePending, ""); r != casWon {
+			return r.move()
 		}
 		return c.source(ctx, t)
 	case SourcePending:
 		return c.source(ctx, t)
 	case SourceDone:
-		if r := c.cas(ctx, &t, TargetPending, ""); r != casWon {
-			return r == casLost
+		if r := c.cas(ctx, t, TargetPending, ""); r != casWon {
+			return r.move()
 		}
 		return c.target(ctx, t)
 	case TargetPending:
@@ -39,72 +47,72 @@ func (c *Coordinator) step(ctx context.Context, t Transfer) bool {
 	case Compensating:
 		return c.refund(ctx, t)
 	}
-	return false // terminal: nothing to do
+	return stayed // terminal: nothing to do
 }
 
 // source calls the source withdraw for a transfer in SOURCE_PENDING.
-func (c *Coordinator) source(ctx context.Context, t Transfer) bool {
-	o := call(ctx, c.side(t.From), OpWithdraw, t)
+func (c *Coordinator) source(ctx context.Context, t *Transfer) move {
+	o := call(ctx, c.side(t.From), OpWithdraw, *t)
 	switch o.Kind {
 	case Success:
-		if t.To == AccountFunding && c.fusable(t) {
+		if t.To == AccountFunding && c.fusable(*t) {
 			return c.fusedDeposit(ctx, t) // ->SOURCE_DONE ->TARGET_PENDING, deposit, ... in one transaction
 		}
-		return c.cas(ctx, &t, SourceDone, "") != casErr
+		return c.cas(ctx, t, SourceDone, "").move()
 	case ExplicitFail:
-		r := c.cas(ctx, &t, Failed, "source withdraw: "+o.String())
+		r := c.cas(ctx, t, Failed, "source withdraw: "+o.String())
 		if r == casWon {
 			c.stats.Failed.Add(1)
 			c.log.Info("transfer failed at source", "req_id", t.ReqID, "reason", o.Code)
 		}
-		return r != casErr
+		return r.move()
 	}
-	c.unknown(ctx, t, OpWithdraw, o)
-	return false
+	c.unknown(ctx, *t, OpWithdraw, o)
+	return stayed
 }
 
 // target calls the target deposit for a transfer in TARGET_PENDING.
-func (c *Coordinator) target(ctx context.Context, t Transfer) bool {
-	o := call(ctx, c.side(t.To), OpDeposit, t)
+func (c *Coordinator) target(ctx context.Context, t *Transfer) move {
+	o := call(ctx, c.side(t.To), OpDeposit, *t)
 	switch o.Kind {
 	case Success:
 		// The atomic commit: both sides succeeded; this CAS makes it final.
-		r := c.cas(ctx, &t, Committed, "")
+		r := c.cas(ctx, t, Committed, "")
 		if r == casWon {
 			c.stats.Committed.Add(1)
 			c.log.Info("transfer committed", "req_id", t.ReqID)
 		}
-		return r != casErr
+		return r.move()
 	case ExplicitFail:
 		if !t.From.reversible() {
 			c.log.Log(ctx, LevelCritical, "target refused and source is not reversible: retrying forever",
 				"req_id", t.ReqID, "outcome", o.String())
-			c.note(ctx, t, "target deposit: "+o.String()+" (source not reversible)")
-			return false
+			c.note(ctx, *t, "target deposit: "+o.String()+" (source not reversible)")
+			return stayed
 		}
-		if t.From == AccountFunding && c.fusable(t) {
+		if t.From == AccountFunding && c.fusable(*t) {
 			return c.fusedCompensate(ctx, t, o) // ->COMPENSATING, refund, ->ROLLED_BACK in one transaction
 		}
-		return c.cas(ctx, &t, Compensating, "target deposit: "+o.String()) != casErr
+		return c.cas(ctx, t, Compensating, "target deposit: "+o.String()).move()
 	}
-	c.unknown(ctx, t, OpDeposit, o)
-	return false
+	c.unknown(ctx, *t, OpDeposit, o)
+	return stayed
 }
 
 // refund calls the source refund for a transfer in COMPENSATING. Nothing
 // but SUCCESS leaves COMPENSATING: the funds are in flight until it does.
-func (c *Coordinator) refund(ctx context.Context, t Transfer) bool {
-	o := call(ctx, c.side(t.From), OpRefund, t)
+func (c *Coordinator) refund(ctx context.Context, t *Transfer) move {
+	o := call(ctx, c.side(t.From), OpRefund, *t)
 	if o.Kind == Success {
-		r := c.cas(ctx, &t, RolledBack, "")
+		r := c.cas(ctx, t, RolledBack, "")
 		if r == casWon {
 			c.stats.RolledBack.Add(1)
 			c.log.Info("transfer rolled back", "req_id", t.ReqID)
 		}
-		return r != casErr
+		return r.move()
 	}
-	c.unknown(ctx, t, OpRefund, o)
-	return false
+	c.unknown(ctx, *t, OpRefund, o)
+	return stayed
 }
 
 type casResult uint8
@@ -115,9 +123,20 @@ const (
 	casErr                   // the database did not answer: retry later
 )
 
-// cas moves t to `to` (t.State follows on a win).
+// move is the step's result when its last write was this CAS.
+func (r casResult) move() move {
+	switch r {
+	case casWon:
+		return movedKnown
+	case casLost:
+		return moved
+	}
+	return stayed
+}
+
+// cas moves t to `to`; on a win *t becomes the row as the CAS left it.
 func (c *Coordinator) cas(ctx context.Context, t *Transfer, to State, errMsg string) casResult {
-	won, err := c.cfg.Store.Transition(ctx, t.ReqID, t.State, to, errMsg)
+	row, won, err := c.cfg.Store.transition(ctx, t.ReqID, t.State, to, errMsg)
 	switch {
 	case err != nil:
 		c.log.Error("transfer CAS failed", "req_id", t.ReqID, "from", t.State, "to", to, "err", err)
@@ -127,7 +146,7 @@ func (c *Coordinator) cas(ctx context.Context, t *Transfer, to State, errMsg str
 		return casLost
 	}
 	c.stats.CASWon.Add(1)
-	t.State = to
+	*t = row
 	return casWon
 }
 

@@ -47,6 +47,11 @@ func NewStoreBatched(pool *pgxpool.Pool, b *Batcher) *Store { return &Store{pool
 const transferCols = `req_id, transfer_id, COALESCE(cid, ''), user_id, from_account, to_account, asset_id,
 	amount, state, retry_count, COALESCE(error_message, ''), created_at, updated_at`
 
+// transferColsT is transferCols of the table aliased t, each column under
+// its own name (for statements joining transfers_tb with other relations).
+const transferColsT = `t.req_id, t.transfer_id, COALESCE(t.cid, '') AS cid, t.user_id, t.from_account, t.to_account,
+	t.asset_id, t.amount, t.state, t.retry_count, COALESCE(t.error_message, '') AS error_message, t.created_at, t.updated_at`
+
 func scanTransfer(row pgx.Row) (Transfer, error) {
 	var t Transfer
 	var from, to string
@@ -119,7 +124,8 @@ func (s *Store) GetByCID(ctx context.Context, user UserID, cid string) (Transfer
 const (
 	transitionSQL = `UPDATE transfers_tb
 		SET state = $3, updated_at = now(), error_message = COALESCE(NULLIF($4, ''), error_message)
-		WHERE req_id = $1 AND state = $2`
+		WHERE req_id = $1 AND state = $2
+		RETURNING ` + transferCols
 	noteRetrySQL = `UPDATE transfers_tb
 		SET retry_count = retry_count + 1, error_message = $3, updated_at = now()
 		WHERE req_id = $1 AND state = $2`
@@ -131,21 +137,31 @@ const (
 // and the caller must re-read instead of acting. errMsg, when not empty,
 // becomes error_message.
 func (s *Store) Transition(ctx context.Context, reqID string, from, to State, errMsg string) (won bool, err error) {
+	_, won, err = s.transition(ctx, reqID, from, to, errMsg)
+	return won, err
+}
+
+// transition is Transition that also returns, on a win, the row exactly as
+// the transition left it (so a driver need not read it again).
+func (s *Store) transition(ctx context.Context, reqID string, from, to State, errMsg string) (Transfer, bool, error) {
 	if !CanTransition(from, to) {
-		return false, fmt.Errorf("transfer: %s: illegal transition %s -> %s", reqID, from, to)
+		return Transfer{}, false, fmt.Errorf("transfer: %s: illegal transition %s -> %s", reqID, from, to)
 	}
 	if s.b != nil {
 		a := s.b.do(&batchReq{kind: kindCAS, ctx: ctx, reqID: reqID, from: from, to: to, msg: errMsg})
 		if a.err != nil {
-			return false, fmt.Errorf("transfer: %s: CAS %s -> %s: %w", reqID, from, to, a.err)
+			return Transfer{}, false, fmt.Errorf("transfer: %s: CAS %s -> %s: %w", reqID, from, to, a.err)
 		}
-		return a.won, nil
+		return a.transfer, a.won, nil
 	}
-	tag, err := s.pool.Exec(ctx, transitionSQL, reqID, int16(from), int16(to), errMsg)
-	if err != nil {
-		return false, fmt.Errorf("transfer: %s: CAS %s -> %s: %w", reqID, from, to, err)
+	t, err := scanTransfer(s.pool.QueryRow(ctx, transitionSQL, reqID, int16(from), int16(to), errMsg))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Transfer{}, false, nil // not in `from`
+	case err != nil:
+		return Transfer{}, false, fmt.Errorf("transfer: %s: CAS %s -> %s: %w", reqID, from, to, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return t, true, nil
 }
 
 // NoteRetry records an unknown outcome in state `at`: retry_count+1, the
