@@ -29,9 +29,11 @@
 // through a Batcher (batch.go), which runs the steps of many concurrent
 // transfers as one transaction, with the answers each would have had
 // alone. Config.Fuse goes further (fused.go, batch_fused.go): each FUNDING
-// operation and the CAS transitions around it (each still its own CAS
-// UPDATE) commit as ONE batch transaction, and Create inserts the transfer
-// in the transaction of its first move; with any FUNDING side but the
+// operation and the CAS transitions around it commit as ONE batch
+// transaction, written as one CAS UPDATE from the state the step found to
+// the state its chain ends in (the states in between exist only inside that
+// transaction, where no one else can see them), and Create inserts the
+// transfer in the transaction of its first move; with any FUNDING side but the
 // batched *Funding on the Store's pool (e.g. wrapped in Faulty) the unfused
 // path runs.
 //
