@@ -133,12 +133,7 @@ func TestFusedBatchRowsInsertAndReplay(t *testing.T) {
 		{s2f, "INIT>SOURCE_PENDING", ""},
 		{moved, "INIT>SOURCE_DONE", ""},
 	} {
-		if p, _ := history(t, h.pool, c.tr.ReqID); p != c.path {
-			t.Errorf("%s: path %s, want %s", c.tr.ReqID, p, c.path)
-		}
-		if r := records(t, h.pool, c.tr.ReqID); r != c.recs {
-			t.Errorf("%s: records %q, want %q", c.tr.ReqID, r, c.recs)
-		}
+		wantHistory(t, h.pool, c.tr.ReqID, c.path, c.recs)
 	}
 	if b7, b8 := h.fundingBalance(7, usdt), h.fundingBalance(8, usdt); b7 != 900 || b8 != 50 {
 		t.Fatalf("balances %d and %d, want 900 and 50", b7, b8)

@@ -186,28 +186,20 @@ func (c *Coordinator) Drive(ctx context.Context, reqID string) (Transfer, error)
 
 // drive is Drive; known, when set, is the row exactly as this driver has
 // just left it (from its own write): stepped from without a read, and
-// returned as is once terminal (a terminal state never changes).
+// returned as is once terminal (a terminal state never changes). It
+// advances the transfer and, whenever a step makes no progress, waits a
+// backoff that doubles up to RetryMax and restarts from RetryBase after
+// any progress.
 func (c *Coordinator) drive(ctx context.Context, reqID string, known *Transfer) (Transfer, error) {
 	backoff := c.cfg.RetryBase
 	for {
-		var t Transfer
-		var err error
-		if known != nil && (known.State.Terminal() || ctx.Err() == nil) {
-			t = *known
-		} else if t, err = c.read(ctx, reqID); err != nil {
+		t, progressed, err := c.advanceFrom(ctx, reqID, known)
+		known = nil
+		if err != nil || t.State.Terminal() || ctx.Err() != nil {
 			return t, err
 		}
-		known = nil
-		if t.State.Terminal() || ctx.Err() != nil {
-			return t, nil
-		}
-		switch c.step(ctx, &t) {
-		case movedKnown:
-			known = &t
-			fallthrough
-		case moved:
+		if progressed {
 			backoff = c.cfg.RetryBase
-			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -220,26 +212,32 @@ func (c *Coordinator) drive(ctx context.Context, reqID string, known *Transfer) 
 // advance steps reqID while it makes progress, without waiting: the
 // Worker's unit of work. It returns the state reached.
 func (c *Coordinator) advance(ctx context.Context, reqID string) (Transfer, error) {
-	var known *Transfer
+	t, _, err := c.advanceFrom(ctx, reqID, nil)
+	return t, err
+}
+
+// advanceFrom is advance starting from known (as drive's known), and
+// reports whether any step moved the transfer. It returns when the
+// transfer is terminal, ctx is done, or a step makes no progress.
+func (c *Coordinator) advanceFrom(ctx context.Context, reqID string, known *Transfer) (t Transfer, progressed bool, err error) {
 	for {
-		var t Transfer
-		var err error
 		if known != nil && (known.State.Terminal() || ctx.Err() == nil) {
 			t = *known
 		} else if t, err = c.read(ctx, reqID); err != nil {
-			return t, err
+			return t, progressed, err
 		}
 		known = nil
 		if t.State.Terminal() || ctx.Err() != nil {
-			return t, nil
+			return t, progressed, nil
 		}
 		switch c.step(ctx, &t) {
 		case movedKnown:
 			known = &t
 		case moved:
 		default:
-			return t, nil
+			return t, progressed, nil
 		}
+		progressed = true
 	}
 }
 

@@ -74,6 +74,17 @@ func history(t *testing.T, pool *pgxpool.Pool, reqID string) (path, txs string) 
 }
 
 // records returns reqID's FUNDING operation records, "op:RESULT(code)" sorted by op.
+// wantHistory checks reqID's recorded state path and FUNDING records.
+func wantHistory(t *testing.T, pool *pgxpool.Pool, reqID, path, recs string) {
+	t.Helper()
+	if p, _ := history(t, pool, reqID); p != path {
+		t.Errorf("%s: path %s, want %s", reqID, p, path)
+	}
+	if r := records(t, pool, reqID); r != recs {
+		t.Errorf("%s: records %q, want %q", reqID, r, recs)
+	}
+}
+
 func records(t *testing.T, pool *pgxpool.Pool, reqID string) string {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT op || ':' || result || COALESCE('(' || code || ')', '')
@@ -293,12 +304,7 @@ func TestFusedLostInOneBatch(t *testing.T) {
 		{z, "INIT>SOURCE_PENDING", ""},
 		{w, "INIT>SOURCE_PENDING>FAILED", "withdraw:EXPLICIT_FAIL(INSUFFICIENT_BALANCE)"},
 	} {
-		if p, _ := history(t, h.pool, c.tr.ReqID); p != c.path {
-			t.Errorf("%s: path %s, want %s", c.tr.ReqID, p, c.path)
-		}
-		if r := records(t, h.pool, c.tr.ReqID); r != c.recs {
-			t.Errorf("%s: records %q, want %q", c.tr.ReqID, r, c.recs)
-		}
+		wantHistory(t, h.pool, c.tr.ReqID, c.path, c.recs)
 	}
 	if m := h.get(w.ReqID).ErrorMessage; m != "source withdraw: EXPLICIT_FAIL(INSUFFICIENT_BALANCE)" {
 		t.Errorf("error_message %q", m)
