@@ -157,14 +157,40 @@ func (x *exchange) stop() {
 	}
 }
 
-// helloLoad runs cfg against a fresh hello-world target.
+// helloLoad runs cfg against a fresh hello-world target in a child
+// process (see helloProcess).
 func helloLoad(cfg bench.HTTPConfig) (bench.HTTPResult, error) {
+	h, err := startHelloProcess()
+	if err != nil {
+		return bench.HTTPResult{}, err
+	}
+	defer h.stop()
+	return helloLoadAt(h.addr, cfg)
+}
+
+// helloLoadInProcess runs cfg against a fresh hello-world target served by
+// this process.
+func helloLoadInProcess(cfg bench.HTTPConfig) (bench.HTTPResult, error) {
 	addr, stop, err := bench.StartHelloServer()
 	if err != nil {
 		return bench.HTTPResult{}, err
 	}
-	cfg.Addr, cfg.Method, cfg.Path, cfg.Request = addr, "POST", "/api/v1/order", orderBody
-	res, err := bench.RunHTTP(cfg)
-	_ = stop()
-	return res, err
+	defer func() { _ = stop() }()
+	return helloLoadAt(addr, cfg)
+}
+
+// helloLoadAt runs cfg against the hello-world target at addr, with
+// orderBody's requests unless cfg.Request is set.
+func helloLoadAt(addr string, cfg bench.HTTPConfig) (bench.HTTPResult, error) {
+	cfg.Addr, cfg.Method, cfg.Path = addr, "POST", "/api/v1/order"
+	if cfg.Request == nil {
+		cfg.Request = orderBody
+	}
+	return bench.RunHTTP(cfg)
+}
+
+// fixedOrderBody is the one body wrk-check's wrk sends.
+func fixedOrderBody(_, _ int, req *fasthttp.Request) {
+	req.Header.SetContentType("application/json")
+	req.SetBodyString(wrkBody)
 }

@@ -123,10 +123,31 @@ func runHTTPCeiling(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var lf httpFlags
 	lf.register(fs)
+	addr := fs.String("addr", "", "load a hello-world target already running at this host:port (`bench hello-server`) instead of starting one")
+	fixed := fs.Bool("fixed-body", false, "send one fixed order body (as wrk-check's wrk does) instead of varying side and price")
+	server := fs.String("server", "process", `where the harness starts the hello-world target: "process" (a child process, like the exchange) or "inprocess" (in this process, sharing its Go scheduler)`)
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
-	res, err := helloLoad(lf.config())
+	var (
+		res bench.HTTPResult
+		err error
+	)
+	cfg := lf.config()
+	if *fixed {
+		cfg.Request = fixedOrderBody
+	}
+	switch {
+	case *addr != "":
+		res, err = helloLoadAt(*addr, cfg)
+	case *server == "process":
+		res, err = helloLoad(cfg)
+	case *server == "inprocess":
+		res, err = helloLoadInProcess(cfg)
+	default:
+		fmt.Fprintln(stderr, "bench http-ceiling: --server is process or inprocess")
+		return exitUsage
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "bench http-ceiling:", err)
 		return exitFail

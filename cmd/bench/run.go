@@ -31,6 +31,7 @@ scenarios:
   sweep         latency vs offered load (open loop, corrected for coordinated omission) on the exchange
   transfer      internal transfers on Postgres: naive one-transaction ledger vs the transfer FSM, unbatched and batched
   pg-baseline   the naive one-transaction ledger alone on Postgres
+  wrk-check     our load generator vs wrk on the same hello-world target (rate, p50, p99, ratios)
   all           a short run of every scenario: report.json, report.md and plots in --out
 
 run "bench <scenario> -h" for its flags
@@ -62,6 +63,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runPGBaseline(args[1:], stdout, stderr)
 	case "all":
 		return runAll(args[1:], stdout, stderr)
+	case "wrk-check":
+		return runWrkCheck(args[1:], stdout, stderr)
+	case "hello-server":
+		return runHelloServer(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

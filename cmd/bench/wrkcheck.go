@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ubscore/ubscore/bench"
+)
+
+// `bench wrk-check` checks the built-in load generator against wrk: both
+// load the same hello-world target (a child process, `bench hello-server`)
+// with the same connections, the same CPU budget (wrk -t N threads; our
+// generator in its own process with GOMAXPROCS=N), the same request (one
+// fixed order body, keep-alive) and the same duration, alternately, and it
+// prints both rates and p50/p99 and the ratios ours/wrk.
+
+// wrkBody is the one request body both tools send.
+const wrkBody = `{"market":"BTC-USDT","side":"BUY","type":"LIMIT","time_in_force":"GTC","price":"50001","quantity":"0.001"}`
+
+// wrkSample is one run of one tool.
+type wrkSample struct {
+	RPS   float64 `json:"rps"`
+	P50us float64 `json:"p50_us"`
+	P99us float64 `json:"p99_us"`
+}
+
+// wrkCheckReport is wrk-check's JSON report.
+type wrkCheckReport struct {
+	Conns     int         `json:"conns"`
+	Threads   int         `json:"threads"`
+	Duration  string      `json:"duration"`
+	Stall     string      `json:"stall,omitempty"` // the target's injected pause, if any
+	Wrk       []wrkSample `json:"wrk"`
+	Ours      []wrkSample `json:"ours"`
+	WrkMedian wrkSample   `json:"wrk_median"`
+	OurMedian wrkSample   `json:"ours_median"`
+	// Ratios of the medians, ours / wrk.
+	RPSRatio float64 `json:"rps_ratio"`
+	P50Ratio float64 `json:"p50_ratio"`
+	P99Ratio float64 `json:"p99_ratio"`
+}
+
+func runWrkCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench wrk-check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wrk := fs.String("wrk", "wrk", "the wrk binary")
+	conns := fs.Int("conns", 32, "connections (both tools)")
+	threads := fs.Int("threads", 2, "wrk -t; our generator runs with GOMAXPROCS set to the same")
+	dur := fs.Duration("duration", 3*time.Second, "measured time per run (both tools; neither has a warm-up)")
+	runs := fs.Int("runs", 3, "runs of each tool, alternating (wrk first)")
+	asJSON := fs.Bool("json", false, "print the report as one JSON line")
+	stall := fs.Duration("stall", 0, "make the target pause this long every --stall-every (a known tail both tools must report)")
+	stallEvery := fs.Duration("stall-every", 100*time.Millisecond, "the period of --stall")
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	if *conns < 1 || *threads < 1 || *threads > *conns || *runs < 1 || *dur < time.Second {
+		fmt.Fprintln(stderr, "bench wrk-check: --conns >= --threads >= 1, --runs >= 1, --duration >= 1s")
+		return exitUsage
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "bench wrk-check:", err); return exitFail }
+	wrkPath, err := exec.LookPath(*wrk)
+	if err != nil {
+		return fail(fmt.Errorf("wrk not found (apt-get install wrk): %w", err))
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	tmp, err := os.MkdirTemp("", "ubs-wrk-check-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(tmp)
+	script := filepath.Join(tmp, "post.lua")
+	lua := "wrk.method = \"POST\"\nwrk.body = '" + wrkBody + "'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n"
+	if err := os.WriteFile(script, []byte(lua), 0o644); err != nil {
+		return fail(err)
+	}
+	var helloArgs []string
+	if *stall > 0 {
+		helloArgs = []string{"--stall", stall.String(), "--stall-every", stallEvery.String()}
+	}
+	h, err := startHelloProcess(helloArgs...)
+	if err != nil {
+		return fail(err)
+	}
+	defer h.stop()
+	rep := wrkCheckReport{Conns: *conns, Threads: *threads, Duration: dur.String()}
+	if *stall > 0 {
+		rep.Stall = stall.String() + " every " + stallEvery.String()
+	}
+	for i := 0; i < *runs; i++ {
+		w, err := runWrk(wrkPath, script, h.addr, *threads, *conns, *dur)
+		if err != nil {
+			return fail(err)
+		}
+		rep.Wrk = append(rep.Wrk, w)
+		o, err := runOurs(exe, h.addr, *threads, *conns, *dur)
+		if err != nil {
+			return fail(err)
+		}
+		rep.Ours = append(rep.Ours, o)
+		fmt.Fprintf(stderr, "wrk-check run %d: wrk %8.0f req/s p50 %6.0f p99 %7.0f us | ours %8.0f req/s p50 %6.0f p99 %7.0f us\n",
+			i+1, w.RPS, w.P50us, w.P99us, o.RPS, o.P50us, o.P99us)
+	}
+	rep.WrkMedian, rep.OurMedian = medianSample(rep.Wrk), medianSample(rep.Ours)
+	rep.RPSRatio = ratio3(rep.OurMedian.RPS, rep.WrkMedian.RPS)
+	rep.P50Ratio = ratio3(rep.OurMedian.P50us, rep.WrkMedian.P50us)
+	rep.P99Ratio = ratio3(rep.OurMedian.P99us, rep.WrkMedian.P99us)
+	if *asJSON {
+		return printJSON(stdout, stderr, "wrk-check", rep)
+	}
+	fmt.Fprintf(stdout, "hello-world, %d connections, %d threads / GOMAXPROCS=%d, %v per run, %d runs each (alternating)\n",
+		*conns, *threads, *threads, *dur, *runs)
+	fmt.Fprintf(stdout, "%-12s %10s %9s %9s\n", "median", "req/s", "p50 us", "p99 us")
+	fmt.Fprintf(stdout, "%-12s %10.0f %9.0f %9.0f\n", "wrk", rep.WrkMedian.RPS, rep.WrkMedian.P50us, rep.WrkMedian.P99us)
+	fmt.Fprintf(stdout, "%-12s %10.0f %9.0f %9.0f\n", "ours", rep.OurMedian.RPS, rep.OurMedian.P50us, rep.OurMedian.P99us)
+	fmt.Fprintf(stdout, "%-12s %10.2f %9.2f %9.2f\n", "ours / wrk", rep.RPSRatio, rep.P50Ratio, rep.P99Ratio)
+	return exitOK
+}
+
+// runWrk runs wrk once and parses its rate and latency distribution.
+func runWrk(wrk, script, addr string, threads, conns int, dur time.Duration) (wrkSample, error) {
+	out, err := exec.Command(wrk, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(conns),
+		"-d", strconv.Itoa(int(dur.Round(time.Second)/time.Second))+"s", "--latency", "-s", script,
+		"http://"+addr+"/api/v1/order").CombinedOutput()
+	if err != nil {
+		return wrkSample{}, fmt.Errorf("wrk: %w: %s", err, out)
+	}
+	return parseWrk(out)
+}
+
+var (
+	wrkRPS = regexp.MustCompile(`(?m)^Requests/sec:\s+([0-9.]+)`)
+	wrkPct = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
+	wrkNon = regexp.MustCompile(`(?m)^\s+Non-2xx or 3xx responses:\s+(\d+)`)
+)
+
+// parseWrk reads wrk --latency output.
+func parseWrk(out []byte) (wrkSample, error) {
+	var s wrkSample
+	m := wrkRPS.FindSubmatch(out)
+	if m == nil {
+		return s, fmt.Errorf("wrk output has no Requests/sec: %s", out)
+	}
+	s.RPS, _ = strconv.ParseFloat(string(m[1]), 64)
+	if n := wrkNon.FindSubmatch(out); n != nil {
+		return s, fmt.Errorf("wrk saw %s non-2xx responses", n[1])
+	}
+	for _, m := range wrkPct.FindAllSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(string(m[2]), 64)
+		switch string(m[3]) {
+		case "ms":
+			v *= 1e3
+		case "s":
+			v *= 1e6
+		}
+		if string(m[1]) == "50" {
+			s.P50us = v
+		} else {
+			s.P99us = v
+		}
+	}
+	if s.P50us == 0 || s.P99us == 0 {
+		return s, fmt.Errorf("wrk output has no 50%%/99%% latency lines (--latency): %s", out)
+	}
+	return s, nil
+}
+
+// runOurs runs our generator once, closed loop, in a child process of its
+// own with GOMAXPROCS=threads.
+func runOurs(exe, addr string, threads, conns int, dur time.Duration) (wrkSample, error) {
+	cmd := exec.Command(exe, "http-ceiling", "--addr", addr, "--conns", strconv.Itoa(conns),
+		"--duration", dur.String(), "--warmup", "0s", "--fixed-body", "--json")
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(threads), childEnv+"=1")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return wrkSample{}, fmt.Errorf("our generator: %w: %s", err, errb.Bytes())
+	}
+	var r bench.HTTPResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		return wrkSample{}, fmt.Errorf("our generator: %w: %s", err, out)
+	}
+	if r.Errors > 0 || r.Non2xx > 0 {
+		return wrkSample{}, errors.New("our generator saw errors or non-2xx answers")
+	}
+	return wrkSample{RPS: r.RPS, P50us: r.P50us, P99us: r.P99us}, nil
+}
+
+// medianSample is the per-field median.
+func medianSample(s []wrkSample) wrkSample {
+	f := func(get func(wrkSample) float64) float64 {
+		v := make([]float64, len(s))
+		for i := range s {
+			v[i] = get(s[i])
+		}
+		return median(v)
+	}
+	return wrkSample{RPS: f(func(x wrkSample) float64 { return x.RPS }),
+		P50us: f(func(x wrkSample) float64 { return x.P50us }),
+		P99us: f(func(x wrkSample) float64 { return x.P99us })}
+}
+
+// median of v (the mean of the middle two for an even count); 0 if empty.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+func ratio3(a, b float64) float64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	return float64(int64(a/b*1000+0.5)) / 1000
+}
