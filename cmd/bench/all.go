@@ -37,6 +37,7 @@ type allProfile struct {
 	transfer      []string // transfer and pg-baseline flags except --modes
 	transferModes string
 	sweep         []string // sweep flags beyond http's
+	sink          []string // sink flags (closed loop: the full pipeline rate)
 }
 
 var profiles = map[string]allProfile{
@@ -51,6 +52,7 @@ var profiles = map[string]allProfile{
 		transfer:      []string{"--users", "1000", "--clients", "64", "--duration", "10s", "--warmup", "2s"},
 		transferModes: "fsm,fsm_batched,fsm_fused",
 		sweep:         []string{"--fractions", "0.1,0.25,0.5,0.75,0.9,1.0,1.1,1.2", "--duration", "8s", "--warmup", "1s"},
+		sink:          []string{"--commands", "300000"},
 	},
 	// quick: about a minute.
 	"quick": {name: "quick",
@@ -63,6 +65,7 @@ var profiles = map[string]allProfile{
 		transfer:      []string{"--users", "256", "--clients", "16", "--duration", "1500ms", "--warmup", "300ms"},
 		transferModes: "fsm_batched,fsm_fused",
 		sweep:         []string{"--fractions", "0.1,0.5,0.9,1.2", "--duration", "1500ms", "--warmup", "300ms"},
+		sink:          []string{"--commands", "100000"},
 	},
 	// tiny: the harness's own test (seconds).
 	"tiny": {name: "tiny",
@@ -75,6 +78,7 @@ var profiles = map[string]allProfile{
 		transfer:      []string{"--users", "16", "--clients", "4", "--pool", "8", "--duration", "300ms", "--warmup", "100ms"},
 		transferModes: "fsm_fused",
 		sweep:         []string{"--fractions", "0.5,1.2", "--duration", "300ms", "--warmup", "100ms"},
+		sink:          []string{"--commands", "20000", "--users", "500", "--seed-per-book", "50"},
 	},
 }
 
@@ -223,6 +227,7 @@ func (e *allEnv) runSteps() {
 		p.http...), p.sweep...))
 	e.step("transfer", e.noPG, append([]string{"transfer", "--pg-url", e.pgURL, "--modes", p.transferModes, "--json"},
 		p.transfer...))
+	e.step("sink", e.noPG, append([]string{"sink", "--pg-url", e.pgURL, "--seed", seed, "--json"}, p.sink...))
 	e.step("pg-baseline", e.noPG, append([]string{"pg-baseline", "--pg-url", e.pgURL, "--json"}, p.transfer...))
 }
 

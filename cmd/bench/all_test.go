@@ -57,7 +57,7 @@ func TestAllTiny(t *testing.T) {
 		"| http POST /api/v1/order | ", "| replay (snapshot + WAL) | ", "disk-ceiling, batch 64",
 		"http-ceiling (hello-world)", "## Latency vs offered load", "| 50% |", "| 120% |", "machine: ", "commit: "}
 	if !pgDown {
-		rows = append(rows, "| transfer fsm_fused | ", "pg-baseline (naive ledger)")
+		rows = append(rows, "| transfer fsm_fused | ", "pg-baseline (naive ledger)", "| sink (Postgres) | ", "pipeline rate, same run")
 	}
 	for _, r := range rows {
 		if !bytes.Contains(md, []byte(r)) {
@@ -66,7 +66,7 @@ func TestAllTiny(t *testing.T) {
 	}
 	// Every measured row has a value and a ratio (no "-" in those columns).
 	for _, p := range rep.Pairs {
-		if p.Ceiling > 0 && (p.Value <= 0 || p.Ratio <= 0) && !(pgDown && strings.HasPrefix(p.Name, "transfer")) {
+		if p.Ceiling > 0 && (p.Value <= 0 || p.Ratio <= 0) && !(pgDown && (strings.HasPrefix(p.Name, "transfer") || strings.HasPrefix(p.Name, "sink"))) {
 			t.Errorf("pair %+v: missing value or ratio", p)
 		}
 	}

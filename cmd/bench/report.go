@@ -91,6 +91,19 @@ func pairsOf(e *allEnv) []pair {
 		add(pair{Name: "sink lag during http (max)", Unit: "commands", Value: hr.SinkLagMax,
 			CeilingName: "-", Note: fmt.Sprintf("~%.3f s of orders at the measured rate", hr.SinkLagSec)}, "http", "")
 	}
+	var sk bench.SinkResult
+	e.result("sink", &sk)
+	sinkNote := ""
+	if sk.Commands > 0 {
+		verdict := "unmet"
+		if sk.LagMaxms < bench.SinkLagTargetMs && sk.OfferedRate == 0 {
+			verdict = "met"
+		}
+		sinkNote = fmt.Sprintf("lag (commit - ack) p50 %.0f ms, p99 %.0f ms, max %.0f ms; target max < 1 s at full pipeline rate: %s; "+
+			"%.0f events/s, %.0f rows/s", sk.LagP50ms, sk.LagP99ms, sk.LagMaxms, verdict, sk.EventsPerSec, sk.RowsPerSec)
+	}
+	add(pair{Name: "sink (Postgres)", Unit: "records/s", Value: sk.RecordsPerSec, Ceiling: sk.PipelineRate,
+		CeilingName: "pipeline rate, same run", Note: sinkNote}, "sink", "")
 	var sw sweepReport
 	if e.result("sweep", &sw) {
 		e.rep.Sweep = &sw

@@ -31,6 +31,7 @@ scenarios:
   sweep         latency vs offered load (open loop, corrected for coordinated omission) on the exchange
   transfer      internal transfers on Postgres: naive one-transaction ledger vs the transfer FSM, unbatched and batched
   pg-baseline   the naive one-transaction ledger alone on Postgres
+  sink          Postgres sink throughput and lag (commit - ack) while the pipeline runs its workload
   wrk-check     our load generator vs wrk on the same hello-world target (rate, p50, p99, ratios)
   all           a short run of every scenario: report.json, report.md and plots in --out
 
@@ -63,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runPGBaseline(args[1:], stdout, stderr)
 	case "all":
 		return runAll(args[1:], stdout, stderr)
+	case "sink":
+		return runSink(args[1:], stdout, stderr)
 	case "wrk-check":
 		return runWrkCheck(args[1:], stdout, stderr)
 	case "hello-server":
