@@ -98,6 +98,7 @@ type scenarioRun struct {
 // allReport is report.json.
 type allReport struct {
 	Profile   string         `json:"profile"`
+	Runs      int            `json:"runs,omitempty"` // > 1: a merge of this many runs (medians)
 	Seed      uint64         `json:"seed"`
 	Machine   machineInfo    `json:"machine"`
 	Seconds   float64        `json:"seconds"`
@@ -130,6 +131,7 @@ func runAll(args []string, stdout, stderr io.Writer) int {
 	exe := fs.String("exchange", "", "the exchange binary (empty: go build ./cmd/exchange into a temp dir)")
 	pgURL := fs.String("pg-url", bench.DefaultTransferPGURL, "admin Postgres URL (throw-away databases are created and dropped)")
 	seed := fs.Uint64("seed", 1, "workload seed")
+	runs := fs.Int("runs", 1, "run everything this many times (into DIR/run-1 ...) and write DIR's report as per-row medians (as bench merge)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -145,19 +147,53 @@ func runAll(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench all: --out DIR is required; --profile is full, quick or tiny")
 		return exitUsage
 	}
-	fail := func(err error) int { fmt.Fprintln(stderr, "bench all:", err); return exitFail }
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return fail(err)
+	if *runs < 1 {
+		fmt.Fprintln(stderr, "bench all: --runs must be >= 1")
+		return exitUsage
 	}
-	tmp, err := os.MkdirTemp("", "ubs-bench-all-")
+	fail := func(err error) int { fmt.Fprintln(stderr, "bench all:", err); return exitFail }
+	if *runs == 1 {
+		if _, err := allOnce(prof, *out, *exe, *pgURL, *seed, stderr); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "%s\n", filepath.Join(*out, "report.md"))
+		return exitOK
+	}
+	var reps []*allReport
+	for i := 1; i <= *runs; i++ {
+		dir := filepath.Join(*out, "run-"+strconv.Itoa(i))
+		fmt.Fprintf(stderr, "bench all: run %d of %d into %s\n", i, *runs, dir)
+		rep, err := allOnce(prof, dir, *exe, *pgURL, *seed, stderr)
+		if err != nil {
+			return fail(err)
+		}
+		reps = append(reps, rep)
+	}
+	m, err := mergeReports(reps)
 	if err != nil {
 		return fail(err)
 	}
+	if err := writeReports(*out, m); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "%s\n", filepath.Join(*out, "report.md"))
+	return exitOK
+}
+
+// allOnce runs every scenario once and writes the reports into out.
+func allOnce(prof allProfile, out, exe, pgURL string, seed uint64, stderr io.Writer) (*allReport, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "ubs-bench-all-")
+	if err != nil {
+		return nil, err
+	}
 	defer os.RemoveAll(tmp)
 	start := time.Now()
-	e := &allEnv{prof: prof, seed: strconv.FormatUint(*seed, 10), exe: *exe, stderr: stderr, tmp: tmp,
-		rep: &allReport{Profile: prof.name, Seed: *seed, Machine: currentMachine()}, scenario: map[string]*scenarioRun{}}
-	e.prepare(*pgURL)
+	e := &allEnv{prof: prof, seed: strconv.FormatUint(seed, 10), exe: exe, stderr: stderr, tmp: tmp,
+		rep: &allReport{Profile: prof.name, Seed: seed, Machine: currentMachine()}, scenario: map[string]*scenarioRun{}}
+	e.prepare(pgURL)
 	dropX := e.exchangeDatabase()
 	e.runSteps()
 	if err := dropX(); err != nil {
@@ -165,11 +201,10 @@ func runAll(args []string, stdout, stderr io.Writer) int {
 	}
 	e.rep.Seconds = round1s(time.Since(start).Seconds())
 	e.rep.Pairs = pairsOf(e)
-	if err := writeReports(*out, e.rep); err != nil {
-		return fail(err)
+	if err := writeReports(out, e.rep); err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(stdout, "%s\n", filepath.Join(*out, "report.md"))
-	return exitOK
+	return e.rep, nil
 }
 
 // prepare finds the exchange binary and Postgres.

@@ -90,7 +90,8 @@ func TestAllTiny(t *testing.T) {
 }
 
 func TestAllUsage(t *testing.T) {
-	for _, args := range [][]string{{"all"}, {"all", "--out", t.TempDir(), "--profile", "huge"}, {"all", "x"}} {
+	for _, args := range [][]string{{"all"}, {"all", "--out", t.TempDir(), "--profile", "huge"}, {"all", "x"},
+		{"all", "--out", t.TempDir(), "--runs", "0"}} {
 		if code, _, _ := runBench(t, args...); code != exitUsage {
 			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
 		}

@@ -21,6 +21,9 @@ type pair struct {
 	CeilingName string  `json:"ceiling_name"`
 	Ratio       float64 `json:"ratio"` // Value / Ceiling; 0 when either is missing
 	Note        string  `json:"note,omitempty"`
+	// Values are the runs' values when this row is a median of several
+	// runs (bench merge); Value, Ceiling and Ratio are then medians.
+	Values []float64 `json:"values,omitempty"`
 }
 
 // pairsOf derives the report's rows from the scenarios' results.
@@ -151,6 +154,10 @@ func markdown(rep *allReport, plots []string) string {
 	var b strings.Builder
 	m := rep.Machine
 	fmt.Fprintf(&b, "# Benchmark report (%s)\n\n", rep.Profile)
+	if rep.Runs > 1 {
+		fmt.Fprintf(&b, "Medians of %d runs: each value, ceiling and ratio is the median of the runs' (a ratio is taken within each run, then the median); "+
+			"the runs' values are in the notes. The sweep's points are per-load medians.\n\n", rep.Runs)
+	}
 	fmt.Fprintf(&b, "- machine: %s, %d cores, %s, kernel %s\n- commit: %s\n- started: %s, took %.1f s, seed %d\n\n",
 		m.CPU, m.Cores, m.GoVersion, firstOf(m.Kernel, "?"), firstOf(m.GitCommit, "unknown"), m.Time, rep.Seconds, rep.Seed)
 	b.WriteString("## Rates beside their ceilings\n\n| scenario | value | unit | ceiling / baseline | ceiling | ratio | note |\n|---|---:|---|---|---:|---:|---|\n")

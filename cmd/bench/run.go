@@ -33,6 +33,7 @@ scenarios:
   pg-baseline   the naive one-transaction ledger alone on Postgres
   sink          Postgres sink throughput and lag (commit - ack) while the pipeline runs its workload
   wrk-check     our load generator vs wrk on the same hello-world target (rate, p50, p99, ratios)
+  merge         merge several bench all outputs into one report of per-row medians
   all           a short run of every scenario: report.json, report.md and plots in --out
 
 run "bench <scenario> -h" for its flags
@@ -64,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runPGBaseline(args[1:], stdout, stderr)
 	case "all":
 		return runAll(args[1:], stdout, stderr)
+	case "merge":
+		return runMerge(args[1:], stdout, stderr)
 	case "sink":
 		return runSink(args[1:], stdout, stderr)
 	case "wrk-check":
