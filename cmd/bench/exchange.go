@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -142,10 +143,36 @@ func (x *exchange) load(cfg bench.HTTPConfig) (bench.HTTPResult, float64, error)
 	return res, lagMax, err
 }
 
+// settleSink waits until the exchange's sink backlog
+// (ubs_sink_lag_commands) is at most lag commands, or for at most
+// within; it returns the seconds waited. Without a sink (no gauge) it
+// returns at once.
+func (x *exchange) settleSink(lag float64, within time.Duration) float64 {
+	start := time.Now()
+	for time.Since(start) < within {
+		v, ok := scrape(x.addr, "ubs_sink_lag_commands")
+		if !ok || v <= lag {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return math.Round(time.Since(start).Seconds()*10) / 10
+}
+
 // stop sends SIGTERM (a profile is written on the way out), kills after
 // 30 s, and removes the data dir.
+//
+// With UBS_BENCH_EXCHANGE_LOG=FILE in the environment, the exchange's log
+// (stdout and stderr: GODEBUG=gctrace=1 output too) is kept in FILE.
 func (x *exchange) stop() {
 	defer os.RemoveAll(x.dir)
+	if keep := os.Getenv("UBS_BENCH_EXCHANGE_LOG"); keep != "" {
+		defer func() {
+			if b, err := os.ReadFile(filepath.Join(x.dir, "exchange.log")); err == nil {
+				_ = os.WriteFile(keep, b, 0o644)
+			}
+		}()
+	}
 	_ = x.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _, _ = x.cmd.Process.Wait(); close(done) }()

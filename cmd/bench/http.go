@@ -210,6 +210,41 @@ func scrape(addr, name string) (float64, bool) {
 	return 0, false
 }
 
+// scrapeBuckets reads the cumulative buckets of an unlabelled histogram
+// from /metrics: upper bound ("le") -> count.
+func scrapeBuckets(addr, name string) map[string]float64 {
+	st, b, err := fasthttp.GetTimeout(nil, "http://"+addr+"/metrics", time.Second)
+	if err != nil || st != 200 {
+		return nil
+	}
+	out := map[string]float64{}
+	prefix := name + `_bucket{le="`
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		rest, ok := strings.CutPrefix(l, prefix)
+		if !ok {
+			continue
+		}
+		le, val, ok := strings.Cut(rest, `"} `)
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); ok && err == nil {
+			out[le] = v
+		}
+	}
+	return out
+}
+
+// slowerThan is how many observations between two scrapes of the same
+// histogram exceeded bound (which must be one of its bucket bounds).
+func slowerThan(before, after map[string]float64, bound string) float64 {
+	if after == nil {
+		return 0
+	}
+	total := after["+Inf"] - before["+Inf"]
+	return total - (after[bound] - before[bound])
+}
+
 func tail(path string) string {
 	b, _ := os.ReadFile(path)
 	if len(b) > 2000 {

@@ -202,6 +202,11 @@ func mergeSweeps(reps []*allReport) *sweepReport {
 		mp.Result.P99us = f(func(p sweepPoint) float64 { return p.Result.P99us })
 		mp.Result.P999us = f(func(p sweepPoint) float64 { return p.Result.P999us })
 		mp.Result.RawP99us = f(func(p sweepPoint) float64 { return p.Result.RawP99us })
+		mp.SettleSec = f(func(p sweepPoint) float64 { return p.SettleSec })
+		mp.SinkLagStart = f(func(p sweepPoint) float64 { return p.SinkLagStart })
+		mp.SinkLagMax = f(func(p sweepPoint) float64 { return p.SinkLagMax })
+		mp.Appends25ms = f(func(p sweepPoint) float64 { return p.Appends25ms })
+		mp.Appends100ms = f(func(p sweepPoint) float64 { return p.Appends100ms })
 		for _, r := range rs {
 			mp.Result.Requests += r.Result.Requests
 			mp.Result.Non2xx += r.Result.Non2xx

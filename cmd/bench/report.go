@@ -186,12 +186,15 @@ func markdown(rep *allReport, plots []string) string {
 	}
 	if sw := rep.Sweep; sw != nil {
 		fmt.Fprintf(&b, "\n## Latency vs offered load (%s, open loop, corrected for coordinated omission)\n\n"+
-			"Maximum (closed loop): %.0f req/s.\n\n| load | offered req/s | achieved req/s | p50 us | p99 us | p99.9 us | raw p99 us | non-2xx | errors |\n"+
-			"|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", sw.Target, sw.MaxRPS)
+			"Maximum (closed loop): %.0f req/s. Each point starts once the sink's backlog is below %d commands (settle s); "+
+			"sink lag is its backlog at the start and its maximum; slow WAL appends are group commits (write + fdatasync) over 25 / 100 ms during the point.\n\n"+
+			"| load | offered req/s | achieved req/s | p50 us | p99 us | p99.9 us | raw p99 us | non-2xx | errors | settle s | sink lag start / max | WAL appends > 25 / 100 ms |\n"+
+			"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", sw.Target, sw.MaxRPS, sweepSettleLag)
 		for _, p := range sw.Points {
 			r := p.Result
-			fmt.Fprintf(&b, "| %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %d |\n", p.Fraction*100, r.OfferedRPS,
-				r.RPS, r.P50us, r.P99us, r.P999us, r.RawP99us, r.Non2xx, r.Errors)
+			fmt.Fprintf(&b, "| %.0f%% | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %d | %.1f | %.0f / %.0f | %.0f / %.0f |\n", p.Fraction*100, r.OfferedRPS,
+				r.RPS, r.P50us, r.P99us, r.P999us, r.RawP99us, r.Non2xx, r.Errors, p.SettleSec, p.SinkLagStart, p.SinkLagMax,
+				p.Appends25ms, p.Appends100ms)
 		}
 	}
 	if len(plots) > 0 {

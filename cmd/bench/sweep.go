@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ubscore/ubscore/bench"
 )
@@ -19,6 +20,19 @@ const defaultSweepFractions = "0.1,0.25,0.5,0.75,0.9,1.0,1.1,1.2"
 type sweepPoint struct {
 	Fraction float64          `json:"fraction"` // of max_rps
 	Result   bench.HTTPResult `json:"result"`   // open loop; latencies corrected for coordinated omission
+	// The exchange's sink backlog (ubs_sink_lag_commands) when the point
+	// started and its maximum during the point: a backlog left by the
+	// previous (heavier) point is still being written to Postgres.
+	SinkLagStart float64 `json:"sink_lag_start_commands,omitempty"`
+	// SettleSec is how long the sweep waited before the point for the
+	// sink's backlog to drain (below sweepSettleLag commands).
+	SettleSec  float64 `json:"settle_s,omitempty"`
+	SinkLagMax float64 `json:"sink_lag_max_commands,omitempty"`
+	// WAL group commits (write + fdatasync, ubs_journal_append_seconds)
+	// during the point that took over 25 ms and over 100 ms: every
+	// command arriving meanwhile waits for them.
+	Appends25ms  float64 `json:"wal_appends_over_25ms,omitempty"`
+	Appends100ms float64 `json:"wal_appends_over_100ms,omitempty"`
 }
 
 // sweepReport is sweep's one-line JSON report.
@@ -51,6 +65,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "bench sweep:", err); return exitFail }
 	load := helloLoad
+	var lagStart, lagMax, slow25, slow100, settle float64 // of the last load (exchange only)
 	if *target == "exchange" {
 		x, err := startExchange(*exe, *pgURL, *users)
 		if err != nil {
@@ -58,7 +73,12 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 		}
 		defer x.stop()
 		load = func(cfg bench.HTTPConfig) (bench.HTTPResult, error) {
-			r, _, err := x.load(cfg)
+			settle = x.settleSink(sweepSettleLag, sweepSettleMax)
+			lagStart, _ = scrape(x.addr, "ubs_sink_lag_commands")
+			before := scrapeBuckets(x.addr, "ubs_journal_append_seconds")
+			r, lm, err := x.load(cfg)
+			after := scrapeBuckets(x.addr, "ubs_journal_append_seconds")
+			lagMax, slow25, slow100 = lm, slowerThan(before, after, "0.025"), slowerThan(before, after, "0.1")
 			return r, err
 		}
 	}
@@ -80,9 +100,10 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
-		rep.Points = append(rep.Points, sweepPoint{Fraction: f, Result: r})
-		fmt.Fprintf(stderr, "sweep: %3.0f%% offered %8.0f achieved %8.0f p50 %6.0f p99 %7.0f p99.9 %7.0f us\n",
-			f*100, cfg.Rate, r.RPS, r.P50us, r.P99us, r.P999us)
+		rep.Points = append(rep.Points, sweepPoint{Fraction: f, Result: r, SinkLagStart: lagStart, SinkLagMax: lagMax, SettleSec: settle,
+			Appends25ms: slow25, Appends100ms: slow100})
+		fmt.Fprintf(stderr, "sweep: %3.0f%% offered %8.0f achieved %8.0f p50 %6.0f p99 %7.0f p99.9 %7.0f us; sink lag %.0f at start, max %.0f; "+
+			"WAL appends > 25 ms: %.0f, > 100 ms: %.0f\n", f*100, cfg.Rate, r.RPS, r.P50us, r.P99us, r.P999us, lagStart, lagMax, slow25, slow100)
 	}
 	if lf.asJSON {
 		return printJSON(stdout, stderr, "sweep", rep)
@@ -96,6 +117,16 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitOK
 }
+
+// A sweep point starts only once the sink's backlog (left by the
+// closed-loop run or a previous overloaded point) is below sweepSettleLag
+// commands, or after sweepSettleMax: otherwise a light point is measured
+// while the exchange and Postgres are still writing the previous point's
+// orders, and reports their cost as its own latency.
+const (
+	sweepSettleLag = 1000
+	sweepSettleMax = 30 * time.Second
+)
 
 func floatList(s string) ([]float64, error) {
 	var out []float64
