@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 DATA    ?= ./data
 
-.PHONY: run test test-long fuzz bench bench-quick bench-micro lint build clean
+.PHONY: run test test-long fuzz bench bench-quick bench-micro bench-wrk lint build clean
 
 ## build: compile every binary into ./bin
 build:
@@ -43,6 +43,11 @@ bench:
 ## bench-quick: the same in about a minute
 bench-quick:
 	$(GO) run ./cmd/bench all --quick --out bench-out
+
+## bench-wrk: the load generator vs wrk on the hello-world target (needs wrk)
+bench-wrk:
+	$(GO) run ./cmd/bench wrk-check --runs 5
+	$(GO) run ./cmd/bench wrk-check --runs 3 --stall 10ms --stall-every 20ms
 
 ## bench-micro: the Go micro-benchmarks of the core and the journal
 bench-micro:
