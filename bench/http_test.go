@@ -39,3 +39,38 @@ func TestHelloStallNeedsPeriod(t *testing.T) {
 		t.Fatal("stall as long as its period accepted")
 	}
 }
+
+// WrkCorrected adds, for each sample n >= 2*expected, samples at
+// n-expected, n-2*expected, ... while they exceed expected (wrk's
+// stats_correct), and nothing for faster samples.
+func TestWrkCorrected(t *testing.T) {
+	h := newHTTPHist()
+	_ = h.RecordValues(1000, 100)
+	_ = h.RecordValues(1500, 5) // < 2*expected: no synthetic samples
+	_ = h.RecordValue(10_000)   // + 9000, 8000, ..., 2000: 8 samples
+	c := WrkCorrected(h, 1000)
+	if c.TotalCount() != 114 || c.Max() < 10_000 || c.Max() > 10_010 {
+		t.Fatalf("count %d max %d, want 114 and 10000", c.TotalCount(), c.Max())
+	}
+	got := map[int64]int64{}
+	for _, b := range c.Distribution() {
+		if b.Count > 0 {
+			got[b.From] = b.Count
+		}
+	}
+	want := map[int64]int64{1000: 100, 1500: 5, 2000: 1, 3000: 1, 4000: 1, 5000: 1, 6000: 1, 7000: 1, 8000: 1, 9000: 1, 10_000: 1}
+	if len(got) != len(want) {
+		t.Fatalf("samples %v, want %v", got, want)
+	}
+	for v, n := range want {
+		if got[v] != n {
+			t.Errorf("%d samples at %d, want %d (all: %v)", got[v], v, n, got)
+		}
+	}
+	if h.TotalCount() != 106 {
+		t.Errorf("the input changed: %d", h.TotalCount())
+	}
+	if WrkCorrected(h, 0).TotalCount() != 106 {
+		t.Error("expected 0 must add nothing")
+	}
+}

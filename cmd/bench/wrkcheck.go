@@ -23,16 +23,24 @@ import (
 // with the same connections, the same CPU budget (wrk -t N threads; our
 // generator in its own process with GOMAXPROCS=N), the same request (one
 // fixed order body, keep-alive) and the same duration, alternately, and it
-// prints both rates and p50/p99 and the ratios ours/wrk.
+// prints both rates and p50/p99 and the ratios ours/wrk. wrk always
+// applies a post-hoc coordinated-omission correction to its latencies
+// (bench.WrkCorrected); ours are compared after the same correction, and
+// their raw values are printed beside.
 
 // wrkBody is the one request body both tools send.
 const wrkBody = `{"market":"BTC-USDT","side":"BUY","type":"LIMIT","time_in_force":"GTC","price":"50001","quantity":"0.001"}`
 
-// wrkSample is one run of one tool.
+// wrkSample is one run of one tool. wrk corrects its closed-loop latencies
+// for coordinated omission after the run (bench.WrkCorrected), so ours are
+// compared after the same correction; Raw* are the round trips ours
+// measured (what `bench http-ceiling` reports).
 type wrkSample struct {
-	RPS   float64 `json:"rps"`
-	P50us float64 `json:"p50_us"`
-	P99us float64 `json:"p99_us"`
+	RPS      float64 `json:"rps"`
+	P50us    float64 `json:"p50_us"`
+	P99us    float64 `json:"p99_us"`
+	RawP50us float64 `json:"raw_p50_us,omitempty"`
+	RawP99us float64 `json:"raw_p99_us,omitempty"`
 }
 
 // wrkCheckReport is wrk-check's JSON report.
@@ -112,8 +120,8 @@ func runWrkCheck(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		rep.Ours = append(rep.Ours, o)
-		fmt.Fprintf(stderr, "wrk-check run %d: wrk %8.0f req/s p50 %6.0f p99 %7.0f us | ours %8.0f req/s p50 %6.0f p99 %7.0f us\n",
-			i+1, w.RPS, w.P50us, w.P99us, o.RPS, o.P50us, o.P99us)
+		fmt.Fprintf(stderr, "wrk-check run %d: wrk %8.0f req/s p50 %6.0f p99 %7.0f us | ours %8.0f req/s p50 %6.0f p99 %7.0f us "+
+			"(wrk's correction; raw p50 %6.0f p99 %7.0f us)\n", i+1, w.RPS, w.P50us, w.P99us, o.RPS, o.P50us, o.P99us, o.RawP50us, o.RawP99us)
 	}
 	rep.WrkMedian, rep.OurMedian = medianSample(rep.Wrk), medianSample(rep.Ours)
 	rep.RPSRatio = ratio3(rep.OurMedian.RPS, rep.WrkMedian.RPS)
@@ -127,6 +135,8 @@ func runWrkCheck(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%-12s %10s %9s %9s\n", "median", "req/s", "p50 us", "p99 us")
 	fmt.Fprintf(stdout, "%-12s %10.0f %9.0f %9.0f\n", "wrk", rep.WrkMedian.RPS, rep.WrkMedian.P50us, rep.WrkMedian.P99us)
 	fmt.Fprintf(stdout, "%-12s %10.0f %9.0f %9.0f\n", "ours", rep.OurMedian.RPS, rep.OurMedian.P50us, rep.OurMedian.P99us)
+	fmt.Fprintf(stdout, "%-12s %10s %9.0f %9.0f   (the round trips ours measured, before wrk's correction)\n", "ours raw", "",
+		rep.OurMedian.RawP50us, rep.OurMedian.RawP99us)
 	fmt.Fprintf(stdout, "%-12s %10.2f %9.2f %9.2f\n", "ours / wrk", rep.RPSRatio, rep.P50Ratio, rep.P99Ratio)
 	return exitOK
 }
@@ -198,7 +208,7 @@ func runOurs(exe, addr string, threads, conns int, dur time.Duration) (wrkSample
 	if r.Errors > 0 || r.Non2xx > 0 {
 		return wrkSample{}, errors.New("our generator saw errors or non-2xx answers")
 	}
-	return wrkSample{RPS: r.RPS, P50us: r.P50us, P99us: r.P99us}, nil
+	return wrkSample{RPS: r.RPS, P50us: r.WrkP50us, P99us: r.WrkP99us, RawP50us: r.P50us, RawP99us: r.P99us}, nil
 }
 
 // medianSample is the per-field median.
@@ -211,8 +221,10 @@ func medianSample(s []wrkSample) wrkSample {
 		return median(v)
 	}
 	return wrkSample{RPS: f(func(x wrkSample) float64 { return x.RPS }),
-		P50us: f(func(x wrkSample) float64 { return x.P50us }),
-		P99us: f(func(x wrkSample) float64 { return x.P99us })}
+		P50us:    f(func(x wrkSample) float64 { return x.P50us }),
+		P99us:    f(func(x wrkSample) float64 { return x.P99us }),
+		RawP50us: f(func(x wrkSample) float64 { return x.RawP50us }),
+		RawP99us: f(func(x wrkSample) float64 { return x.RawP99us })}
 }
 
 // median of v (the mean of the middle two for an even count); 0 if empty.
