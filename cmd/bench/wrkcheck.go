@@ -45,14 +45,16 @@ type wrkSample struct {
 
 // wrkCheckReport is wrk-check's JSON report.
 type wrkCheckReport struct {
-	Conns     int         `json:"conns"`
-	Threads   int         `json:"threads"`
-	Duration  string      `json:"duration"`
-	Stall     string      `json:"stall,omitempty"` // the target's injected pause, if any
-	Wrk       []wrkSample `json:"wrk"`
-	Ours      []wrkSample `json:"ours"`
-	WrkMedian wrkSample   `json:"wrk_median"`
-	OurMedian wrkSample   `json:"ours_median"`
+	Conns    int    `json:"conns"`
+	Threads  int    `json:"threads"`
+	Duration string `json:"duration"`
+	Stall    string `json:"stall,omitempty"` // the target's injected pause, if any
+	// Concurrent: both tools ran at the same time (each with Conns), not alternately.
+	Concurrent bool        `json:"concurrent,omitempty"`
+	Wrk        []wrkSample `json:"wrk"`
+	Ours       []wrkSample `json:"ours"`
+	WrkMedian  wrkSample   `json:"wrk_median"`
+	OurMedian  wrkSample   `json:"ours_median"`
 	// Ratios of the medians, ours / wrk.
 	RPSRatio float64 `json:"rps_ratio"`
 	P50Ratio float64 `json:"p50_ratio"`
@@ -70,6 +72,8 @@ func runWrkCheck(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as one JSON line")
 	stall := fs.Duration("stall", 0, "make the target pause this long every --stall-every (a known tail both tools must report)")
 	stallEvery := fs.Duration("stall-every", 100*time.Millisecond, "the period of --stall")
+	together := fs.Bool("concurrent", false, "run wrk and ours at the same time (each with --conns and --threads) instead of alternately: "+
+		"both then see the same server and the same machine load")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -109,16 +113,27 @@ func runWrkCheck(args []string, stdout, stderr io.Writer) int {
 	if *stall > 0 {
 		rep.Stall = stall.String() + " every " + stallEvery.String()
 	}
+	rep.Concurrent = *together
 	for i := 0; i < *runs; i++ {
-		w, err := runWrk(wrkPath, script, h.addr, *threads, *conns, *dur)
-		if err != nil {
+		var (
+			w, o       wrkSample
+			werr, oerr error
+		)
+		if *together {
+			done := make(chan struct{})
+			go func() { defer close(done); w, werr = runWrk(wrkPath, script, h.addr, *threads, *conns, *dur) }()
+			o, oerr = runOurs(exe, h.addr, *threads, *conns, *dur)
+			<-done
+		} else {
+			w, werr = runWrk(wrkPath, script, h.addr, *threads, *conns, *dur)
+			if werr == nil {
+				o, oerr = runOurs(exe, h.addr, *threads, *conns, *dur)
+			}
+		}
+		if err := errors.Join(werr, oerr); err != nil {
 			return fail(err)
 		}
 		rep.Wrk = append(rep.Wrk, w)
-		o, err := runOurs(exe, h.addr, *threads, *conns, *dur)
-		if err != nil {
-			return fail(err)
-		}
 		rep.Ours = append(rep.Ours, o)
 		fmt.Fprintf(stderr, "wrk-check run %d: wrk %8.0f req/s p50 %6.0f p99 %7.0f us | ours %8.0f req/s p50 %6.0f p99 %7.0f us "+
 			"(wrk's correction; raw p50 %6.0f p99 %7.0f us)\n", i+1, w.RPS, w.P50us, w.P99us, o.RPS, o.P50us, o.P99us, o.RawP50us, o.RawP99us)
@@ -130,8 +145,12 @@ func runWrkCheck(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		return printJSON(stdout, stderr, "wrk-check", rep)
 	}
-	fmt.Fprintf(stdout, "hello-world, %d connections, %d threads / GOMAXPROCS=%d, %v per run, %d runs each (alternating)\n",
-		*conns, *threads, *threads, *dur, *runs)
+	mode := "alternating"
+	if *together {
+		mode = "concurrently, each with its own connections"
+	}
+	fmt.Fprintf(stdout, "hello-world, %d connections, %d threads / GOMAXPROCS=%d, %v per run, %d runs each (%s)\n",
+		*conns, *threads, *threads, *dur, *runs, mode)
 	fmt.Fprintf(stdout, "%-12s %10s %9s %9s\n", "median", "req/s", "p50 us", "p99 us")
 	fmt.Fprintf(stdout, "%-12s %10.0f %9.0f %9.0f\n", "wrk", rep.WrkMedian.RPS, rep.WrkMedian.P50us, rep.WrkMedian.P99us)
 	fmt.Fprintf(stdout, "%-12s %10.0f %9.0f %9.0f\n", "ours", rep.OurMedian.RPS, rep.OurMedian.P50us, rep.OurMedian.P99us)

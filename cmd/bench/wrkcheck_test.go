@@ -81,7 +81,16 @@ func TestWrkCheckRuns(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}
-	if len(rep.Wrk) != 1 || len(rep.Ours) != 1 || rep.RPSRatio <= 0 || rep.P50Ratio <= 0 || rep.P99Ratio <= 0 {
+	if len(rep.Wrk) != 1 || len(rep.Ours) != 1 || rep.RPSRatio <= 0 || rep.P50Ratio <= 0 || rep.P99Ratio <= 0 ||
+		rep.Ours[0].RawP99us <= 0 {
 		t.Fatalf("report %+v", rep)
+	}
+	code, out, errs = runBench(t, "wrk-check", "--runs", "1", "--duration", "1s", "--conns", "4", "--concurrent", "--json")
+	if code != exitOK {
+		t.Fatalf("concurrent: exit %d: %s", code, errs)
+	}
+	rep = wrkCheckReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Concurrent || len(rep.Wrk) != 1 || len(rep.Ours) != 1 {
+		t.Fatalf("concurrent: %v %+v", err, rep)
 	}
 }
