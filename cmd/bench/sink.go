@@ -28,6 +28,7 @@ func runSink(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Workload.SeedPerBook, "seed-per-book", bench.DefaultSeedPerBook, "resting orders seeded per book")
 	fs.IntVar(&cfg.MaxBatch, "sink-batch", 0, "the sink's records per transaction (0 = persist default)")
 	fs.DurationVar(&cfg.Timeout, "timeout", bench.DefaultSinkTimeout, "how long the sink may take to catch up after the last ack")
+	cpuprof := fs.String("cpuprofile", "", "write a CPU profile of the run (pipeline, follower and sink; not Postgres) to this file")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -41,7 +42,14 @@ func runSink(args []string, stdout, stderr io.Writer) int {
 		cfg.Dir = dir
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	stop, err := bench.StartCPUProfile(*cpuprof)
+	if err != nil {
+		return fail(err)
+	}
 	res, err := bench.RunSink(cfg)
+	if perr := stop(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return fail(err)
 	}
