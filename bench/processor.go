@@ -79,5 +79,15 @@ func RunProcessor(cfg ProcessorConfig) (ProcessorResult, error) {
 	rate := float64(cfg.Commands) / spent.Seconds()
 	return ProcessorResult{Commands: cfg.Commands, CmdsPerSec: math.Round(rate),
 		NsPerCmd: round1(float64(spent.Nanoseconds()) / float64(cfg.Commands)), Target: ProcessorTarget,
-		Ratio: round2(rate / ProcessorTarget), Rejected: rejected, StateHash: p.StateHash()}, nil
+		Ratio: roundSig3(rate / ProcessorTarget), Rejected: rejected, StateHash: p.StateHash()}, nil
+}
+
+// roundSig3 rounds v to 3 significant digits, so a small ratio (a slow run
+// under the race detector on a loaded machine) stays above 0.
+func roundSig3(v float64) float64 {
+	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return v
+	}
+	p := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*p) / p
 }

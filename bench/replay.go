@@ -84,7 +84,7 @@ func RunReplay(cfg ReplayConfig) (ReplayResult, error) {
 		SnapshotLoadS: math.Round(load.Seconds()*1e4) / 1e4, RestartS: math.Round(total.Seconds()*1e4) / 1e4,
 		CmdsPerSec:   math.Round(rate),
 		ReplayPerSec: math.Round(float64(rec.Replayed) / max(total-load, time.Microsecond).Seconds()),
-		Target:       ProcessorTarget, Ratio: round2(rate / ProcessorTarget), StateHash: rec.StateHash}, nil
+		Target:       ProcessorTarget, Ratio: roundSig3(rate / ProcessorTarget), StateHash: rec.StateHash}, nil
 }
 
 // prepareReplayDir writes the setup and n steady commands to a WAL in dir,

@@ -7,6 +7,7 @@ package bench
 // target.
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -75,5 +76,15 @@ func TestOpenLoopHTTPKeepsRate(t *testing.T) {
 	}
 	if res.P99us < res.P50us || res.P99us < res.RawP99us {
 		t.Fatalf("corrected percentiles below raw ones: %+v", res)
+	}
+}
+
+func TestRoundSig3(t *testing.T) {
+	for _, c := range []struct{ in, want float64 }{
+		{0, 0}, {1.0666, 1.07}, {0.0045178, 0.00452}, {2.345678, 2.35}, {1234.5, 1230}, {0.91137, 0.911},
+	} {
+		if got := roundSig3(c.in); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("roundSig3(%v) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }
