@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 DATA    ?= ./data
 
-.PHONY: run test test-long fuzz bench bench-quick bench-micro bench-wrk lint build clean
+.PHONY: run test test-long fuzz bench bench-quick bench-micro bench-median bench-wrk lint build clean
 
 ## build: compile every binary into ./bin
 build:
@@ -43,6 +43,10 @@ bench:
 ## bench-quick: the same in about a minute
 bench-quick:
 	$(GO) run ./cmd/bench all --quick --out bench-out
+
+## bench-median: bench all three times (bench-out/run-N) and a report of per-row medians in bench-out
+bench-median:
+	$(GO) run ./cmd/bench all --runs 3 --out bench-out
 
 ## bench-wrk: the load generator vs wrk on the hello-world target (needs wrk)
 bench-wrk:
