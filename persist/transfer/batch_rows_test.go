@@ -128,9 +128,10 @@ func TestFusedBatchRowsInsertAndReplay(t *testing.T) {
 		tr         Transfer
 		path, recs string
 	}{
-		{ok1, "INIT>TARGET_PENDING", "withdraw:SUCCESS"},
-		{poor, "INIT>FAILED", "withdraw:EXPLICIT_FAIL(INSUFFICIENT_BALANCE)"},
-		{s2f, "INIT>SOURCE_PENDING", ""},
+		// No cid: each is inserted directly where its chain ends (fusePlan.direct).
+		{ok1, "TARGET_PENDING", "withdraw:SUCCESS"},
+		{poor, "FAILED", "withdraw:EXPLICIT_FAIL(INSUFFICIENT_BALANCE)"},
+		{s2f, "SOURCE_PENDING", ""},
 		{moved, "INIT>SOURCE_DONE", ""},
 	} {
 		wantHistory(t, h.pool, c.tr.ReqID, c.path, c.recs)

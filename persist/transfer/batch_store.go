@@ -97,7 +97,7 @@ func queueInserts(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 	for i, r := range reqs {
 		t := r.insert
 		switch {
-		case r.kind == kindFused && r.plan.insert != nil:
+		case r.kind == kindFused && r.plan.insert != nil && !r.plan.direct():
 			t = *r.plan.insert // batchInsertable: checked by the caller
 		case r.kind != kindInsert:
 			continue

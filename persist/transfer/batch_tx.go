@@ -102,6 +102,7 @@ func (w *batchWriter) exec(ctx context.Context, reqs []*batchReq, ans []batchAns
 	rt1.BeginTx(pgx.TxOptions{})
 	queueStore(&rt1, reqs, ans)
 	fused := queueFusedLocks(&rt1, reqs, ans)
+	queueDirect(&rt1, reqs, ans, false)
 	fb.queueReads(&rt1)
 	oneTrip := len(fb.idx) == 0 && !fused
 	if oneTrip {
@@ -119,6 +120,7 @@ func (w *batchWriter) exec(ctx context.Context, reqs []*batchReq, ans []batchAns
 	var rt2 pgx.Batch
 	fb.queueWrite(&rt2)
 	queueFusedCAS(&rt2, reqs, ans)
+	queueDirect(&rt2, reqs, ans, true)
 	rt2.Queue("COMMIT")
 	if err := w.conn.SendBatch(ctx, &rt2).Close(); err != nil {
 		return retryable(err), err
