@@ -40,7 +40,7 @@ type Batcher struct {
 
 	mu     sync.RWMutex // guards closed against the close of queue
 	closed bool
-	queue  chan *batchReq // bounded by MaxQueue: a full queue refuses
+	queue  chan *batchReq   // bounded by MaxQueue: a full queue refuses
 	reads  chan *accountReq // AccountState calls for the reader (batch_read.go), bounded likewise
 	start  sync.Once
 	wg     sync.WaitGroup // the writers
