@@ -18,6 +18,8 @@ import (
 //
 // In a batch (batch_tx.go):
 //
+//	(A transfer Create makes without a cid skips INIT: fusePlan.direct.)
+//
 //	round trip 1  lock the transfer: SELECT ... FOR UPDATE WHERE req_id
 //	              AND state = plan.at (the CAS's compare: when the row is
 //	              elsewhere, or moves while we wait for its lock, the
@@ -132,7 +134,7 @@ const fusedMark = "transfer batch: fused transition lost under lock"
 // directly in its chain's last state (fusePlan.direct), it holds it by
 // construction. It reports whether the batch needs round trip 2 for its
 // fused steps (every fused step does but a direct insert without an
-// operation, which queueDirect writes in round trip 1).
+// operation, which queueDirect may write in round trip 1).
 func queueFusedLocks(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) (trip2 bool) {
 	var idx []int
 	first := map[string]bool{}
@@ -268,17 +270,18 @@ const directSQL = `INSERT INTO transfers_tb
 	RETURNING ` + transferCols
 
 // queueDirect queues the insert of the fused steps' transfers that are
-// inserted directly (fusePlan.direct): those with an operation (withOp, in
-// round trip 2, after decide) or those without one (round trip 1), and
-// fills their answers as queueInserts and queueFusedCAS would have.
-func queueDirect(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer, withOp bool) {
+// inserted directly (fusePlan.direct), all in one statement, after their
+// operations were decided (in round trip 2; in round trip 1 when the batch
+// has no operation to decide), and fills their answers as queueInserts and
+// queueFusedCAS would have.
+func queueDirect(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 	var ids, froms, tos, msgs []string
 	var users, amounts []int64
 	var assets []int32
 	var types, states []int16
 	at := map[string]int{} // req_id -> index into reqs
 	for i, r := range reqs {
-		if r.kind != kindFused || !r.plan.direct() || !ans[i].won || (r.plan.op != "") != withOp {
+		if r.kind != kindFused || !r.plan.direct() || !ans[i].won {
 			continue
 		}
 		s, msg, cas := r.plan.chainEnd(ans[i].out)
