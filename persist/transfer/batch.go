@@ -40,7 +40,8 @@ type Batcher struct {
 
 	mu     sync.RWMutex // guards closed against the close of queue
 	closed bool
-	queue  chan *batchReq // bounded by MaxQueue: a full queue refuses
+	queue  chan *batchReq   // bounded by MaxQueue: a full queue refuses
+	reads  chan *accountReq // AccountState calls for the reader (batch_read.go), bounded likewise
 	start  sync.Once
 	wg     sync.WaitGroup // the writers
 	stats  BatchStats
@@ -52,6 +53,7 @@ type BatchStats struct {
 	Requests atomic.Int64 // requests answered by committed transactions
 	Retries  atomic.Int64 // transactions run again after rolling back with no effect
 	Failed   atomic.Int64 // transactions whose every caller got an error
+	Reads    atomic.Int64 // reader statements that answered AccountState calls (batch_read.go)
 }
 
 // Stats returns the live counters.
@@ -102,16 +104,19 @@ func NewBatcher(pool *pgxpool.Pool, opt BatchOptions) *Batcher {
 	if opt.Timeout <= 0 {
 		opt.Timeout = DefaultCallTimeout
 	}
-	return &Batcher{pool: pool, opt: opt, queue: make(chan *batchReq, opt.MaxQueue)}
+	return &Batcher{pool: pool, opt: opt, queue: make(chan *batchReq, opt.MaxQueue), reads: make(chan *accountReq, opt.MaxQueue)}
 }
 
-// Start starts the writers (once). Requests queued before wait for it.
+// Start starts the writers and the reader (once). Requests queued before
+// wait for it.
 func (b *Batcher) Start() {
 	b.start.Do(func() {
 		for range b.opt.Writers {
 			b.wg.Add(1)
 			go b.write()
 		}
+		b.wg.Add(1)
+		go b.read()
 	})
 }
 
@@ -124,6 +129,7 @@ func (b *Batcher) Close() {
 	if !b.closed {
 		b.closed = true
 		close(b.queue)
+		close(b.reads)
 	}
 	b.mu.Unlock()
 	b.wg.Wait()

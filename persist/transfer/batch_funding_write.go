@@ -29,11 +29,29 @@ const racedMark = "transfer batch: operation record raced"
 
 // changeSQL applies the net change of rows locked in round trip 1 (one
 // element per row), version +1 per successful operation (as changeBalance
-// does once per operation).
-const changeSQL = `UPDATE balances_tb AS b
-	SET available = b.available + c.delta, version = b.version + c.ops, updated_at = now()
-	FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[]) AS c(user_id, asset_id, delta, ops)
-	WHERE b.user_id = c.user_id AND b.asset_id = c.asset_id`
+// does once per operation). Each row is found by one primary-key probe
+// (the LIMIT keeps the planner from turning the probes into a join over
+// the whole table, as it did on a small table: a sequential scan and a
+// hash per batch) and updated by its tid: the row is locked by this
+// transaction since round trip 1 and not changed since, so the tid is its
+// current version. The guard: fewer rows changed than $5 fails the
+// statement (and so the batch, with no effect), never a lost change.
+const changeSQL = `WITH changed AS (
+	UPDATE balances_tb AS b
+	SET available = b.available + s.delta, version = b.version + s.ops, updated_at = now()
+	FROM (SELECT x.tid, c.delta, c.ops
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[]) AS c(user_id, asset_id, delta, ops)
+		CROSS JOIN LATERAL (SELECT ctid AS tid FROM balances_tb
+			WHERE user_id = c.user_id AND asset_id = c.asset_id LIMIT 1) AS x) AS s
+	WHERE b.ctid = s.tid
+	RETURNING 1
+)
+SELECT CASE WHEN count(*) = $5 THEN count(*)
+	ELSE ('` + changedMark + `: ' || count(*) || ' of ' || $5 || ' changed')::bigint END
+FROM changed`
+
+// changedMark identifies changeSQL's guard error.
+const changedMark = "transfer batch: locked balance row not changed"
 
 // createSQL creates the rows that did not exist when the batch locked (a
 // deposit into a FUNDING account without that asset's row): version starts
@@ -98,7 +116,7 @@ func (fb *fundingBatch) queueWrite(b *pgx.Batch) {
 		newDeltas, newVersions = append(newDeltas, int64(c.delta)), append(newVersions, c.ops-1)
 	}
 	if len(lockedUsers) > 0 {
-		b.Queue(changeSQL, lockedUsers, lockedAssets, lockedDeltas, lockedOps)
+		b.Queue(changeSQL, lockedUsers, lockedAssets, lockedDeltas, lockedOps, int64(len(lockedUsers)))
 	}
 	if len(newUsers) > 0 {
 		b.Queue(createSQL, newUsers, newAssets, newDeltas, newVersions)

@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"errors"
 	"slices"
 	"strings"
 
@@ -16,6 +17,8 @@ import (
 // effect being decided in the same transaction, and vice versa.
 //
 // In a batch (batch_tx.go):
+//
+//	(A transfer Create makes without a cid skips INIT: fusePlan.direct.)
 //
 //	round trip 1  lock the transfer: SELECT ... FOR UPDATE WHERE req_id
 //	              AND state = plan.at (the CAS's compare: when the row is
@@ -127,26 +130,32 @@ const fusedMark = "transfer batch: fused transition lost under lock"
 // first fused step of a transfer in the batch is run; a later one (a
 // racing driver) is answered LOST, as it would be after the first. A step
 // that inserts its transfer locks nothing: the row is this transaction's
-// own, and the insert reports it held (queueInserts). It reports whether
-// the batch has fused steps.
-func queueFusedLocks(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) bool {
+// own, and the insert reports it held (queueInserts), or, inserted
+// directly in its chain's last state (fusePlan.direct), it holds it by
+// construction. It reports whether the batch needs round trip 2 for its
+// fused steps (every fused step does but a direct insert without an
+// operation, which queueDirect may write in round trip 1).
+func queueFusedLocks(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) (trip2 bool) {
 	var idx []int
 	first := map[string]bool{}
-	fused := false
 	for i, r := range reqs {
-		if r.kind != kindFused {
+		if r.kind != kindFused || first[r.reqID] {
 			continue
 		}
-		fused = true
-		if !first[r.reqID] {
-			first[r.reqID] = true
-			if r.plan.insert == nil {
-				idx = append(idx, i)
-			}
+		first[r.reqID] = true
+		switch {
+		case r.plan.direct():
+			ans[i].won = true // inserted below, by this transaction: nobody else can see it, let alone move it
+			trip2 = trip2 || r.plan.op != ""
+		case r.plan.insert != nil:
+			trip2 = true
+		default:
+			idx = append(idx, i)
+			trip2 = true
 		}
 	}
 	if len(idx) == 0 {
-		return fused
+		return trip2
 	}
 	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(reqs[a].reqID, reqs[b].reqID) })
 	ids, states := make([]string, len(idx)), make([]int16, len(idx))
@@ -168,6 +177,25 @@ func queueFusedLocks(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) bool {
 	return true
 }
 
+// chainEnd is where p's chain leaves a transfer once its operation's
+// outcome is o: the last state, the last error message the chain sets ("" =
+// none) and how many transitions it made.
+func (p *fusePlan) chainEnd(o Outcome) (s State, msg string, cas int) {
+	s = p.at
+	for _, c := range p.chain(o) {
+		m := c.msg
+		if c.outcome {
+			m += o.String()
+		}
+		if m != "" {
+			msg = m
+		}
+		s = c.to
+		cas++
+	}
+	return s, msg, cas
+}
+
 // queueFusedCAS queues round trip 2's transitions of the fused steps that
 // locked their transfer, after their operations were decided, and fills
 // their answers' state and cas.
@@ -183,22 +211,15 @@ func queueFusedCAS(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 		if r.kind != kindFused || !ans[i].won {
 			continue
 		}
+		if r.plan.direct() {
+			continue // not in the table yet: queueDirect inserts it where its chain ends
+		}
 		// The chain is legal (plan.legal) and runs under the row lock of
 		// round trip 1, inside this one transaction: only its end is
 		// written (from plan.at to the last state, with the last message
 		// the chain leaves). cas still counts the transitions the FSM made.
-		s, msg := r.plan.at, ""
-		for _, c := range r.plan.chain(ans[i].out) {
-			m := c.msg
-			if c.outcome {
-				m += ans[i].out.String()
-			}
-			if m != "" {
-				msg = m
-			}
-			s = c.to
-			ans[i].cas++
-		}
+		s, msg, cas := r.plan.chainEnd(ans[i].out)
+		ans[i].cas = cas
 		if s != r.plan.at {
 			moves = append(moves, move{r.reqID, r.plan.at, s, msg, i})
 		}
@@ -224,5 +245,72 @@ func queueFusedCAS(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 			ans[at[t.ReqID]].transfer = t
 		}
 		return rows.Err()
+	})
+}
+
+// direct reports whether p's transfer is inserted directly in the state its
+// chain ends in, once its operation is decided (queueDirect), instead of
+// in INIT and then moved by an UPDATE in the same transaction. The states
+// before that one would exist only inside this transaction, where no other
+// can see them, so the row is born where the FSM's chain leaves it: one
+// heap tuple and one set of index entries instead of two. Only without a
+// cid: a cid may be taken (UNIQUE (user_id, cid)), and whether it is must
+// be known before the operation is decided, so such a transfer is still
+// inserted in INIT in round trip 1 (queueInserts) and moved in round trip 2.
+func (p *fusePlan) direct() bool { return p.insert != nil && p.insert.CID == "" }
+
+// directSQL inserts transfers in the state their chain ended in (no cid:
+// nothing to conflict with; a req_id is a fresh ULID). An error fails the
+// batch with no effect, as any failed statement does.
+const directSQL = `INSERT INTO transfers_tb
+	(req_id, user_id, asset_id, amount, transfer_type, source_type, from_account, to_account, state, error_message)
+	SELECT r.req_id, r.user_id, r.asset_id, r.amount, r.ttype, r.ttype, r.from_account, r.to_account, r.state, NULLIF(r.msg, '')
+	FROM unnest($1::text[], $2::bigint[], $3::int[], $4::bigint[], $5::smallint[], $6::text[], $7::text[], $8::smallint[], $9::text[])
+		AS r(req_id, user_id, asset_id, amount, ttype, from_account, to_account, state, msg)
+	RETURNING ` + transferCols
+
+// queueDirect queues the insert of the fused steps' transfers that are
+// inserted directly (fusePlan.direct), all in one statement, after their
+// operations were decided (in round trip 2; in round trip 1 when the batch
+// has no operation to decide), and fills their answers as queueInserts and
+// queueFusedCAS would have.
+func queueDirect(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
+	var ids, froms, tos, msgs []string
+	var users, amounts []int64
+	var assets []int32
+	var types, states []int16
+	at := map[string]int{} // req_id -> index into reqs
+	for i, r := range reqs {
+		if r.kind != kindFused || !r.plan.direct() || !ans[i].won {
+			continue
+		}
+		s, msg, cas := r.plan.chainEnd(ans[i].out)
+		ans[i].state, ans[i].cas = s, cas
+		t := *r.plan.insert
+		at[t.ReqID] = i
+		ids, froms, tos, msgs = append(ids, t.ReqID), append(froms, string(t.From)), append(tos, string(t.To)), append(msgs, msg)
+		users, amounts = append(users, int64(t.UserID)), append(amounts, int64(t.Amount))
+		assets, types, states = append(assets, int32(t.Asset)), append(types, transferType(t.From)), append(states, int16(s))
+	}
+	if len(ids) == 0 {
+		return
+	}
+	b.Queue(directSQL, ids, users, assets, amounts, types, froms, tos, states, msgs).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			t, err := scanTransfer(rows)
+			if err != nil {
+				return err
+			}
+			i := at[t.ReqID]
+			ans[i].transfer, ans[i].inserted = t, true
+			delete(at, t.ReqID)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(at) > 0 { // cannot happen: an INSERT without ON CONFLICT inserts every row or fails
+			return errors.New("transfer batch: direct insert lost rows")
+		}
+		return nil
 	})
 }

@@ -8,7 +8,11 @@ package transfer
 // replayed, which must change nothing.
 
 import (
+	"context"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func casReq(id string, from, to State, msg string) *batchReq {
@@ -128,9 +132,10 @@ func TestFusedBatchRowsInsertAndReplay(t *testing.T) {
 		tr         Transfer
 		path, recs string
 	}{
-		{ok1, "INIT>TARGET_PENDING", "withdraw:SUCCESS"},
-		{poor, "INIT>FAILED", "withdraw:EXPLICIT_FAIL(INSUFFICIENT_BALANCE)"},
-		{s2f, "INIT>SOURCE_PENDING", ""},
+		// No cid: each is inserted directly where its chain ends (fusePlan.direct).
+		{ok1, "TARGET_PENDING", "withdraw:SUCCESS"},
+		{poor, "FAILED", "withdraw:EXPLICIT_FAIL(INSUFFICIENT_BALANCE)"},
+		{s2f, "SOURCE_PENDING", ""},
 		{moved, "INIT>SOURCE_DONE", ""},
 	} {
 		wantHistory(t, h.pool, c.tr.ReqID, c.path, c.recs)
@@ -195,5 +200,65 @@ func TestDriveAnswersFromItsOwnWrite(t *testing.T) {
 	r := plain.create(plain.coord, 7, "FUNDING", "SPOT", "USDT", "0.0001", "")
 	if row := plain.get(r.Transfer.ReqID); r.Transfer != row || row.State != Committed {
 		t.Errorf("unbatched: answered %+v, stored %+v", r.Transfer, row)
+	}
+}
+
+// TestBatchBalanceChangeProbesAndGuards: the batch's balance change finds
+// each row by a primary-key probe and changes it by tid, generic plan or
+// not, on a ledger of the transfer benchmark's size (1000 users; the
+// previous UPDATE ... FROM unnest joined it by a sequential scan and a hash
+// on every batch), and a row it does not find fails the statement instead
+// of being skipped.
+func TestBatchBalanceChangeProbesAndGuards(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.deposit(7, usdt, 1000)
+	h.deposit(8, usdt, 1000)
+	if _, err := h.pool.Exec(ctx, `INSERT INTO balances_tb (user_id, asset_id, available)
+		SELECT u, $1, 1 FROM generate_series(1000, 1999) AS u`, int32(usdt)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.pool.Exec(ctx, `ANALYZE balances_tb`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := h.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = `+mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `PREPARE change_`+mode+` AS `+changeSQL); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, `EXPLAIN (COSTS OFF) EXECUTE change_`+mode+`('{7,8}', '{1,1}', '{-5,5}', '{1,1}', 2)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := strings.Join(lines, "\n")
+		if strings.Contains(plan, "Seq Scan") || !strings.Contains(plan, "Tid Scan on balances_tb") ||
+			!strings.Contains(plan, "Index Scan using balances_tb_pkey") {
+			t.Fatalf("%s plan:\n%s", mode, plan)
+		}
+	}
+	var n int64
+	if err := tx.QueryRow(ctx, changeSQL, []int64{7, 8}, []int32{int32(usdt), int32(usdt)}, []int64{-5, 5}, []int64{1, 1}, int64(2)).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("change: %d %v", n, err)
+	}
+	var b7, b8 int64
+	if err := tx.QueryRow(ctx, `SELECT (SELECT available FROM balances_tb WHERE user_id = 7 AND asset_id = $1),
+		(SELECT available FROM balances_tb WHERE user_id = 8 AND asset_id = $1)`, int32(usdt)).Scan(&b7, &b8); err != nil || b7 != 995 || b8 != 1005 {
+		t.Fatalf("balances %d %d %v, want 995 and 1005", b7, b8, err)
+	}
+	// User 9 has no row: the guard fails the statement.
+	err = tx.QueryRow(ctx, changeSQL, []int64{7, 9}, []int32{int32(usdt), int32(usdt)}, []int64{1, 1}, []int64{1, 1}, int64(2)).Scan(&n)
+	if err == nil || !strings.Contains(err.Error(), changedMark) {
+		t.Fatalf("change of a missing row: %d %v", n, err)
 	}
 }

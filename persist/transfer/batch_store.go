@@ -12,7 +12,7 @@ import (
 //
 //	reads    Get: one SELECT for all; it runs before any write of the
 //	         batch, so it sees committed rows only, as a Get alone would
-//	inserts  Insert (and fused steps that insert): one multi-row INSERT ... ON CONFLICT (user_id, cid) DO NOTHING
+//	inserts  Insert (and fused steps that insert): one multi-row INSERT ... ON CONFLICT (user_id, cid) WHERE cid IS NOT NULL DO NOTHING
 //	CAS      Transition: one multi-row compare-and-set per round (below)
 //	notes    NoteRetry: likewise
 //
@@ -74,7 +74,7 @@ const insertSQL = `INSERT INTO transfers_tb
 	SELECT r.req_id, NULLIF(r.cid, ''), r.user_id, r.asset_id, r.amount, r.ttype, r.ttype, r.from_account, r.to_account, 0
 	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[], $5::bigint[], $6::smallint[], $7::text[], $8::text[])
 		AS r(req_id, cid, user_id, asset_id, amount, ttype, from_account, to_account)
-	ON CONFLICT (user_id, cid) DO NOTHING
+	ON CONFLICT (user_id, cid) WHERE cid IS NOT NULL DO NOTHING
 	RETURNING ` + transferCols
 
 // batchInsertable reports whether t meets every constraint of transfers_tb
@@ -97,7 +97,7 @@ func queueInserts(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 	for i, r := range reqs {
 		t := r.insert
 		switch {
-		case r.kind == kindFused && r.plan.insert != nil:
+		case r.kind == kindFused && r.plan.insert != nil && !r.plan.direct():
 			t = *r.plan.insert // batchInsertable: checked by the caller
 		case r.kind != kindInsert:
 			continue

@@ -19,7 +19,8 @@ import (
 //	   users exist (fused steps lock their transfers first); else COMMIT.
 //	2. (FUNDING operations or fused steps only) insert the new records and
 //	   apply the balance changes they imply; the transitions of the fused
-//	   steps (batch_fused.go); COMMIT.
+//	   steps and the transfers inserted directly in the state their first
+//	   step ends in (batch_fused.go); COMMIT.
 //
 // The decisions between 1 and 2 are made in memory, in arrival order, by
 // the same decideOp as the one-transaction path (batch_funding.go). COMMIT
@@ -105,6 +106,7 @@ func (w *batchWriter) exec(ctx context.Context, reqs []*batchReq, ans []batchAns
 	fb.queueReads(&rt1)
 	oneTrip := len(fb.idx) == 0 && !fused
 	if oneTrip {
+		queueDirect(&rt1, reqs, ans) // none of them has an operation to decide
 		rt1.Queue("COMMIT")
 	}
 	if err := w.conn.SendBatch(ctx, &rt1).Close(); err != nil {
@@ -119,6 +121,7 @@ func (w *batchWriter) exec(ctx context.Context, reqs []*batchReq, ans []batchAns
 	var rt2 pgx.Batch
 	fb.queueWrite(&rt2)
 	queueFusedCAS(&rt2, reqs, ans)
+	queueDirect(&rt2, reqs, ans) // all of the batch's, in one statement
 	rt2.Queue("COMMIT")
 	if err := w.conn.SendBatch(ctx, &rt2).Close(); err != nil {
 		return retryable(err), err

@@ -91,7 +91,7 @@ func (s *Store) Insert(ctx context.Context, t Transfer) (got Transfer, inserted 
 	got, err = scanTransfer(s.pool.QueryRow(ctx, `INSERT INTO transfers_tb
 		(req_id, cid, user_id, asset_id, amount, transfer_type, source_type, from_account, to_account, state)
 		VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, 0)
-		ON CONFLICT (user_id, cid) DO NOTHING
+		ON CONFLICT (user_id, cid) WHERE cid IS NOT NULL DO NOTHING
 		RETURNING `+transferCols,
 		t.ReqID, cid, int64(t.UserID), int32(t.Asset), int64(t.Amount), transferType(t.From), string(t.From), string(t.To)))
 	if err == nil {

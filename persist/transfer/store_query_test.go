@@ -106,3 +106,49 @@ func TestStoreDailyUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestCIDIndexOnlyCoversCIDs: the (user_id, cid) uniqueness is a partial
+// unique index (migration 0005) that the inserts name as their arbiter: a
+// repeated cid of one user inserts nothing, another user may use the same
+// cid, and transfers without a cid are never in conflict (nor in it),
+// through the one-statement and the batched Insert.
+func TestCIDIndexOnlyCoversCIDs(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	var def string
+	if err := h.pool.QueryRow(ctx, `SELECT indexdef FROM pg_indexes WHERE tablename = 'transfers_tb' AND indexname = 'transfers_tb_user_cid'`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if want := "CREATE UNIQUE INDEX transfers_tb_user_cid ON public.transfers_tb USING btree (user_id, cid) WHERE (cid IS NOT NULL)"; def != want {
+		t.Fatalf("index %q, want %q", def, want)
+	}
+	b := NewBatcher(h.pool, BatchOptions{})
+	b.Start()
+	t.Cleanup(b.Close)
+	for _, s := range []*Store{h.store, NewStoreBatched(h.pool, b)} {
+		mk := func(user UserID, cid string) (Transfer, bool) {
+			tr := Transfer{ReqID: newID(t, h), CID: cid, UserID: user, From: AccountFunding, To: AccountSpot, Asset: usdt, Amount: 1}
+			got, inserted, err := s.Insert(ctx, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got, inserted
+		}
+		cid := newID(t, h) // fresh for this store
+		first, ok1 := mk(7, cid)
+		again, ok2 := mk(7, cid)
+		other, ok3 := mk(8, cid)
+		_, ok4 := mk(7, "")
+		_, ok5 := mk(7, "")
+		if !ok1 || ok2 || again.ReqID != first.ReqID || !ok3 || other.ReqID == first.ReqID || !ok4 || !ok5 {
+			t.Fatalf("inserted %v %v %v %v %v", ok1, ok2, ok3, ok4, ok5)
+		}
+	}
+	var withCID int64
+	if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM transfers_tb WHERE cid IS NOT NULL`).Scan(&withCID); err != nil {
+		t.Fatal(err)
+	}
+	if withCID != 4 {
+		t.Fatalf("%d rows with a cid, want 4", withCID)
+	}
+}

@@ -1,0 +1,79 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// TestBatchedAccountStateMatchesDirect: AccountState through the Batcher's
+// reader (many calls answered by one statement) answers exactly what the
+// one-statement path answers, for every kind of account: a row, a frozen
+// and a disabled row, an account without that asset's row, no account at
+// all; and the reader shares statements between concurrent calls.
+func TestBatchedAccountStateMatchesDirect(t *testing.T) {
+	h, b := newBatchedHarness(t, BatchOptions{})
+	ctx := context.Background()
+	h.deposit(7, usdt, 1000)
+	h.deposit(8, usdt, 50)
+	h.deposit(9, btc, 3) // an account without a USDT row
+	direct := NewFunding(h.pool)
+	if err := direct.SetStatus(ctx, 8, usdt, Frozen); err != nil {
+		t.Fatal(err)
+	}
+	h.deposit(10, usdt, 5)
+	if err := direct.SetStatus(ctx, 10, usdt, Disabled); err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		user  UserID
+		asset AssetID
+	}
+	keys := []key{{7, usdt}, {8, usdt}, {9, usdt}, {9, btc}, {10, usdt}, {11, usdt}, {7, btc}}
+	want := map[key]AccountState{
+		{7, usdt}:  {Exists: true, Status: Active, Available: 1000},
+		{8, usdt}:  {Exists: true, Status: Frozen, Available: 50},
+		{9, usdt}:  {Exists: true, Status: Active},
+		{9, btc}:   {Exists: true, Status: Active, Available: 3},
+		{10, usdt}: {Exists: true, Status: Disabled, Available: 5},
+		{11, usdt}: {Status: Active},
+		{7, btc}:   {Exists: true, Status: Active},
+	}
+	for _, k := range keys {
+		d, err := direct.AccountState(ctx, k.user, k.asset)
+		if err != nil || d != want[k] {
+			t.Fatalf("direct %v: %+v %v, want %+v", k, d, err, want[k])
+		}
+	}
+	before := b.Stats().Reads.Load()
+	const rounds = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, rounds*len(keys))
+	for range rounds {
+		for _, k := range keys {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := h.funding.AccountState(ctx, k.user, k.asset)
+				if err != nil || got != want[k] {
+					errs <- fmt.Errorf("batched %v: %+v %v, want %+v", k, got, err, want[k])
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := b.Stats().Reads.Load() - before; n < 1 || n > rounds*int64(len(keys)) {
+		t.Fatalf("%d reader statements for %d calls", n, rounds*len(keys))
+	}
+	// A closed Batcher refuses, and says so.
+	b.Close()
+	if _, err := h.funding.AccountState(ctx, 7, usdt); !errors.Is(err, ErrBatcherClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
