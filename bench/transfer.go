@@ -222,15 +222,16 @@ func benchDatabase(ctx context.Context, cfg TransferConfig) (*pgxpool.Pool, stri
 		_, err = conn.Exec(ctx, sql)
 		return err
 	}
-	if err := admin(ctx, "CREATE DATABASE "+name); err != nil {
-		return nil, "", nil, fmt.Errorf("bench: create database %s: %w", name, err)
-	}
 	drop := func() error {
 		// Not ctx: the database goes even when the run was interrupted.
 		if err := admin(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			return fmt.Errorf("bench: drop database %s: %w", name, err)
 		}
 		return nil
+	}
+	if err := admin(ctx, "CREATE DATABASE "+name); err != nil {
+		// An interrupt can land after the server created it: drop it anyway.
+		return nil, name, nil, errors.Join(fmt.Errorf("bench: create database %s: %w", name, err), drop())
 	}
 	pc, err := pgxpool.ParseConfig(cfg.PGURL)
 	if err != nil {

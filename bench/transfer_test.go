@@ -67,7 +67,10 @@ func TestRunTransferInterruptedDropsDatabase(t *testing.T) {
 	databaseExists(t, "") // skips without Postgres
 	cfg := shortTransferConfig()
 	cfg.Duration = time.Minute
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	// The interrupt must land after the database exists (the run itself
+	// lasts a minute): 500 ms was sometimes over before it was created on a
+	// loaded machine, and then there was nothing to check.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
 	rep, err := RunTransfer(ctx, cfg)
@@ -76,6 +79,9 @@ func TestRunTransferInterruptedDropsDatabase(t *testing.T) {
 	}
 	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("interrupted run took %v", d)
+	}
+	if rep.Database == "" {
+		t.Fatalf("interrupted before the database was created (%v): nothing was checked", err)
 	}
 	if !strings.HasPrefix(rep.Database, "ubs_bench_") || databaseExists(t, rep.Database) {
 		t.Fatalf("database %q left behind", rep.Database)
