@@ -99,7 +99,7 @@ func (p *Processor) insert(m *market, oi int32) {
 	o.inBook = true
 	m.orders++
 	p.accounts[o.acct].openOrders++
-	p.orderIdx[o.id] = oi
+	p.orderIdx.put(uint64(o.id), oi)
 	if !o.key.IsZero() {
 		p.clientIdx[clientKey{o.user, o.key}] = o.id
 	}
@@ -135,7 +135,7 @@ func (p *Processor) unlink(m *market, oi int32) {
 	o.prev, o.next = -1, -1
 	m.orders--
 	p.accounts[o.acct].openOrders--
-	delete(p.orderIdx, o.id)
+	p.orderIdx.del(uint64(o.id))
 	if !o.key.IsZero() {
 		delete(p.clientIdx, clientKey{o.user, o.key})
 	}

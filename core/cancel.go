@@ -14,7 +14,7 @@ func (p *Processor) ownOrder(c *Command) (int32, Code) {
 			return -1, CodeOrderNotFound
 		}
 	}
-	oi, ok := p.orderIdx[id]
+	oi, ok := p.orderIdx.get(uint64(id))
 	if !ok {
 		return -1, CodeOrderNotFound
 	}

@@ -25,9 +25,10 @@ type Processor struct {
 	assets    [MaxAssets + 1]assetState // index 0 unused
 	markets   [MaxMarkets + 1]*market   // nil = not configured
 	accounts  []account                 // in creation order (canonical order for snapshots)
-	userIdx   map[UserID]int32          // user -> index into accounts
+	balExt    [][]Balance               // per account: balances of assets inlineAssets+1.. (index asset-inlineAssets-1)
+	userIdx   idMap                     // user -> index into accounts
 	pool      orderPool
-	orderIdx  map[OrderID]int32     // resting order id -> pool index
+	orderIdx  idMap                 // resting order id -> pool index
 	clientIdx map[clientKey]OrderID // (user, client order id) -> resting order id
 	ops       map[opKey]int32       // processed transfer/adjust keys (the ProcessedTransferSet) -> index in opLog
 	opLog     []opEntry             // the ops with their first results, in insertion order (canonical order for snapshots)
@@ -52,8 +53,6 @@ func New(cfg Config) *Processor {
 		cfg:         cfg,
 		nextOrderID: 1,
 		nextTradeID: 1,
-		userIdx:     make(map[UserID]int32),
-		orderIdx:    make(map[OrderID]int32),
 		clientIdx:   make(map[clientKey]OrderID),
 		ops:         make(map[opKey]int32),
 	}
