@@ -42,7 +42,7 @@ const feeAcct int32 = 0
 
 // accountIdx returns the index of user's account, or -1.
 func (p *Processor) accountIdx(u UserID) int32 {
-	if i, ok := p.userIdx.get(uint64(u)); ok {
+	if i, ok := p.userIdx.get(u); ok {
 		return i
 	}
 	return -1
@@ -51,18 +51,18 @@ func (p *Processor) accountIdx(u UserID) int32 {
 // ensureAccount returns the index of user's account, creating it. The caller
 // has checked p.canCreateAccount when the account might not exist.
 func (p *Processor) ensureAccount(u UserID) int32 {
-	if i, ok := p.userIdx.get(uint64(u)); ok {
+	if i, ok := p.userIdx.get(u); ok {
 		return i
 	}
 	i := int32(len(p.accounts))
 	p.accounts = append(p.accounts, account{id: u})
 	p.balExt = append(p.balExt, nil)
-	p.userIdx.put(uint64(u), i)
+	p.userIdx.put(u, i)
 	return i
 }
 
 func (p *Processor) canCreateAccount(u UserID) bool {
-	_, ok := p.userIdx.get(uint64(u))
+	_, ok := p.userIdx.get(u)
 	return ok || len(p.accounts) < MaxUsers
 }
 

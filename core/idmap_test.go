@@ -185,3 +185,55 @@ func FuzzIdMap(f *testing.F) {
 		checkIdMap(t, &m, ref)
 	})
 }
+
+// TestUserIndexDifferential checks userIndex against a Go map with ids on
+// both sides of userDenseLimit, 0 (FeeUser) and the edges included.
+func TestUserIndexDifferential(t *testing.T) {
+	seed := uint64(rand.Int64())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	edges := []UserID{0, 1, 63, 64, 65, userDenseLimit - 1, userDenseLimit, userDenseLimit + 1, 1<<64 - 1}
+	draw := func() UserID {
+		switch r.IntN(4) {
+		case 0:
+			return edges[r.IntN(len(edges))]
+		case 1:
+			return UserID(r.IntN(300))
+		case 2:
+			return UserID(r.IntN(userDenseLimit + 50))
+		}
+		return UserID(r.Uint64()%2000) << 40
+	}
+	var x userIndex
+	ref := map[UserID]int32{}
+	for i := 0; i < 20_000; i++ {
+		u := draw()
+		if r.IntN(3) == 0 {
+			v := int32(r.IntN(MaxUsers))
+			x.put(u, v)
+			ref[u] = v
+		} else {
+			want, had := ref[u]
+			if got, ok := x.get(u); ok != had || got != want {
+				t.Fatalf("seed %d step %d: get(%d) = %d, %v; want %d, %v", seed, i, u, got, ok, want, had)
+			}
+		}
+		if x.len() != len(ref) {
+			t.Fatalf("seed %d step %d: len %d, want %d", seed, i, x.len(), len(ref))
+		}
+	}
+	for u, v := range ref { // map order does not matter: every key is checked
+		if got, ok := x.get(u); !ok || got != v {
+			t.Fatalf("seed %d: get(%d) = %d, %v; want %d", seed, u, got, ok, v)
+		}
+	}
+	if len(x.dense) > userDenseLimit {
+		t.Fatalf("dense table of %d entries, limit %d", len(x.dense), userDenseLimit)
+	}
+	x.reset()
+	for _, u := range edges {
+		if _, ok := x.get(u); ok || x.len() != 0 {
+			t.Fatalf("after reset: get(%d) found, len %d", u, x.len())
+		}
+	}
+}

@@ -26,7 +26,7 @@ type Processor struct {
 	markets   [MaxMarkets + 1]*market   // nil = not configured
 	accounts  []account                 // in creation order (canonical order for snapshots)
 	balExt    [][]Balance               // per account: balances of assets inlineAssets+1.. (index asset-inlineAssets-1)
-	userIdx   idMap                     // user -> index into accounts
+	userIdx   userIndex                 // user -> index into accounts
 	pool      orderPool
 	orderIdx  idMap                 // resting order id -> pool index
 	clientIdx map[clientKey]OrderID // (user, client order id) -> resting order id

@@ -136,7 +136,7 @@ func (p *Processor) readAccounts(r *rbuf) error {
 	}
 	for ; n > 0 && r.err == nil; n-- {
 		u := UserID(r.uv())
-		if _, dup := p.userIdx.get(uint64(u)); dup {
+		if _, dup := p.userIdx.get(u); dup {
 			return ErrSnapshot
 		}
 		a := p.ensureAccount(u)

@@ -163,6 +163,9 @@ func (k Key) IsZero() bool { return k == Key{} }
 
 // canonical reports whether no non-zero byte follows a zero byte.
 func (k Key) canonical() bool {
+	if k == (Key{}) {
+		return true // the common case (no key) in one 32-byte compare
+	}
 	seenZero := false
 	for _, b := range k {
 		if b == 0 {
