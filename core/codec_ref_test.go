@@ -147,4 +147,3 @@ func FuzzDecodeCommandRef(f *testing.F) {
 	}
 	f.Fuzz(checkDecodeAgainstRef)
 }
-
