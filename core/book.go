@@ -28,24 +28,44 @@ func (s *bookSide) better(a, b Price) bool {
 // find returns the index where price is or would be inserted, and whether it exists.
 func (s *bookSide) find(price Price) (int, bool) {
 	// Levels are sorted worst..best: ascending for bids, descending for asks.
-	// Binary search for the first level at or beyond price in that order.
+	// Search for the first level at or beyond price in that order. Most
+	// lookups (fills, orders joining the top) are for the best level: try it
+	// first.
 	lv := s.levels
-	lo, hi := 0, len(lv)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		var atOrBeyond bool
-		if s.bid {
-			atOrBeyond = lv[mid].price >= price
-		} else {
-			atOrBeyond = lv[mid].price <= price
+	n := len(lv)
+	if n == 0 {
+		return 0, false
+	}
+	if best := lv[n-1].price; best == price {
+		return n - 1, true
+	} else if s.bid == (price > best) {
+		return n, false // beyond the best: a new best level
+	}
+	// Otherwise lv[n-1] is beyond price, so the answer is in [0, n-1]. A
+	// lower-bound search without data-dependent branches (a mispredicted
+	// one per halving cost more than the search): the answer stays in
+	// [base, base+m].
+	base := 0
+	if s.bid {
+		for m := n; m > 1; {
+			half := m >> 1
+			base += half & -b2i(lv[base+half].price < price)
+			m -= half
 		}
-		if atOrBeyond {
-			hi = mid
-		} else {
-			lo = mid + 1
+		if lv[base].price < price {
+			base++
+		}
+	} else {
+		for m := n; m > 1; {
+			half := m >> 1
+			base += half & -b2i(lv[base+half].price > price)
+			m -= half
+		}
+		if lv[base].price > price {
+			base++
 		}
 	}
-	return lo, lo < len(lv) && lv[lo].price == price
+	return base, base < n && lv[base].price == price
 }
 
 // best returns the index of the best level, or -1.
@@ -163,4 +183,12 @@ func (s *bookSide) canAdd(price Price, qty Units) Code {
 		return CodeOverflow
 	}
 	return OK
+}
+
+// b2i is 1 for true and 0 for false (compiled to a SETcc, no branch).
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
