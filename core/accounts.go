@@ -123,7 +123,5 @@ func (p *Processor) move(a int32, asset AssetID, dAvail, dFrozen Units) {
 
 // touch records that asset's conservation must be checked after this command.
 func (p *Processor) touch(asset AssetID) {
-	if p.touchedAssets&(1<<(asset-1)) == 0 {
-		p.touchedAssets |= 1 << (asset - 1)
-	}
+	p.touchedAssets |= 1 << (asset - 1)
 }
