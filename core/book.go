@@ -100,7 +100,11 @@ func (m *market) opposite(s Side) *bookSide {
 func (p *Processor) insert(m *market, oi int32) {
 	o := &p.pool.slots[oi]
 	s := m.side(o.side)
-	i, ok := s.find(o.price)
+	i, ok, valid := s.at(p.levelHint-1, o.price)
+	if !valid {
+		i, ok = s.find(o.price)
+	}
+	p.levelHint = 0
 	if !ok {
 		s.levels = append(s.levels, level{})
 		copy(s.levels[i+1:], s.levels[i:])
@@ -169,10 +173,34 @@ func (s *bookSide) levelFor(price Price) *level {
 	return nil
 }
 
+// at reports whether i is the answer find(price) would give, and if so
+// whether the level at i has that price; it costs two comparisons. Levels
+// are distinct and sorted, so only the true answer passes.
+func (s *bookSide) at(i int, price Price) (idx int, found, valid bool) {
+	lv := s.levels
+	if i < 0 || i > len(lv) {
+		return 0, false, false
+	}
+	if i < len(lv) {
+		if lv[i].price == price {
+			return i, true, true
+		}
+		if !s.better(lv[i].price, price) {
+			return 0, false, false // lv[i] must be beyond price
+		}
+	}
+	if i > 0 && !s.better(price, lv[i-1].price) {
+		return 0, false, false // and lv[i-1] before it
+	}
+	return i, false, true
+}
+
 // canAdd checks that qty more may rest at price: a new level must fit under
-// MaxPriceLevels and an existing level's total must not overflow.
-func (s *bookSide) canAdd(price Price, qty Units) Code {
+// MaxPriceLevels and an existing level's total must not overflow. It leaves
+// the level's index in p.levelHint for insert.
+func (p *Processor) canAdd(s *bookSide, price Price, qty Units) Code {
 	i, ok := s.find(price)
+	p.levelHint = i + 1
 	if !ok {
 		if len(s.levels) >= MaxPriceLevels {
 			return CodeTooManyPriceLevels

@@ -55,3 +55,29 @@ func TestBookSideFindMatchesLinear(t *testing.T) {
 		}
 	}
 }
+
+// TestBookSideAtOnlyAcceptsTheAnswer: for every index and probe price,
+// bookSide.at accepts exactly the index find returns (with its found flag).
+func TestBookSideAtOnlyAcceptsTheAnswer(t *testing.T) {
+	for n := 0; n <= 12; n++ {
+		for _, bid := range []bool{true, false} {
+			s := &bookSide{bid: bid}
+			for k := 1; k <= n; k++ {
+				p := Price(10 * k)
+				if !bid {
+					p = Price(10 * (n + 1 - k))
+				}
+				s.levels = append(s.levels, level{price: p})
+			}
+			for probe := Price(0); probe <= Price(10*n+15); probe += 5 {
+				wi, wok := findLinear(s, probe)
+				for i := -2; i <= n+2; i++ {
+					gi, gok, valid := s.at(i, probe)
+					if valid != (i == wi) || (valid && (gi != wi || gok != wok)) {
+						t.Fatalf("bid=%v n=%d at(%d, %d) = %d, %v, %v; find answers %d, %v", bid, n, i, probe, gi, gok, valid, wi, wok)
+					}
+				}
+			}
+		}
+	}
+}

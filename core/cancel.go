@@ -135,7 +135,7 @@ func (p *Processor) reenter(m *market, oi int32, price Price, qty, need Units) C
 	if price == o.price {
 		add -= o.remaining() // it is already counted in its own level
 	}
-	if code := m.side(o.side).canAdd(price, add); code != OK {
+	if code := p.canAdd(m.side(o.side), price, add); code != OK {
 		return code
 	}
 	p.unlink(m, oi)

@@ -38,6 +38,11 @@ type Processor struct {
 	res           cmdResult
 	touchedAssets uint64   // bit (asset-1) set when asset's balances moved
 	touchedMarket MarketID // market whose book changed (at most one per command)
+	// levelHint is 1 + the level index the last canAdd found for its price
+	// (0 = none): placing an order searches its side once, in checkCapacity,
+	// and insert checks the hint in O(1) instead of searching again. A stale
+	// or foreign hint fails the check (bookSide.at) and insert searches.
+	levelHint int
 }
 
 // cmdResult is what the final EvResult of a command reports.
@@ -95,6 +100,7 @@ func (p *Processor) begin(c *Command) {
 	p.res = cmdResult{}
 	p.touchedAssets = 0
 	p.touchedMarket = 0
+	p.levelHint = 0
 }
 
 func (p *Processor) finish(c *Command, code Code) []Event {
