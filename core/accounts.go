@@ -104,14 +104,15 @@ func (p *Processor) balanceSlots(a int32) AssetID {
 // command first; a negative or overflowing result here is a bug, recorded as a
 // balance-level invariant violation (the core halts after this command).
 func (p *Processor) move(a int32, asset AssetID, dAvail, dFrozen Units) {
-	if dAvail == 0 && dFrozen == 0 {
+	if dAvail|dFrozen == 0 {
 		return
 	}
 	b := p.balanceRef(a, asset)
-	av, ok1 := addUnits(b.Avail, dAvail)
-	fr, ok2 := addUnits(b.Frozen, dFrozen)
-	if !ok1 || !ok2 || av < 0 || fr < 0 {
-		p.violate(0, asset, ViolNegativeBalance)
+	av, fr := b.Avail+dAvail, b.Frozen+dFrozen
+	// One test for "overflowed or went negative" on the hot path: an
+	// overflowed sum differs in sign from both operands (see addUnits).
+	if (b.Avail^av)&(dAvail^av)|(b.Frozen^fr)&(dFrozen^fr)|av|fr < 0 {
+		av, fr = p.moveBroken(b, asset, dAvail, dFrozen)
 	}
 	b.Avail, b.Frozen = av, fr
 	st := &p.assets[asset]
@@ -119,6 +120,18 @@ func (p *Processor) move(a int32, asset AssetID, dAvail, dFrozen Units) {
 	p.touch(asset)
 	e := p.newEvent(EvBalance)
 	e.User, e.Asset, e.DAvail, e.DFrozen = p.accounts[a].id, asset, dAvail, dFrozen
+}
+
+// moveBroken is move's cold path: the new balance overflowed or went
+// negative. It records the violation and returns what move stores (0 for an
+// overflowed field, as addUnits gives).
+func (p *Processor) moveBroken(b *Balance, asset AssetID, dAvail, dFrozen Units) (Units, Units) {
+	av, ok1 := addUnits(b.Avail, dAvail)
+	fr, ok2 := addUnits(b.Frozen, dFrozen)
+	if !ok1 || !ok2 || av < 0 || fr < 0 {
+		p.violate(0, asset, ViolNegativeBalance)
+	}
+	return av, fr
 }
 
 // touch records that asset's conservation must be checked after this command.

@@ -91,3 +91,52 @@ func TestHighAssetIDsBehaveAsLowOnes(t *testing.T) {
 		t.Fatalf("seed %d: restored state hash %s, live %s", seed, h, want)
 	}
 }
+
+// TestMoveBrokenBalance drives move's cold path directly (no valid command
+// reaches it): a debit below zero or an overflow records a balance-level
+// violation, halts the core, and still stores and reports the move, with 0
+// for an overflowed field; a clean move records nothing.
+func TestMoveBrokenBalance(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		start          Balance
+		dAvail, dFroz  Units
+		want           Balance
+		wantViolations int
+	}{
+		{"clean", Balance{10, 5}, -10, -5, Balance{0, 0}, 0},
+		{"negative avail", Balance{10, 5}, -11, 0, Balance{-1, 5}, 1},
+		{"negative frozen", Balance{10, 5}, 0, -6, Balance{10, -1}, 1},
+		{"overflow avail", Balance{MaxUnits, 0}, 1, 0, Balance{0, 0}, 1},
+		{"overflow frozen", Balance{1, MaxUnits - 1}, -1, 2, Balance{0, 0}, 1},
+	} {
+		p := New(Config{})
+		a := p.ensureAccount(7)
+		*p.balanceRef(a, 2) = tc.start
+		p.events = p.events[:0]
+		p.move(a, 2, tc.dAvail, tc.dFroz)
+		if got := p.balance(a, 2); got != tc.want {
+			t.Errorf("%s: balance %+v, want %+v", tc.name, got, tc.want)
+		}
+		var viol, halted, bal int
+		for _, e := range p.events {
+			switch e.Kind {
+			case EvInvariantViolation:
+				viol++
+				if e.Detail != ViolNegativeBalance || e.Asset != 2 || bal != 0 {
+					t.Errorf("%s: violation event %+v (after the balance event: %v)", tc.name, e, bal != 0)
+				}
+			case EvCoreHalted:
+				halted++
+			case EvBalance:
+				bal++
+				if e.User != 7 || e.DAvail != tc.dAvail || e.DFrozen != tc.dFroz {
+					t.Errorf("%s: balance event %+v", tc.name, e)
+				}
+			}
+		}
+		if viol != tc.wantViolations || halted != tc.wantViolations || bal != 1 || p.Halted() != (tc.wantViolations > 0) {
+			t.Errorf("%s: %d violations, %d halts, %d balance events, halted %v", tc.name, viol, halted, bal, p.Halted())
+		}
+	}
+}
