@@ -9,6 +9,7 @@ package core
 import (
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // relabel is a permutation of asset ids: the generator's assets 1..3 move
@@ -138,5 +139,12 @@ func TestMoveBrokenBalance(t *testing.T) {
 		if viol != tc.wantViolations || halted != tc.wantViolations || bal != 1 || p.Halted() != (tc.wantViolations > 0) {
 			t.Errorf("%s: %d violations, %d halts, %d balance events, halted %v", tc.name, viol, halted, bal, p.Halted())
 		}
+	}
+}
+
+// TestAccountIsOneCacheLine pins what inlineAssets' comment promises.
+func TestAccountIsOneCacheLine(t *testing.T) {
+	if s := unsafe.Sizeof(account{}); s != 64 {
+		t.Fatalf("account is %d bytes, want 64", s)
 	}
 }
