@@ -7,12 +7,19 @@ type Balance struct {
 	Frozen Units
 }
 
+// inlineAssets is how many assets (ids 1..inlineAssets) keep their balances
+// inside the account itself: placing an order reads the status and a balance
+// of the same account, and with the first assets inline that is one cache
+// line (the struct is exactly 64 bytes) instead of two scattered ones.
+// Balances of higher asset ids live in Processor.balExt.
+const inlineAssets = 3
+
 // account is a user's spot account. Owned by the processor goroutine.
 type account struct {
 	id         UserID
 	status     AccountStatus
-	openOrders int32     // resting orders, all markets; <= MaxOpenOrdersPerUser
-	bal        []Balance // indexed by AssetID; grown on first credit of an asset
+	openOrders int32                 // resting orders, all markets; <= MaxOpenOrdersPerUser
+	inl        [inlineAssets]Balance // balances of assets 1..inlineAssets (inl[asset-1])
 }
 
 // assetState holds an asset's config and its conservation counters.
@@ -35,7 +42,7 @@ const feeAcct int32 = 0
 
 // accountIdx returns the index of user's account, or -1.
 func (p *Processor) accountIdx(u UserID) int32 {
-	if i, ok := p.userIdx[u]; ok {
+	if i, ok := p.userIdx.get(u); ok {
 		return i
 	}
 	return -1
@@ -44,27 +51,52 @@ func (p *Processor) accountIdx(u UserID) int32 {
 // ensureAccount returns the index of user's account, creating it. The caller
 // has checked p.canCreateAccount when the account might not exist.
 func (p *Processor) ensureAccount(u UserID) int32 {
-	if i, ok := p.userIdx[u]; ok {
+	if i, ok := p.userIdx.get(u); ok {
 		return i
 	}
 	i := int32(len(p.accounts))
 	p.accounts = append(p.accounts, account{id: u})
-	p.userIdx[u] = i
+	p.balExt = append(p.balExt, nil)
+	p.userIdx.put(u, i)
 	return i
 }
 
 func (p *Processor) canCreateAccount(u UserID) bool {
-	_, ok := p.userIdx[u]
+	_, ok := p.userIdx.get(u)
 	return ok || len(p.accounts) < MaxUsers
 }
 
 // balance returns the balance of account a in asset (zero if never credited).
 func (p *Processor) balance(a int32, asset AssetID) Balance {
-	b := p.accounts[a].bal
-	if int(asset) < len(b) {
-		return b[asset]
+	if i := int(asset) - 1; uint(i) < inlineAssets {
+		return p.accounts[a].inl[i]
+	}
+	if e := p.balExt[a]; asset > inlineAssets && int(asset-inlineAssets-1) < len(e) {
+		return e[asset-inlineAssets-1]
 	}
 	return Balance{}
+}
+
+// balanceRef returns account a's balance of asset (1..MaxAssets) for
+// update, growing its overflow run on the first credit of a high asset id.
+func (p *Processor) balanceRef(a int32, asset AssetID) *Balance {
+	if i := int(asset) - 1; uint(i) < inlineAssets {
+		return &p.accounts[a].inl[i]
+	}
+	i := int(asset) - inlineAssets - 1
+	e := p.balExt[a]
+	if i >= len(e) {
+		ne := make([]Balance, i+1)
+		copy(ne, e)
+		p.balExt[a], e = ne, ne
+	}
+	return &e[i]
+}
+
+// balanceSlots is one more than the highest asset id account a may hold a
+// non-zero balance of: balance(a, asset) is zero for every asset at or above it.
+func (p *Processor) balanceSlots(a int32) AssetID {
+	return AssetID(inlineAssets + 1 + len(p.balExt[a]))
 }
 
 // move changes account a's balance of asset by (dAvail, dFrozen), keeps the
@@ -72,32 +104,37 @@ func (p *Processor) balance(a int32, asset AssetID) Balance {
 // command first; a negative or overflowing result here is a bug, recorded as a
 // balance-level invariant violation (the core halts after this command).
 func (p *Processor) move(a int32, asset AssetID, dAvail, dFrozen Units) {
-	if dAvail == 0 && dFrozen == 0 {
+	if dAvail|dFrozen == 0 {
 		return
 	}
-	acc := &p.accounts[a]
-	if int(asset) >= len(acc.bal) {
-		nb := make([]Balance, int(asset)+1)
-		copy(nb, acc.bal)
-		acc.bal = nb
-	}
-	b := &acc.bal[asset]
-	av, ok1 := addUnits(b.Avail, dAvail)
-	fr, ok2 := addUnits(b.Frozen, dFrozen)
-	if !ok1 || !ok2 || av < 0 || fr < 0 {
-		p.violate(0, asset, ViolNegativeBalance)
+	b := p.balanceRef(a, asset)
+	av, fr := b.Avail+dAvail, b.Frozen+dFrozen
+	// One test for "overflowed or went negative" on the hot path: an
+	// overflowed sum differs in sign from both operands (see addUnits).
+	if (b.Avail^av)&(dAvail^av)|(b.Frozen^fr)&(dFrozen^fr)|av|fr < 0 {
+		av, fr = p.moveBroken(b, asset, dAvail, dFrozen)
 	}
 	b.Avail, b.Frozen = av, fr
 	st := &p.assets[asset]
 	st.total += dAvail + dFrozen
 	p.touch(asset)
 	e := p.newEvent(EvBalance)
-	e.User, e.Asset, e.DAvail, e.DFrozen = acc.id, asset, dAvail, dFrozen
+	e.User, e.Asset, e.DAvail, e.DFrozen = p.accounts[a].id, asset, dAvail, dFrozen
+}
+
+// moveBroken is move's cold path: the new balance overflowed or went
+// negative. It records the violation and returns what move stores (0 for an
+// overflowed field, as addUnits gives).
+func (p *Processor) moveBroken(b *Balance, asset AssetID, dAvail, dFrozen Units) (Units, Units) {
+	av, ok1 := addUnits(b.Avail, dAvail)
+	fr, ok2 := addUnits(b.Frozen, dFrozen)
+	if !ok1 || !ok2 || av < 0 || fr < 0 {
+		p.violate(0, asset, ViolNegativeBalance)
+	}
+	return av, fr
 }
 
 // touch records that asset's conservation must be checked after this command.
 func (p *Processor) touch(asset AssetID) {
-	if p.touchedAssets&(1<<(asset-1)) == 0 {
-		p.touchedAssets |= 1 << (asset - 1)
-	}
+	p.touchedAssets |= 1 << (asset - 1)
 }

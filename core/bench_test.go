@@ -45,7 +45,7 @@ func buildWorkload(seed uint64, prof genProfile, n int) *benchWorkload {
 		g.next(&c)
 		g.observe(p.Apply(&c))
 	}
-	w := &benchWorkload{snap: p.AppendSnapshot(nil), cmds: make([]Command, n), startRes: len(p.orderIdx)}
+	w := &benchWorkload{snap: p.AppendSnapshot(nil), cmds: make([]Command, n), startRes: p.orderIdx.len()}
 	for i := range w.cmds {
 		g.next(&w.cmds[i])
 		ev := p.Apply(&w.cmds[i])
@@ -59,7 +59,7 @@ func buildWorkload(seed uint64, prof genProfile, n int) *benchWorkload {
 		}
 		g.observe(ev)
 	}
-	w.endHash, w.endRes = p.StateHash(), len(p.orderIdx)
+	w.endHash, w.endRes = p.StateHash(), p.orderIdx.len()
 	return w
 }
 

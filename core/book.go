@@ -28,24 +28,44 @@ func (s *bookSide) better(a, b Price) bool {
 // find returns the index where price is or would be inserted, and whether it exists.
 func (s *bookSide) find(price Price) (int, bool) {
 	// Levels are sorted worst..best: ascending for bids, descending for asks.
-	// Binary search for the first level at or beyond price in that order.
+	// Search for the first level at or beyond price in that order. Most
+	// lookups (fills, orders joining the top) are for the best level: try it
+	// first.
 	lv := s.levels
-	lo, hi := 0, len(lv)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		var atOrBeyond bool
-		if s.bid {
-			atOrBeyond = lv[mid].price >= price
-		} else {
-			atOrBeyond = lv[mid].price <= price
+	n := len(lv)
+	if n == 0 {
+		return 0, false
+	}
+	if best := lv[n-1].price; best == price {
+		return n - 1, true
+	} else if s.bid == (price > best) {
+		return n, false // beyond the best: a new best level
+	}
+	// Otherwise lv[n-1] is beyond price, so the answer is in [0, n-1]. A
+	// lower-bound search without data-dependent branches (a mispredicted
+	// one per halving cost more than the search): the answer stays in
+	// [base, base+m].
+	base := 0
+	if s.bid {
+		for m := n; m > 1; {
+			half := m >> 1
+			base += half & -b2i(lv[base+half].price < price)
+			m -= half
 		}
-		if atOrBeyond {
-			hi = mid
-		} else {
-			lo = mid + 1
+		if lv[base].price < price {
+			base++
+		}
+	} else {
+		for m := n; m > 1; {
+			half := m >> 1
+			base += half & -b2i(lv[base+half].price > price)
+			m -= half
+		}
+		if lv[base].price > price {
+			base++
 		}
 	}
-	return lo, lo < len(lv) && lv[lo].price == price
+	return base, base < n && lv[base].price == price
 }
 
 // best returns the index of the best level, or -1.
@@ -80,7 +100,11 @@ func (m *market) opposite(s Side) *bookSide {
 func (p *Processor) insert(m *market, oi int32) {
 	o := &p.pool.slots[oi]
 	s := m.side(o.side)
-	i, ok := s.find(o.price)
+	i, ok, valid := s.at(p.levelHint-1, o.price)
+	if !valid {
+		i, ok = s.find(o.price)
+	}
+	p.levelHint = 0
 	if !ok {
 		s.levels = append(s.levels, level{})
 		copy(s.levels[i+1:], s.levels[i:])
@@ -99,7 +123,7 @@ func (p *Processor) insert(m *market, oi int32) {
 	o.inBook = true
 	m.orders++
 	p.accounts[o.acct].openOrders++
-	p.orderIdx[o.id] = oi
+	p.orderIdx.put(uint64(o.id), oi)
 	if !o.key.IsZero() {
 		p.clientIdx[clientKey{o.user, o.key}] = o.id
 	}
@@ -135,7 +159,7 @@ func (p *Processor) unlink(m *market, oi int32) {
 	o.prev, o.next = -1, -1
 	m.orders--
 	p.accounts[o.acct].openOrders--
-	delete(p.orderIdx, o.id)
+	p.orderIdx.del(uint64(o.id))
 	if !o.key.IsZero() {
 		delete(p.clientIdx, clientKey{o.user, o.key})
 	}
@@ -149,10 +173,34 @@ func (s *bookSide) levelFor(price Price) *level {
 	return nil
 }
 
+// at reports whether i is the answer find(price) would give, and if so
+// whether the level at i has that price; it costs two comparisons. Levels
+// are distinct and sorted, so only the true answer passes.
+func (s *bookSide) at(i int, price Price) (idx int, found, valid bool) {
+	lv := s.levels
+	if i < 0 || i > len(lv) {
+		return 0, false, false
+	}
+	if i < len(lv) {
+		if lv[i].price == price {
+			return i, true, true
+		}
+		if !s.better(lv[i].price, price) {
+			return 0, false, false // lv[i] must be beyond price
+		}
+	}
+	if i > 0 && !s.better(price, lv[i-1].price) {
+		return 0, false, false // and lv[i-1] before it
+	}
+	return i, false, true
+}
+
 // canAdd checks that qty more may rest at price: a new level must fit under
-// MaxPriceLevels and an existing level's total must not overflow.
-func (s *bookSide) canAdd(price Price, qty Units) Code {
+// MaxPriceLevels and an existing level's total must not overflow. It leaves
+// the level's index in p.levelHint for insert.
+func (p *Processor) canAdd(s *bookSide, price Price, qty Units) Code {
 	i, ok := s.find(price)
+	p.levelHint = i + 1
 	if !ok {
 		if len(s.levels) >= MaxPriceLevels {
 			return CodeTooManyPriceLevels
@@ -163,4 +211,12 @@ func (s *bookSide) canAdd(price Price, qty Units) Code {
 		return CodeOverflow
 	}
 	return OK
+}
+
+// b2i is 1 for true and 0 for false (compiled to a SETcc, no branch).
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -14,7 +14,7 @@ func (p *Processor) ownOrder(c *Command) (int32, Code) {
 			return -1, CodeOrderNotFound
 		}
 	}
-	oi, ok := p.orderIdx[id]
+	oi, ok := p.orderIdx.get(uint64(id))
 	if !ok {
 		return -1, CodeOrderNotFound
 	}
@@ -135,7 +135,7 @@ func (p *Processor) reenter(m *market, oi int32, price Price, qty, need Units) C
 	if price == o.price {
 		add -= o.remaining() // it is already counted in its own level
 	}
-	if code := m.side(o.side).canAdd(price, add); code != OK {
+	if code := p.canAdd(m.side(o.side), price, add); code != OK {
 		return code
 	}
 	p.unlink(m, oi)

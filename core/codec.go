@@ -1,7 +1,5 @@
 package core
 
-import "math"
-
 // CommandVersion is the first byte of every encoded command.
 //
 // Encoding (version 1), all integers varint (u = unsigned, s = zig-zag signed):
@@ -125,85 +123,212 @@ func EncodeCommand(dst []byte, c *Command) []byte {
 // DecodeCommand decodes b into c. It rejects (with an error wrapping
 // ErrDecode) unknown versions and kinds, truncation, trailing bytes,
 // non-minimal varints, present-but-zero fields and out-of-range ids; it never
-// panics. c is fully overwritten.
+// panics. c is fully overwritten (zeroed on error). It accepts exactly the
+// encodings EncodeCommand produces (codec_ref_test.go checks it against a
+// plain reference decoder); it is written for the replay path, which decodes
+// every WAL entry: an index into b instead of re-slicing, one-byte varints
+// on a fast path, and no closures.
 func DecodeCommand(b []byte, c *Command) error {
 	*c = Command{}
-	r := rbuf{b: b}
-	if r.u8() != CommandVersion {
+	if len(b) < 2 || b[0] != CommandVersion || b[1] == 0 || Kind(b[1]) > kindMax {
 		return ErrDecode
 	}
-	c.Kind = Kind(r.u8())
-	if c.Kind == 0 || c.Kind > kindMax {
+	d := cmdDecoder{b: b, i: 2}
+	seq := d.uv()
+	t := d.sv()
+	present := d.uv()
+	if d.bad || present>>fieldCount != 0 {
 		return ErrDecode
 	}
-	c.Seq = Seq(r.uv())
-	c.Time = r.sv()
-	present := r.uv()
-	if present>>fieldCount != 0 {
-		return ErrDecode
+	c.Kind, c.Seq, c.Time = Kind(b[1]), Seq(seq), t
+	if present&(1<<fUser-1) != 0 { // the one-byte fields, bits fSide..fBaseScale
+		d.u8Fields(c, present)
 	}
-	has := func(bit int) bool { return present&(1<<bit) != 0 }
-	nz := func(v uint64) {
-		if v == 0 {
-			r.fail()
-		}
+	if present&(1<<fUser) != 0 {
+		c.User = UserID(d.nzUv())
 	}
-	u8p := [...]*uint8{(*uint8)(&c.Side), (*uint8)(&c.Type), (*uint8)(&c.TIF), (*uint8)(&c.STP),
-		(*uint8)(&c.Status), &c.Flags, &c.BaseScale}
-	for i, p := range u8p {
-		if has(i) {
-			*p = r.u8()
-			nz(uint64(*p))
-		}
+	if present&(1<<fMarket) != 0 {
+		c.Market = MarketID(d.nzUv32())
 	}
-	var u [4]uint64
-	for i := range u {
-		if has(fUser + i) {
-			u[i] = r.uv()
-			nz(u[i])
-		}
+	if present&(1<<fAsset) != 0 {
+		c.Asset = AssetID(d.nzUv32())
 	}
-	if u[1] > math.MaxUint32 || u[2] > math.MaxUint32 {
-		return ErrDecode
+	if present&(1<<fOrderID) != 0 {
+		c.OrderID = OrderID(d.nzUv())
 	}
-	c.User, c.Market, c.Asset, c.OrderID = UserID(u[0]), MarketID(u[1]), AssetID(u[2]), OrderID(u[3])
-	var s [4]int64
-	for i := range s {
-		if has(fPrice + i) {
-			s[i] = r.sv()
-			nz(uint64(s[i]))
-		}
+	if present&(1<<fPrice) != 0 {
+		c.Price = Price(d.nzSv())
 	}
-	c.Price, c.Qty, c.QuoteQty, c.Amount = Price(s[0]), Units(s[1]), Units(s[2]), Units(s[3])
-	if has(fKey) {
-		c.Key = r.key()
-		if c.Key.IsZero() {
-			r.fail()
-		}
+	if present&(1<<fQty) != 0 {
+		c.Qty = Units(d.nzSv())
 	}
-	var cu [3]uint64
-	for i := range cu {
-		if has(fCfgBase + i) {
-			cu[i] = r.uv()
-			nz(cu[i])
-		}
+	if present&(1<<fQuoteQty) != 0 {
+		c.QuoteQty = Units(d.nzSv())
 	}
-	if cu[0] > math.MaxUint32 || cu[1] > math.MaxUint32 || cu[2] > math.MaxUint8 {
-		return ErrDecode
+	if present&(1<<fAmount) != 0 {
+		c.Amount = Units(d.nzSv())
 	}
-	c.Cfg.Base, c.Cfg.Quote, c.Cfg.BaseScale = AssetID(cu[0]), AssetID(cu[1]), uint8(cu[2])
-	var cs [6]int64
-	for i := range cs {
-		if has(fCfgTick + i) {
-			cs[i] = r.sv()
-			nz(uint64(cs[i]))
-		}
+	if present&(1<<fKey) != 0 {
+		d.key(&c.Key)
 	}
-	c.Cfg.Tick, c.Cfg.Lot, c.Cfg.MinQty, c.Cfg.MaxQty = Price(cs[0]), Units(cs[1]), Units(cs[2]), Units(cs[3])
-	c.Cfg.MakerFee, c.Cfg.TakerFee = Rate(cs[4]), Rate(cs[5])
-	if r.err != nil || len(r.b) != 0 {
+	if present>>fCfgBase != 0 {
+		d.cfgFields(&c.Cfg, present)
+	}
+	if d.bad || d.i != len(b) {
 		*c = Command{}
 		return ErrDecode
 	}
 	return nil
+}
+
+// cmdDecoder reads b from i on. The first failure sets bad; reads after it
+// return zero and the result is discarded.
+type cmdDecoder struct {
+	b   []byte
+	i   int
+	bad bool
+}
+
+// uv reads a minimal unsigned varint.
+func (d *cmdDecoder) uv() uint64 {
+	if d.i < len(d.b) && d.b[d.i] < 0x80 {
+		v := uint64(d.b[d.i])
+		d.i++
+		return v
+	}
+	return d.uvSlow()
+}
+
+// uvSlow reads a varint of two or more bytes. It is minimal iff its last
+// byte is non-zero; a tenth byte may only be 1 (a larger one overflows).
+func (d *cmdDecoder) uvSlow() uint64 {
+	var v uint64
+	for k := 0; k < 10; k++ {
+		if d.i >= len(d.b) {
+			break
+		}
+		x := d.b[d.i]
+		d.i++
+		if x < 0x80 {
+			if (k > 0 && x == 0) || (k == 9 && x > 1) {
+				break
+			}
+			return v | uint64(x)<<(7*k)
+		}
+		v |= uint64(x&0x7f) << (7 * k)
+	}
+	d.bad = true
+	return 0
+}
+
+// sv reads a minimal zig-zag signed varint.
+func (d *cmdDecoder) sv() int64 {
+	ux := d.uv()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x
+}
+
+func (d *cmdDecoder) nzUv() uint64 {
+	v := d.uv()
+	if v == 0 {
+		d.bad = true
+	}
+	return v
+}
+
+// nzUv32 reads a non-zero varint that must fit in 32 bits.
+func (d *cmdDecoder) nzUv32() uint32 {
+	v := d.uv()
+	if v == 0 || v > 1<<32-1 {
+		d.bad = true
+	}
+	return uint32(v)
+}
+
+func (d *cmdDecoder) nzSv() int64 {
+	v := d.sv()
+	if v == 0 {
+		d.bad = true
+	}
+	return v
+}
+
+// nzU8 reads one raw byte that must be non-zero.
+func (d *cmdDecoder) nzU8() uint8 {
+	if d.i >= len(d.b) || d.b[d.i] == 0 {
+		d.bad = true
+		return 0
+	}
+	v := d.b[d.i]
+	d.i++
+	return v
+}
+
+// u8Fields reads the one-byte fields present (bits fSide..fBaseScale).
+func (d *cmdDecoder) u8Fields(c *Command, present uint64) {
+	if present&(1<<fSide) != 0 {
+		c.Side = Side(d.nzU8())
+	}
+	if present&(1<<fType) != 0 {
+		c.Type = OrderType(d.nzU8())
+	}
+	if present&(1<<fTIF) != 0 {
+		c.TIF = TimeInForce(d.nzU8())
+	}
+	if present&(1<<fSTP) != 0 {
+		c.STP = STP(d.nzU8())
+	}
+	if present&(1<<fStatus) != 0 {
+		c.Status = AccountStatus(d.nzU8())
+	}
+	if present&(1<<fFlags) != 0 {
+		c.Flags = d.nzU8()
+	}
+	if present&(1<<fBaseScale) != 0 {
+		c.BaseScale = d.nzU8()
+	}
+}
+
+// key reads a key: a length 1..32 and that many bytes, the last non-zero
+// (trailing zeros are implied, so a zero last byte is not minimal and a
+// zero length would be an absent key marked present).
+func (d *cmdDecoder) key(k *Key) {
+	if d.i >= len(d.b) {
+		d.bad = true
+		return
+	}
+	n := int(d.b[d.i])
+	if n == 0 || n > len(k) || len(d.b)-d.i-1 < n || d.b[d.i+n] == 0 {
+		d.bad = true
+		return
+	}
+	copy(k[:], d.b[d.i+1:d.i+1+n])
+	d.i += 1 + n
+}
+
+// cfgFields reads the market config fields present (KindConfigMarket).
+func (d *cmdDecoder) cfgFields(cf *MarketCfg, present uint64) {
+	if present&(1<<fCfgBase) != 0 {
+		cf.Base = AssetID(d.nzUv32())
+	}
+	if present&(1<<fCfgQuote) != 0 {
+		cf.Quote = AssetID(d.nzUv32())
+	}
+	if present&(1<<fCfgScale) != 0 {
+		v := d.nzUv()
+		if v > 1<<8-1 {
+			d.bad = true
+		}
+		cf.BaseScale = uint8(v)
+	}
+	sv := [...]*int64{(*int64)(&cf.Tick), (*int64)(&cf.Lot), (*int64)(&cf.MinQty), (*int64)(&cf.MaxQty),
+		(*int64)(&cf.MakerFee), (*int64)(&cf.TakerFee)}
+	for i, p := range sv {
+		if present&(1<<(fCfgTick+i)) != 0 {
+			*p = d.nzSv()
+		}
+	}
 }

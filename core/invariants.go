@@ -71,7 +71,7 @@ func (p *Processor) CheckInvariants() []Violation {
 			out = append(out, Violation{Market: id, Detail: ViolCrossedBook})
 		}
 	}
-	if resting != len(p.orderIdx) {
+	if resting != p.orderIdx.len() {
 		out = append(out, Violation{Detail: ViolBookIndex, Market: firstMarket(p)})
 	}
 	for ai := range p.accounts {
@@ -79,7 +79,8 @@ func (p *Processor) CheckInvariants() []Violation {
 		if acc.openOrders != openPer[ai] {
 			out = append(out, Violation{Detail: ViolOrderAccounting})
 		}
-		for asset, b := range acc.bal {
+		for asset := AssetID(0); asset < p.balanceSlots(int32(ai)); asset++ {
+			b := p.balance(int32(ai), asset)
 			if b.Avail < 0 || b.Frozen < 0 {
 				out = append(out, Violation{Asset: AssetID(asset), Detail: ViolNegativeBalance})
 			}
@@ -130,7 +131,7 @@ func (p *Processor) checkSide(m *market, s *bookSide, held map[[2]uint64]Units, 
 		prev := int32(-1)
 		for oi := lv.head; oi >= 0; oi = p.pool.slots[oi].next {
 			o := &p.pool.slots[oi]
-			if o.prev != prev || !o.inBook || o.price != lv.price || o.market != m.id || p.orderIdx[o.id] != oi ||
+			if o.prev != prev || !o.inBook || o.price != lv.price || o.market != m.id || !p.indexedAt(o.id, oi) ||
 				o.remaining() <= 0 || int(o.acct) >= len(p.accounts) || count > MaxOrdersPerBook {
 				return n, false
 			}
@@ -175,4 +176,10 @@ func (p *Processor) UnhaltedViolations() (open, contained []Violation) {
 		}
 	}
 	return open, contained
+}
+
+// indexedAt reports whether the order index maps id to pool slot oi.
+func (p *Processor) indexedAt(id OrderID, oi int32) bool {
+	i, ok := p.orderIdx.get(uint64(id))
+	return ok && i == oi
 }

@@ -204,7 +204,7 @@ func (p *Processor) checkCapacity(m *market, a int32, side Side, price Price, qt
 	if m.orders >= MaxOrdersPerBook {
 		return CodeBookFull
 	}
-	return m.side(side).canAdd(price, qty)
+	return p.canAdd(m.side(side), price, qty)
 }
 
 // crossesBest reports whether a limit at price would trade against the best opposite level.

@@ -25,9 +25,10 @@ type Processor struct {
 	assets    [MaxAssets + 1]assetState // index 0 unused
 	markets   [MaxMarkets + 1]*market   // nil = not configured
 	accounts  []account                 // in creation order (canonical order for snapshots)
-	userIdx   map[UserID]int32          // user -> index into accounts
+	balExt    [][]Balance               // per account: balances of assets inlineAssets+1.. (index asset-inlineAssets-1)
+	userIdx   userIndex                 // user -> index into accounts
 	pool      orderPool
-	orderIdx  map[OrderID]int32     // resting order id -> pool index
+	orderIdx  idMap                 // resting order id -> pool index
 	clientIdx map[clientKey]OrderID // (user, client order id) -> resting order id
 	ops       map[opKey]int32       // processed transfer/adjust keys (the ProcessedTransferSet) -> index in opLog
 	opLog     []opEntry             // the ops with their first results, in insertion order (canonical order for snapshots)
@@ -37,6 +38,11 @@ type Processor struct {
 	res           cmdResult
 	touchedAssets uint64   // bit (asset-1) set when asset's balances moved
 	touchedMarket MarketID // market whose book changed (at most one per command)
+	// levelHint is 1 + the level index the last canAdd found for its price
+	// (0 = none): placing an order searches its side once, in checkCapacity,
+	// and insert checks the hint in O(1) instead of searching again. A stale
+	// or foreign hint fails the check (bookSide.at) and insert searches.
+	levelHint int
 }
 
 // cmdResult is what the final EvResult of a command reports.
@@ -52,8 +58,6 @@ func New(cfg Config) *Processor {
 		cfg:         cfg,
 		nextOrderID: 1,
 		nextTradeID: 1,
-		userIdx:     make(map[UserID]int32),
-		orderIdx:    make(map[OrderID]int32),
 		clientIdx:   make(map[clientKey]OrderID),
 		ops:         make(map[opKey]int32),
 	}
@@ -96,6 +100,7 @@ func (p *Processor) begin(c *Command) {
 	p.res = cmdResult{}
 	p.touchedAssets = 0
 	p.touchedMarket = 0
+	p.levelHint = 0
 }
 
 func (p *Processor) finish(c *Command, code Code) []Event {

@@ -199,8 +199,8 @@ func deepIndexCheck(p *Processor) error {
 	if live := len(p.pool.slots) - len(p.pool.free); live != resting {
 		return fmt.Errorf("pool has %d live slots, %d orders rest", live, resting)
 	}
-	if len(p.userIdx) != len(p.accounts) {
-		return fmt.Errorf("user index has %d entries, %d accounts", len(p.userIdx), len(p.accounts))
+	if p.userIdx.len() != len(p.accounts) {
+		return fmt.Errorf("user index has %d entries, %d accounts", p.userIdx.len(), len(p.accounts))
 	}
 	if len(p.ops) != len(p.opLog) {
 		return fmt.Errorf("ops map has %d entries, ops log %d", len(p.ops), len(p.opLog))
@@ -324,7 +324,7 @@ func TestPropertyRandomStream(t *testing.T) {
 				fail(i, "restored processor serializes differently")
 			}
 			t.Logf("snapshot at seq %d: %d bytes, %d resting orders, %d accounts, %d ops",
-				c.Seq, len(snap), len(p.orderIdx), len(p.accounts), len(p.opLog))
+				c.Seq, len(snap), p.orderIdx.len(), len(p.accounts), len(p.opLog))
 		}
 	}
 	if q == nil {

@@ -16,9 +16,9 @@ func (p *Processor) Balances(user UserID, dst []AssetBalance) []AssetBalance {
 	if a < 0 {
 		return dst
 	}
-	for asset, b := range p.accounts[a].bal {
-		if b != (Balance{}) {
-			dst = append(dst, AssetBalance{Asset: AssetID(asset), Balance: b})
+	for asset := AssetID(1); asset < p.balanceSlots(a); asset++ {
+		if b := p.balance(a, asset); b != (Balance{}) {
+			dst = append(dst, AssetBalance{Asset: asset, Balance: b})
 		}
 	}
 	return dst
@@ -118,7 +118,7 @@ func (o *order) view() OrderView {
 
 // Order returns a resting order by id.
 func (p *Processor) Order(id OrderID) (OrderView, bool) {
-	oi, ok := p.orderIdx[id]
+	oi, ok := p.orderIdx.get(uint64(id))
 	if !ok {
 		return OrderView{}, false
 	}

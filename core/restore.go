@@ -11,7 +11,8 @@ var ErrSnapshot = errors.New("core: invalid snapshot")
 // decodes but breaks an invariant is refused.
 func Restore(cfg Config, b []byte) (*Processor, error) {
 	p := New(cfg)
-	p.accounts, p.userIdx = p.accounts[:0], map[UserID]int32{}
+	p.accounts, p.balExt = p.accounts[:0], p.balExt[:0]
+	p.userIdx.reset()
 	r := rbuf{b: b}
 	if r.u8() != SnapshotVersion {
 		return nil, ErrSnapshot
@@ -135,26 +136,21 @@ func (p *Processor) readAccounts(r *rbuf) error {
 	}
 	for ; n > 0 && r.err == nil; n-- {
 		u := UserID(r.uv())
-		if _, dup := p.userIdx[u]; dup {
+		if _, dup := p.userIdx.get(u); dup {
 			return ErrSnapshot
 		}
 		a := p.ensureAccount(u)
-		acc := &p.accounts[a]
-		acc.status = AccountStatus(r.u8())
-		if acc.status > Disabled {
+		st := AccountStatus(r.u8())
+		if st > Disabled {
 			return ErrSnapshot
 		}
+		p.accounts[a].status = st
 		for k := r.uv(); k > 0 && r.err == nil; k-- {
 			asset := r.uv()
 			if asset == 0 || asset > MaxAssets || !p.assets[asset].configured {
 				return ErrSnapshot
 			}
-			if int(asset) >= len(acc.bal) {
-				nb := make([]Balance, asset+1)
-				copy(nb, acc.bal)
-				acc.bal = nb
-			}
-			acc.bal[asset] = Balance{Avail: Units(r.sv()), Frozen: Units(r.sv())}
+			*p.balanceRef(a, AssetID(asset)) = Balance{Avail: Units(r.sv()), Frozen: Units(r.sv())}
 		}
 	}
 	return r.err

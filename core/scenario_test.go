@@ -478,9 +478,9 @@ func scnBalances(p *Processor, user UserID, all bool) []string {
 	sort.Slice(users, func(i, j int) bool { return users[i] < users[j] })
 	var out []string
 	for _, u := range users {
-		acc := &p.accounts[p.userIdx[u]]
-		for asset, b := range acc.bal {
-			if b != (Balance{}) {
+		a := p.accountIdx(u)
+		for asset := AssetID(1); asset < p.balanceSlots(a); asset++ {
+			if b := p.balance(a, asset); b != (Balance{}) {
 				out = append(out, fmt.Sprintf("user=%d asset=%d avail=%d frozen=%d", u, asset, b.Avail, b.Frozen))
 			}
 		}

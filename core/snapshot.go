@@ -60,18 +60,27 @@ func (p *Processor) AppendSnapshot(dst []byte) []byte {
 		acc := &p.accounts[i]
 		w.uv(uint64(acc.id))
 		w.u8(uint8(acc.status))
+		ext := p.balExt[i]
 		n = 0
-		for _, b := range acc.bal {
+		for _, b := range acc.inl {
+			if b != (Balance{}) {
+				n++
+			}
+		}
+		for _, b := range ext {
 			if b != (Balance{}) {
 				n++
 			}
 		}
 		w.uv(uint64(n))
-		for asset, b := range acc.bal {
+		for j, b := range acc.inl { // assets in ascending order: inline ones, then the overflow run
 			if b != (Balance{}) {
-				w.uv(uint64(asset))
-				w.sv(int64(b.Avail))
-				w.sv(int64(b.Frozen))
+				w.balance(AssetID(j+1), b)
+			}
+		}
+		for j, b := range ext {
+			if b != (Balance{}) {
+				w.balance(AssetID(j+inlineAssets+1), b)
 			}
 		}
 	}
@@ -120,6 +129,12 @@ func (p *Processor) appendMarket(w *wbuf, m *market) {
 			}
 		}
 	}
+}
+
+func (w *wbuf) balance(asset AssetID, b Balance) {
+	w.uv(uint64(asset))
+	w.sv(int64(b.Avail))
+	w.sv(int64(b.Frozen))
 }
 
 // StateHash is the hex SHA-256 of the canonical serialization.

@@ -1,5 +1,7 @@
 package core
 
+import "encoding/binary"
+
 // Typed integers so that a price cannot be passed where a quantity is expected.
 type (
 	// Seq is the sequence number assigned once, at sequencing; it is also the
@@ -158,11 +160,18 @@ func (k Key) String() string {
 	return string(k[:n])
 }
 
-// IsZero reports whether the key is absent.
-func (k Key) IsZero() bool { return k == Key{} }
+// IsZero reports whether the key is absent. Four word loads instead of
+// a 32-byte memequal call: it runs on every order placed.
+func (k Key) IsZero() bool {
+	return binary.LittleEndian.Uint64(k[0:])|binary.LittleEndian.Uint64(k[8:])|
+		binary.LittleEndian.Uint64(k[16:])|binary.LittleEndian.Uint64(k[24:]) == 0
+}
 
 // canonical reports whether no non-zero byte follows a zero byte.
 func (k Key) canonical() bool {
+	if k.IsZero() {
+		return true // the common case: no key
+	}
 	seenZero := false
 	for _, b := range k {
 		if b == 0 {

@@ -195,22 +195,10 @@ func replay(proc *core.Processor, w *WAL, upTo core.Seq, poisoned map[core.Seq]b
 		if b.err != nil {
 			return n, b.err
 		}
-		for i := range b.cmds {
-			c := &b.cmds[i]
-			var evs []core.Event
-			if poisoned[c.Seq] {
-				evs = proc.Skip(c, core.CodePoisonCommand)
-			} else {
-				var perr *poisonError
-				evs, perr = applyRecover(proc, c)
-				if perr != nil {
-					return n, perr
-				}
-			}
-			n++
-			if on != nil {
-				on(c, evs)
-			}
+		k, perr := applyBatch(proc, b.cmds, poisoned, on)
+		n += k
+		if perr != nil {
+			return n, perr
 		}
 		done <- b
 	}
@@ -295,13 +283,38 @@ func decodeAhead(w *WAL, from, upTo core.Seq) (<-chan *replayBatch, chan struct{
 	return out, quit, done
 }
 
-func applyRecover(proc *core.Processor, c *core.Command) (evs []core.Event, perr *poisonError) {
+// applyBatch applies cmds in order (known poison seqs are skipped: rejected
+// with POISON_COMMAND), calling on after each, and returns how many were
+// applied. A panic inside Apply stops it with a *poisonError for that
+// command; a panic anywhere else (on, Skip) is not a poison command and
+// propagates. One deferred recover covers the whole batch.
+func applyBatch(proc *core.Processor, cmds []core.Command, poisoned map[core.Seq]bool,
+	on func(c *core.Command, evs []core.Event)) (n uint64, perr *poisonError) {
+	applying := false
 	defer func() {
+		if !applying {
+			return // no recover: the panic goes on
+		}
 		if r := recover(); r != nil {
-			perr = &poisonError{seq: c.Seq, cause: r}
+			perr = &poisonError{seq: cmds[n].Seq, cause: r}
 		}
 	}()
-	return proc.Apply(c), nil
+	for i := range cmds {
+		c := &cmds[i]
+		var evs []core.Event
+		if len(poisoned) != 0 && poisoned[c.Seq] {
+			evs = proc.Skip(c, core.CodePoisonCommand)
+		} else {
+			applying = true
+			evs = proc.Apply(c)
+			applying = false
+		}
+		n++
+		if on != nil {
+			on(c, evs)
+		}
+	}
+	return n, nil
 }
 
 // rebuild returns a fresh processor at seq upTo from base (a serialized

@@ -7,9 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // This file reads tidwall/wal segment files directly: listing a WAL
@@ -200,20 +203,22 @@ type walScan struct {
 func scanWAL(segs []walSegment) (walScan, error) {
 	res := walScan{first: segs[0].index}
 	expected := segs[0].index
-	var r segReader
+	scans := scanSegments(segs)
 	for i, seg := range segs {
 		if seg.index != expected {
 			return res, &CorruptError{Seq: expected, Segment: seg.path,
 				Reason: fmt.Sprintf("segment starts at seq %d, expected %d", seg.index, expected)}
 		}
 		isLast := i == len(segs)-1
-		bad, reason, err := scanSegment(&r, seg, &expected)
+		sc := &scans[i]
+		bad, reason, err := sc.bad, sc.reason, sc.err
+		expected = sc.next
 		if err != nil {
 			return res, err
 		}
 		if bad < 0 {
 			if isLast {
-				res.tailSize = r.off
+				res.tailSize = sc.off
 			}
 			continue
 		}
@@ -253,12 +258,57 @@ func scanWAL(segs []walSegment) (walScan, error) {
 			ce.Reason += fmt.Sprintf("; %d valid entries of the same unsynced last batch follow an unwritten page (pages written out of order before a crash)", len(after))
 		}
 		ce.Torn = true
-		ce.Bytes = r.size - bad
+		ce.Bytes = sc.size - bad
 		res.torn = ce
 		res.tailSize = bad
 	}
 	res.last = expected - 1
 	return res, nil
+}
+
+// segScanResult is what scanSegment found in one segment, scanned on its
+// own from the seq its name gives.
+type segScanResult struct {
+	bad       int64  // offset of the first bad frame, -1 if none
+	reason    string // why it is bad
+	err       error  // an I/O error
+	next      uint64 // the seq after the last good entry
+	off, size int64  // reader offset at the end of the scan, and the file size
+}
+
+// maxScanWorkers bounds the goroutines that verify segments at start-up.
+const maxScanWorkers = 4
+
+// scanSegments verifies every segment independently and concurrently (the
+// segments are in the page cache after a crash or a shutdown, so this is
+// CRC and framing work: it scales with cores). Each starts at the seq its
+// name gives; scanWAL then walks the results in order, exactly as if it had
+// scanned them one after the other, so the first problem in seq order is
+// the one reported.
+func scanSegments(segs []walSegment) []segScanResult {
+	out := make([]segScanResult, len(segs))
+	workers := min(runtime.GOMAXPROCS(0), maxScanWorkers, len(segs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var r segReader
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(segs) {
+					return
+				}
+				sc := &out[i]
+				sc.next = segs[i].index
+				sc.bad, sc.reason, sc.err = scanSegment(&r, segs[i], &sc.next)
+				sc.off, sc.size = r.off, r.size
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // scanSegment verifies the entries of one segment, advancing *expected past

@@ -83,7 +83,9 @@ func replayData(o *opts, e env, fromScratch bool, on func(*core.Command, []core.
 		UpTo:            seqOf(o.to),
 		Logger:          warnLogger(e.stderr),
 		OnCommand: func(c *core.Command, evs []core.Event) {
-			prog.seq.Store(uint64(c.Seq))
+			if c.Seq%progressEvery == 0 {
+				prog.seq.Store(uint64(c.Seq))
+			}
 			if out.fromSeq == 0 {
 				out.fromSeq = c.Seq
 			}
