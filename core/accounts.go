@@ -79,6 +79,9 @@ func (p *Processor) balance(a int32, asset AssetID) Balance {
 
 // balanceRef returns account a's balance of asset (1..MaxAssets) for
 // update, growing its overflow run on the first credit of a high asset id.
+// asset 0 is never configured, and every caller passes an asset its command
+// validated first; 0 would index -4 and panic (a poison command), never
+// write a wrong balance.
 func (p *Processor) balanceRef(a int32, asset AssetID) *Balance {
 	if i := int(asset) - 1; uint(i) < inlineAssets {
 		return &p.accounts[a].inl[i]

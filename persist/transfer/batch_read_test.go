@@ -68,8 +68,11 @@ func TestBatchedAccountStateMatchesDirect(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if n := b.Stats().Reads.Load() - before; n < 1 || n > rounds*int64(len(keys)) {
-		t.Fatalf("%d reader statements for %d calls", n, rounds*len(keys))
+	// Sharing: 140 calls issued at once queue behind the reader's one
+	// connection, so fewer statements than calls answer them (one statement
+	// per call would mean the reader does not batch at all).
+	if n := b.Stats().Reads.Load() - before; n < 1 || n >= rounds*int64(len(keys)) {
+		t.Fatalf("%d reader statements for %d calls: not shared", n, rounds*len(keys))
 	}
 	// A closed Batcher refuses, and says so.
 	b.Close()
