@@ -82,8 +82,9 @@ type Sink struct {
 	opts Options
 	log  *slog.Logger
 
-	mu   sync.Mutex // serializes WriteBatch (guards rows)
+	mu   sync.Mutex // serializes WriteBatch (guards rows and copy)
 	rows batchRows  // scratch, reused
+	copy copyBuf    // scratch, reused
 
 	persisted     atomic.Uint64 // core.Seq last seen committed
 	batches       atomic.Uint64
@@ -186,7 +187,7 @@ func (s *Sink) writeBatch(ctx context.Context, recs []Record) error {
 	skip := int(core.Seq(persisted) + 1 - first)
 	todo := recs[skip:]
 	s.rows.derive(todo)
-	missing, err := writeRows(ctx, tx, &s.rows)
+	missing, err := writeRows(ctx, tx, &s.rows, &s.copy)
 	if err != nil {
 		return err
 	}
