@@ -11,7 +11,7 @@ import (
 
 // copyBuf builds a COPY ... FROM STDIN (FORMAT binary) stream by hand: the
 // sink's columns have five fixed types (bigint, integer, text, timestamptz,
-// jsonb), and encoding them directly costs a fraction of pgx.CopyFrom's
+// json), and encoding them directly costs a fraction of pgx.CopyFrom's
 // generic []any path (type planning per value, boxing). The format:
 // https://www.postgresql.org/docs/15/sql-copy.html#id-1.9.3.55.9.4
 type copyBuf struct {
@@ -64,10 +64,10 @@ func (c *copyBuf) timestamptz(ns int64) {
 	c.int8(us - pgEpochMicros)
 }
 
-// jsonb encodes a JSON text (format version 1).
-func (c *copyBuf) jsonb(p []byte) {
-	c.b = binary.BigEndian.AppendUint32(c.b, uint32(len(p)+1))
-	c.b = append(append(c.b, 1), p...)
+// json encodes a JSON text (json's binary form is the text).
+func (c *copyBuf) json(p []byte) {
+	c.b = binary.BigEndian.AppendUint32(c.b, uint32(len(p)))
+	c.b = append(c.b, p...)
 }
 
 // send runs sql (COPY table ... FROM STDIN (FORMAT binary)) with the tuples

@@ -134,4 +134,26 @@ func TestBinaryCopyMatchesPgxCopy(t *testing.T) {
 		}
 		t.FailNow()
 	}
+	// wal_events.payload is json: kept byte for byte as derived.
+	rows, err := pool.Query(ctx, "SELECT seq, idx, payload::text, pg_typeof(payload)::text FROM wal_events ORDER BY seq, idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	for ; rows.Next(); i++ {
+		var seq int64
+		var idx int32
+		var payload, typ string
+		if err := rows.Scan(&seq, &idx, &payload, &typ); err != nil {
+			t.Fatal(err)
+		}
+		e := b.events[i]
+		if seq != e.seq || idx != e.idx || payload != string(b.payloads[e.start:e.end]) || typ != "json" {
+			t.Fatalf("wal_events row %d: %d/%d %s %s; want %d/%d %s json", i, seq, idx, typ, payload, e.seq, e.idx,
+				b.payloads[e.start:e.end])
+		}
+	}
+	if rows.Err() != nil || i != len(b.events) {
+		t.Fatalf("%d wal_events rows, want %d (%v)", i, len(b.events), rows.Err())
+	}
 }

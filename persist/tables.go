@@ -112,7 +112,7 @@ func writeRows(ctx context.Context, tx pgx.Tx, b *batchRows, cb *copyBuf) (missi
 		cb.int4(r.idx)
 		cb.text(r.typ)
 		cb.int8(r.order)
-		cb.jsonb(b.payloads[r.start:r.end])
+		cb.json(b.payloads[r.start:r.end])
 		cb.timestamptz(r.at)
 	}
 	if err := cb.send(ctx, tx, "wal_events", copyWalEventsSQL); err != nil {
