@@ -75,6 +75,7 @@ func selfCPU() time.Duration {
 // BenchmarkWriteBatchHTTPLike writes 100k http-like orders in batches of
 // 1024 records and reports Postgres backend CPU and this process's CPU per
 // record (the sink's costs at the http benchmark's mix). For experiments:
+// UBS_BENCH_BATCH sets the batch size,
 // UBS_BENCH_SQL runs after the migrations (e.g. a DROP INDEX), and
 // UBS_BENCH_PIDFILE receives the backend pids after the first batch (for
 // perf record -p).
@@ -88,6 +89,10 @@ func BenchmarkWriteBatchHTTPLike(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	batch := 1024
+	if v, err := strconv.Atoi(os.Getenv("UBS_BENCH_BATCH")); err == nil && v > 0 {
+		batch = v
+	}
 	var busy, pgCPU, cpu time.Duration
 	var recs uint64
 	for i := 0; i < b.N; i++ {
@@ -97,8 +102,8 @@ func BenchmarkWriteBatchHTTPLike(b *testing.B) {
 		}
 		sink := NewSink(pool, Options{})
 		pg0, c0, start := backendCPU(b, pool), selfCPU(), time.Now()
-		for j := 0; j < len(r.recs); j += 1024 {
-			if err := sink.WriteBatch(ctx, r.recs[j:min(j+1024, len(r.recs))]); err != nil {
+		for j := 0; j < len(r.recs); j += batch {
+			if err := sink.WriteBatch(ctx, r.recs[j:min(j+batch, len(r.recs))]); err != nil {
 				b.Fatal(err)
 			}
 			if f := os.Getenv("UBS_BENCH_PIDFILE"); f != "" && j == 0 { // for perf -p
