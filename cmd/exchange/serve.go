@@ -161,7 +161,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	httpErr := make(chan error, 1)
-	go func() { httpErr <- hs.Serve(ln) }()
+	go func() { httpErr <- hs.Serve(gateway.NewDeadlineListener(ln, 0)) }()
 	ready.Store(true)
 	log.Info("exchange: serving", "http", ln.Addr().String(), "durable_seq", pl.DurableSeq())
 
