@@ -162,7 +162,7 @@ func TestSinkTableIndexes(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"core_checkpoint.core_checkpoint_pkey", "orders.orders_pkey", "spot_ledger.spot_ledger_pkey",
+	want := []string{"core_checkpoint.core_checkpoint_pkey", "orders.orders_pkey",
 		"trades.trades_maker_order_idx", "trades.trades_pkey", "trades.trades_taker_order_idx",
 		"wal_events.wal_events_order_idx", "wal_events.wal_events_pkey"}
 	if !slices.Equal(got, want) {
