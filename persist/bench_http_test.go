@@ -122,13 +122,16 @@ func BenchmarkWriteBatchHTTPLike(b *testing.B) {
 	b.ReportMetric(float64(cpu.Microseconds())/float64(recs), "client-us/record")
 }
 
+// TestHTTPLikeStreamShape keeps BenchmarkWriteBatchHTTPLike's workload
+// shaped like the http benchmark's (as measured on its database: per order
+// 1 orders row, 0.5 trades, ~4.1 ledger rows, 1.5 audit events).
 func TestHTTPLikeStreamShape(t *testing.T) {
 	r := newRecorder(t)
 	r.httpLikeStream(1000, 64)
 	var b batchRows
-	b.derive(r.recs)
-	t.Logf("records %d orders %d trades %d ledger %d events %d", len(r.recs), len(b.orders), len(b.trades), len(b.ledger), len(b.events))
-	for _, rec := range r.recs[200:203] {
-		t.Logf("%+v -> %v", rec.Cmd.Kind, rec.Events[len(rec.Events)-1].Code)
+	b.derive(r.recs[len(r.recs)-1000:])
+	if len(b.orders) != 1000 || len(b.trades) != 500 || len(b.events) != 1500 || len(b.ledger) < 4000 || len(b.ledger) > 4200 {
+		t.Fatalf("1000 orders: %d orders rows, %d trades, %d ledger rows, %d events", len(b.orders), len(b.trades),
+			len(b.ledger), len(b.events))
 	}
 }
