@@ -23,7 +23,7 @@ func (s *Server) adjust(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		return err
 	}
 	c := &st.cmd
-	res, evs, err := s.submit(c)
+	res, evs, err := s.submit(st, c)
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (s *Server) marketAction(ctx *fasthttp.RequestCtx, st *reqState, kind core.
 		return err
 	}
 	st.cmd = core.Command{Kind: kind, Market: m.ID}
-	res, _, err := s.submit(&st.cmd)
+	res, _, err := s.submit(st, &st.cmd)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *Server) accountStatus(ctx *fasthttp.RequestCtx, st *reqState) *APIError
 		return BadRequest(CodeInvalidStatus, "status must be ACTIVE, FROZEN or DISABLED")
 	}
 	st.cmd = core.Command{Kind: core.KindSetAccountStatus, User: core.UserID(u), Status: status}
-	res, _, err := s.submit(&st.cmd)
+	res, _, err := s.submit(st, &st.cmd)
 	if err != nil {
 		return err
 	}

@@ -11,11 +11,12 @@ import (
 // over a plain core.Processor.
 type Backend interface {
 	// Submit sequences c (the pipeline stamps Seq and Time) and returns the
-	// command's events once it is durable; the last event is the EvResult.
-	// The returned slice belongs to the caller. It returns ErrBusy when the
+	// command's events once it is durable, appended to dst[:0] (the caller
+	// reuses dst across requests); the last event is the EvResult. The
+	// returned slice belongs to the caller. It returns ErrBusy when the
 	// input ring is full (answer 503 SYSTEM_BUSY, never queue without bound)
 	// and ErrUnavailable once the core has stopped.
-	Submit(c *core.Command) ([]core.Event, error)
+	Submit(c *core.Command, dst []core.Event) ([]core.Event, error)
 
 	// Read runs fn on a read view of the core state. The view includes
 	// every command whose Submit has returned to anyone, never includes an

@@ -19,7 +19,9 @@ import (
 // stubBackend answers every Submit with the same events, without allocating.
 type stubBackend struct{ evs []core.Event }
 
-func (b *stubBackend) Submit(*core.Command) ([]core.Event, error) { return b.evs, nil }
+func (b *stubBackend) Submit(_ *core.Command, dst []core.Event) ([]core.Event, error) {
+	return append(dst[:0], b.evs...), nil
+}
 func (b *stubBackend) Read(fn func(*core.Processor, *History) error) error {
 	return fn(nil, nil)
 }

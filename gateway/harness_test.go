@@ -36,7 +36,7 @@ func newFakeBackend(t testing.TB, reg *Registry) *fakeBackend {
 	t.Helper()
 	b := &fakeBackend{p: core.New(core.Config{}), clock: testNow.UnixNano()}
 	for _, c := range reg.ConfigCommands() {
-		evs, err := b.Submit(&c)
+		evs, err := b.Submit(&c, nil)
 		if err != nil || evs[len(evs)-1].Code != core.OK {
 			t.Fatalf("config %v: %v %v", c.Kind, err, evs)
 		}
@@ -44,7 +44,7 @@ func newFakeBackend(t testing.TB, reg *Registry) *fakeBackend {
 	return b
 }
 
-func (b *fakeBackend) Submit(c *core.Command) ([]core.Event, error) {
+func (b *fakeBackend) Submit(c *core.Command, dst []core.Event) ([]core.Event, error) {
 	if b.down.Load() {
 		return nil, ErrUnavailable
 	}
@@ -60,7 +60,7 @@ func (b *fakeBackend) Submit(c *core.Command) ([]core.Event, error) {
 	cc.Time = b.clock
 	evs := b.p.Apply(&cc)
 	b.h.Apply(&cc, evs)
-	return append([]core.Event(nil), evs...), nil
+	return append(dst[:0], evs...), nil
 }
 
 func (b *fakeBackend) Read(fn func(p *core.Processor, h *History) error) error {

@@ -19,7 +19,7 @@ func (s *Server) postOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	}
 	c := &st.cmd
 	c.User = core.UserID(st.claims.UserID)
-	res, evs, err := s.submit(c)
+	res, evs, err := s.submit(st, c)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (s *Server) cancelOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	}
 	st.cmd = core.Command{Kind: core.KindCancelOrder, User: core.UserID(st.claims.UserID), OrderID: core.OrderID(id)}
 	c := &st.cmd
-	res, evs, err := s.submit(c)
+	res, evs, err := s.submit(st, c)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (s *Server) modifyOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	st.cmd = core.Command{Kind: core.KindModifyOrder, User: user, OrderID: core.OrderID(id), Market: m.ID,
 		Price: price, Qty: qty}
 	c := &st.cmd
-	res, _, err := s.submit(c)
+	res, _, err := s.submit(st, c)
 	if err != nil {
 		return err
 	}

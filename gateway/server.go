@@ -113,6 +113,7 @@ type reqState struct {
 	scratch []byte       // unescaped JSON strings
 	out     []byte       // the response body being written
 	cmd     core.Command // the command submitted (here so it does not escape per request)
+	evs     []core.Event // its events (Backend.Submit's dst)
 	rec     OrderRecord
 	fills   []Fill
 	views   []core.OrderView
@@ -268,8 +269,8 @@ func (s *Server) backendError(err error) *APIError {
 }
 
 // submit sends c and returns its EvResult and all its events.
-func (s *Server) submit(c *core.Command) (*core.Event, []core.Event, *APIError) {
-	evs, err := s.backend.Submit(c)
+func (s *Server) submit(st *reqState, c *core.Command) (*core.Event, []core.Event, *APIError) {
+	evs, err := s.backend.Submit(c, st.evs[:0])
 	if errors.Is(err, ErrUnavailable) {
 		// The command may have been sequenced before the core stopped.
 		return nil, nil, Unavailable(CodeServiceUnavailable, "the service is unavailable; the request may or "+
@@ -278,6 +279,7 @@ func (s *Server) submit(c *core.Command) (*core.Event, []core.Event, *APIError) 
 	if err != nil {
 		return nil, nil, s.backendError(err)
 	}
+	st.evs = evs[:0] // keep the room for the next request on this state
 	if len(evs) == 0 || evs[len(evs)-1].Kind != core.EvResult {
 		s.log.Error("gateway: command without a result event", "kind", c.Kind.String())
 		return nil, nil, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}

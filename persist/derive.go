@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ubscore/ubscore/core"
 )
@@ -30,7 +29,7 @@ type tradeRow struct {
 	makerUser, takerUser   int64
 	makerFee, takerFee     int64
 	takerSide              string
-	time                   time.Time
+	at                     int64 // unix ns
 }
 
 // ledgerRow is one spot_ledger row: a signed change of a balance.
@@ -45,7 +44,7 @@ type ledgerRow struct {
 	hasRef          bool
 	tradeID         int64 // NULL when !hasTrade
 	hasTrade        bool
-	time            time.Time
+	at              int64 // unix ns
 }
 
 // walEventRow is one wal_events row; its payload is payloads[start:end].
@@ -55,7 +54,7 @@ type walEventRow struct {
 	typ        string
 	order      int64
 	start, end int
-	time       time.Time
+	at         int64 // unix ns
 }
 
 // orderRow is what a batch does to one order. A new order (placed in this
@@ -154,7 +153,7 @@ func (b *batchRows) record(r *Record) {
 		case core.EvBalance:
 			b.ledger = append(b.ledger, ledgerRow{seq: int64(c.Seq), idx: int32(i), user: int64(e.User),
 				asset: int32(e.Asset), dAvail: int64(e.DAvail), dFrozen: int64(e.DFrozen),
-				cause: cause, ref: ref, hasRef: hasRef, tradeID: tradeID, hasTrade: inTrade, time: at})
+				cause: cause, ref: ref, hasRef: hasRef, tradeID: tradeID, hasTrade: inTrade, at: at})
 			continue
 		case core.EvTrade:
 			b.trade(c.Seq, e, at)
@@ -167,19 +166,19 @@ func (b *batchRows) record(r *Record) {
 }
 
 // trade records one EvTrade: its row and the fills of both orders.
-func (b *batchRows) trade(seq core.Seq, e *core.Event, at time.Time) {
+func (b *batchRows) trade(seq core.Seq, e *core.Event, at int64) {
 	b.trades = append(b.trades, tradeRow{tradeID: int64(e.TradeID), seq: int64(seq), market: int32(e.Market),
 		price: int64(e.Price), qty: int64(e.Qty), quote: int64(e.Amount),
 		makerOrder: int64(e.OrderID), takerOrder: int64(e.OtherOrderID),
 		makerUser: int64(e.User), takerUser: int64(e.OtherUser),
-		makerFee: int64(e.Fee), takerFee: int64(e.Fee2), takerSide: e.Side.String(), time: at})
+		makerFee: int64(e.Fee), takerFee: int64(e.Fee2), takerSide: e.Side.String(), at: at})
 	b.order(e.OrderID, seq, at).filled += e.Qty
 	b.order(e.OtherOrderID, seq, at).filled += e.Qty
 }
 
 // orderEvent applies an order lifecycle event (or the command's result) to
 // the order's row and, for audit events, adds a wal_events row.
-func (b *batchRows) orderEvent(c *core.Command, e *core.Event, idx int32, at time.Time) {
+func (b *batchRows) orderEvent(c *core.Command, e *core.Event, idx int32, at int64) {
 	switch e.Kind {
 	case core.EvOrderAccepted:
 		o := b.order(e.OrderID, c.Seq, at)
@@ -213,8 +212,7 @@ func (b *batchRows) orderEvent(c *core.Command, e *core.Event, idx int32, at tim
 
 // newOrder starts the row of an order placed by c (its full state; events
 // of the same record then update status, price and fills).
-func (b *batchRows) newOrder(c *core.Command, id core.OrderID, atT time.Time) {
-	at := atT.UnixNano()
+func (b *batchRows) newOrder(c *core.Command, id core.OrderID, at int64) {
 	tif := c.TIF
 	if c.Type == core.Market {
 		tif = core.IOC // market orders are always IOC
@@ -228,7 +226,7 @@ func (b *batchRows) newOrder(c *core.Command, id core.OrderID, atT time.Time) {
 
 // order returns the row of order id, starting a change set for an order
 // placed before this batch if it has none yet, and stamps the update.
-func (b *batchRows) order(id core.OrderID, seq core.Seq, at time.Time) *orderRow {
+func (b *batchRows) order(id core.OrderID, seq core.Seq, at int64) *orderRow {
 	i, ok := b.byID[id]
 	if !ok {
 		i = len(b.orders)
@@ -236,7 +234,7 @@ func (b *batchRows) order(id core.OrderID, seq core.Seq, at time.Time) *orderRow
 		b.orders = append(b.orders, orderRow{id: id})
 	}
 	o := &b.orders[i]
-	o.updatedSeq, o.updatedAt = seq, at.UnixNano()
+	o.updatedSeq, o.updatedAt = seq, at
 	return o
 }
 
@@ -257,7 +255,7 @@ func refOf(c *core.Command, res *core.Event) (string, bool) {
 
 // walEvent appends an audit row with its JSON payload (snake_case keys,
 // amounts in smallest units, sides as BUY/SELL).
-func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event, at time.Time) {
+func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event, at int64) {
 	start := len(b.payloads)
 	p := b.payloads
 	p = jsonInt(append(p, `{"market_id":`...), int64(e.Market))
@@ -300,7 +298,7 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 	p = append(p, '}')
 	b.payloads = p
 	b.events = append(b.events, walEventRow{seq: int64(seq), idx: idx, typ: typ, order: int64(e.OrderID),
-		start: start, end: len(p), time: at})
+		start: start, end: len(p), at: at})
 }
 
 // auditType maps an event to its wal_events type, "" if it is not audited.
@@ -329,13 +327,12 @@ func resultOf(r *Record) *core.Event {
 }
 
 // recordTime is the command's sequenced time as the core clamped it (every
-// event carries it), in UTC.
-func recordTime(r *Record) time.Time {
-	ns := r.Cmd.Time
+// event carries it), in unix ns.
+func recordTime(r *Record) int64 {
 	if len(r.Events) > 0 {
-		ns = r.Events[0].Time
+		return r.Events[0].Time
 	}
-	return time.Unix(0, ns).UTC()
+	return r.Cmd.Time
 }
 
 func isOrderCmd(k core.Kind) bool {

@@ -152,3 +152,70 @@ func TestRunStopsOnGap(t *testing.T) {
 		t.Fatalf("Run returned %v", err)
 	}
 }
+
+// trickleSource makes one record available every `every`, as a WAL
+// follower does under a steady load: Next returns all that are available
+// (up to max), blocking until there is one.
+type trickleSource struct {
+	recs  []Record
+	start time.Time
+	every time.Duration
+	pos   int
+}
+
+func (s *trickleSource) Next(ctx context.Context, max int) ([]Record, error) {
+	for {
+		avail := min(len(s.recs), int(time.Since(s.start)/s.every))
+		if avail > s.pos {
+			n := min(max, avail-s.pos)
+			out := s.recs[s.pos : s.pos+n]
+			s.pos += n
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// TestRunLingers: records trickling in are written in batches at most one
+// per Linger once the sink has caught up (instead of one tiny batch per
+// write), all of them, and with Linger < 0 in many more batches.
+func TestRunLingers(t *testing.T) {
+	_, pool := migratedDB(t)
+	r := newRecorder(t)
+	r.httpLikeStream(400, 8) // 416 records, one per ms: ~0.42 s
+	run := func(linger time.Duration) Stats {
+		resetTables(t, pool)
+		sink := NewSink(pool, Options{Logger: quietLogger(), Linger: linger})
+		src := &trickleSource{recs: r.recs, start: time.Now(), every: time.Millisecond}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- sink.Run(ctx, src) }()
+		deadline := time.Now().Add(20 * time.Second)
+		for sink.PersistedSeqCached() != r.lastSeq() {
+			if time.Now().After(deadline) {
+				t.Fatalf("linger %v: Run did not finish: %+v", linger, sink.Stats())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v", err)
+		}
+		checkLedgerSums(t, pool, r, 8)
+		return sink.Stats()
+	}
+	st := run(100 * time.Millisecond)
+	// ~0.42 s of records: a batch at most every 100 ms after the first
+	// (which may be tiny), however slow this machine is.
+	if st.Records != uint64(len(r.recs)) || st.Batches > 7 {
+		t.Fatalf("linger 100ms: %d batches for %d records (%+v)", st.Batches, st.Records, st)
+	}
+	if st0 := run(-1); st0.Batches <= st.Batches {
+		t.Fatalf("no linger: %d batches, with linger %d", st0.Batches, st.Batches)
+	}
+}

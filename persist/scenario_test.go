@@ -224,7 +224,7 @@ func checkCrossingTables(t *testing.T, pool *pgxpool.Pool, r *recorder) {
 		var seq, order int64
 		fmt.Sscanf(k, "%d/%d", &seq, &order)
 		var equal bool
-		if err := pool.QueryRow(ctx, "SELECT payload = $3::jsonb FROM wal_events WHERE seq = $1 AND order_id = $2",
+		if err := pool.QueryRow(ctx, "SELECT payload::jsonb = $3::jsonb FROM wal_events WHERE seq = $1 AND order_id = $2",
 			seq, order, want).Scan(&equal); err != nil || !equal {
 			var got string
 			_ = pool.QueryRow(ctx, "SELECT payload::text FROM wal_events WHERE seq = $1 AND order_id = $2", seq, order).Scan(&got)

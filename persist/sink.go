@@ -16,7 +16,8 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxBatch       = 4096
+	DefaultMaxBatch       = 8192
+	DefaultLinger         = 100 * time.Millisecond
 	DefaultMinBackoff     = 50 * time.Millisecond
 	DefaultMaxBackoff     = 5 * time.Second
 	DefaultAttemptTimeout = 30 * time.Second
@@ -35,6 +36,7 @@ var (
 // Options configure a Sink; zero fields take the defaults.
 type Options struct {
 	MaxBatch       int           // records per Source.Next and per transaction (DefaultMaxBatch)
+	Linger         time.Duration // after a batch short of MaxBatch, Run waits this long (from the batch's start) before taking the next (DefaultLinger; < 0: no wait)
 	Logger         *slog.Logger  // slog.Default() when nil
 	MinBackoff     time.Duration // first retry delay (DefaultMinBackoff); doubles per failure
 	MaxBackoff     time.Duration // retry delay cap (DefaultMaxBackoff)
@@ -44,6 +46,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.Linger == 0 {
+		o.Linger = DefaultLinger
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -82,8 +87,9 @@ type Sink struct {
 	opts Options
 	log  *slog.Logger
 
-	mu   sync.Mutex // serializes WriteBatch (guards rows)
+	mu   sync.Mutex // serializes WriteBatch (guards rows and copy)
 	rows batchRows  // scratch, reused
+	copy copyBuf    // scratch, reused
 
 	persisted     atomic.Uint64 // core.Seq last seen committed
 	batches       atomic.Uint64
@@ -186,7 +192,7 @@ func (s *Sink) writeBatch(ctx context.Context, recs []Record) error {
 	skip := int(core.Seq(persisted) + 1 - first)
 	todo := recs[skip:]
 	s.rows.derive(todo)
-	missing, err := writeRows(ctx, tx, &s.rows)
+	missing, err := writeRows(ctx, tx, &s.rows, &s.copy)
 	if err != nil {
 		return err
 	}

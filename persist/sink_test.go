@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -136,4 +137,35 @@ func TestRandomStreamMatchesProcessor(t *testing.T) {
 		t.Fatalf("stats %+v, want %d records", st, len(r.recs))
 	}
 	t.Logf("stream: %d commands, %+v", len(r.recs), r.counts())
+}
+
+// TestSinkTableIndexes pins the indexes of the sink's tables: each one costs
+// Postgres CPU on every row the sink writes (about 7 per order), so adding
+// one is a decision to measure (BenchmarkWriteBatchHTTPLike), and the order
+// fallback (GET /api/v1/order/{id}) needs the two trades-by-order indexes.
+func TestSinkTableIndexes(t *testing.T) {
+	_, pool := migratedDB(t)
+	rows, err := pool.Query(context.Background(), `SELECT tablename || '.' || indexname FROM pg_indexes
+		WHERE schemaname = 'public' AND tablename IN ('orders', 'trades', 'spot_ledger', 'wal_events', 'core_checkpoint')
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"core_checkpoint.core_checkpoint_pkey", "orders.orders_pkey",
+		"trades.trades_maker_order_idx", "trades.trades_pkey", "trades.trades_taker_order_idx",
+		"wal_events.wal_events_order_idx", "wal_events.wal_events_pkey"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("indexes of the sink tables:\n got %v\nwant %v", got, want)
+	}
 }

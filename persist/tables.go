@@ -3,6 +3,7 @@ package persist
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,85 +36,127 @@ FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], 
 	AS u(order_id, d_filled, status, price, quantity, seq, at)
 WHERE o.order_id = u.order_id`
 
-// writeRows writes every row of b in tx. It returns how many order updates
-// found no row.
-func writeRows(ctx context.Context, tx pgx.Tx, b *batchRows) (missing int, err error) {
-	if err := copyTrades(ctx, tx, b.trades); err != nil {
-		return 0, err
+// copySQL is the COPY statement of table with cols (identifiers quoted:
+// some columns are keywords).
+func copySQL(table string, cols []string) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		q[i] = `"` + c + `"`
 	}
-	if err := copyLedger(ctx, tx, b.ledger); err != nil {
-		return 0, err
-	}
-	if err := copyWalEvents(ctx, tx, b.events, b.payloads); err != nil {
-		return 0, err
-	}
-	return writeOrders(ctx, tx, b.orders)
+	return "COPY " + table + " (" + strings.Join(q, ", ") + ") FROM STDIN (FORMAT binary)"
 }
 
-// copyIn runs COPY for n rows, fill writing row i's values into vals.
-func copyIn(ctx context.Context, tx pgx.Tx, table string, cols []string, n int, fill func(i int, vals []any)) error {
-	if n == 0 {
-		return nil
-	}
-	vals := make([]any, len(cols))
-	got, err := tx.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromSlice(n, func(i int) ([]any, error) {
-		fill(i, vals)
-		return vals, nil
-	}))
-	if err != nil {
-		return fmt.Errorf("persist: copy %d %s rows: %w", n, table, err)
-	}
-	if got != int64(n) {
-		return fmt.Errorf("persist: copy %s: %d of %d rows", table, got, n)
-	}
-	return nil
-}
+var (
+	copyTradesSQL    = copySQL("trades", tradeColumns)
+	copyLedgerSQL    = copySQL("spot_ledger", ledgerColumns)
+	copyWalEventsSQL = copySQL("wal_events", walEventColumns)
+	copyOrdersSQL    = copySQL("orders", orderColumns)
+)
 
-func copyTrades(ctx context.Context, tx pgx.Tx, rows []tradeRow) error {
-	return copyIn(ctx, tx, "trades", tradeColumns, len(rows), func(i int, v []any) {
-		r := &rows[i]
-		v[0], v[1], v[2], v[3], v[4], v[5] = r.tradeID, r.seq, r.market, r.price, r.qty, r.quote
-		v[6], v[7], v[8], v[9] = r.makerOrder, r.takerOrder, r.makerUser, r.takerUser
-		v[10], v[11], v[12], v[13] = r.makerFee, r.takerFee, r.takerSide, r.time
-	})
-}
-
-func copyLedger(ctx context.Context, tx pgx.Tx, rows []ledgerRow) error {
-	return copyIn(ctx, tx, "spot_ledger", ledgerColumns, len(rows), func(i int, v []any) {
-		r := &rows[i]
-		v[0], v[1], v[2], v[3], v[4], v[5], v[6] = r.seq, r.idx, r.user, r.asset, r.dAvail, r.dFrozen, r.cause
-		v[7], v[8], v[9] = nil, nil, r.time
+// writeRows writes every row of b in tx, encoding the COPY streams in cb.
+// It returns how many order updates found no row.
+func writeRows(ctx context.Context, tx pgx.Tx, b *batchRows, cb *copyBuf) (missing int, err error) {
+	cb.reset()
+	for i := range b.trades {
+		r := &b.trades[i]
+		cb.row(len(tradeColumns))
+		cb.int8(r.tradeID)
+		cb.int8(r.seq)
+		cb.int4(r.market)
+		cb.int8(r.price)
+		cb.int8(r.qty)
+		cb.int8(r.quote)
+		cb.int8(r.makerOrder)
+		cb.int8(r.takerOrder)
+		cb.int8(r.makerUser)
+		cb.int8(r.takerUser)
+		cb.int8(r.makerFee)
+		cb.int8(r.takerFee)
+		cb.text(r.takerSide)
+		cb.timestamptz(r.at)
+	}
+	if err := cb.send(ctx, tx, "trades", copyTradesSQL); err != nil {
+		return 0, err
+	}
+	cb.reset()
+	for i := range b.ledger {
+		r := &b.ledger[i]
+		cb.row(len(ledgerColumns))
+		cb.int8(r.seq)
+		cb.int4(r.idx)
+		cb.int8(r.user)
+		cb.int4(r.asset)
+		cb.int8(r.dAvail)
+		cb.int8(r.dFrozen)
+		cb.text(r.cause)
 		if r.hasRef {
-			v[7] = r.ref
+			cb.text(r.ref)
+		} else {
+			cb.null()
 		}
 		if r.hasTrade {
-			v[8] = r.tradeID
+			cb.int8(r.tradeID)
+		} else {
+			cb.null()
 		}
-	})
-}
-
-func copyWalEvents(ctx context.Context, tx pgx.Tx, rows []walEventRow, payloads []byte) error {
-	return copyIn(ctx, tx, "wal_events", walEventColumns, len(rows), func(i int, v []any) {
-		r := &rows[i]
-		v[0], v[1], v[2], v[3], v[4], v[5] = r.seq, r.idx, r.typ, r.order, payloads[r.start:r.end], r.time
-	})
+		cb.timestamptz(r.at)
+	}
+	if err := cb.send(ctx, tx, "spot_ledger", copyLedgerSQL); err != nil {
+		return 0, err
+	}
+	cb.reset()
+	for i := range b.events {
+		r := &b.events[i]
+		cb.row(len(walEventColumns))
+		cb.int8(r.seq)
+		cb.int4(r.idx)
+		cb.text(r.typ)
+		cb.int8(r.order)
+		cb.json(b.payloads[r.start:r.end])
+		cb.timestamptz(r.at)
+	}
+	if err := cb.send(ctx, tx, "wal_events", copyWalEventsSQL); err != nil {
+		return 0, err
+	}
+	return writeOrders(ctx, tx, b.orders, cb)
 }
 
 // writeOrders inserts the batch's new orders (COPY: like the rows of the
 // other tables they cannot exist yet, persisted_seq being below their
 // PLACE_ORDER) and updates the others in one statement. It returns how many
 // updates found no row.
-func writeOrders(ctx context.Context, tx pgx.Tx, rows []orderRow) (missing int, err error) {
-	var fresh []*orderRow
+func writeOrders(ctx context.Context, tx pgx.Tx, rows []orderRow, cb *copyBuf) (missing int, err error) {
 	var upd orderUpdates
+	cb.reset()
 	for i := range rows {
-		if rows[i].isNew {
-			fresh = append(fresh, &rows[i])
-		} else {
-			upd.add(&rows[i])
+		o := &rows[i]
+		if !o.isNew {
+			upd.add(o)
+			continue
 		}
+		cb.row(len(orderColumns))
+		cb.int8(int64(o.id))
+		cb.int8(int64(o.user))
+		cb.int4(int32(o.market))
+		cb.text(o.side.String())
+		cb.text(o.typ.String())
+		cb.text(o.tif.String())
+		cb.int8(int64(o.price))
+		cb.int8(int64(o.qty))
+		cb.int8(int64(o.quoteQty))
+		cb.int8(int64(o.filled))
+		cb.text(o.status.String())
+		if o.clientID.IsZero() {
+			cb.null()
+		} else {
+			cb.text(keyText(o.clientID))
+		}
+		cb.int8(int64(o.createdSeq))
+		cb.int8(int64(o.updatedSeq))
+		cb.timestamptz(o.createdAt)
+		cb.timestamptz(o.updatedAt)
 	}
-	if err := copyOrders(ctx, tx, fresh); err != nil {
+	if err := cb.send(ctx, tx, "orders", copyOrdersSQL); err != nil {
 		return 0, err
 	}
 	if n := len(upd.id); n > 0 {
@@ -125,21 +168,6 @@ func writeOrders(ctx context.Context, tx pgx.Tx, rows []orderRow) (missing int, 
 		missing = n - int(tag.RowsAffected())
 	}
 	return missing, nil
-}
-
-func copyOrders(ctx context.Context, tx pgx.Tx, rows []*orderRow) error {
-	return copyIn(ctx, tx, "orders", orderColumns, len(rows), func(i int, v []any) {
-		o := rows[i]
-		v[0], v[1], v[2] = int64(o.id), int64(o.user), int32(o.market)
-		v[3], v[4], v[5] = o.side.String(), o.typ.String(), o.tif.String()
-		v[6], v[7], v[8], v[9] = int64(o.price), int64(o.qty), int64(o.quoteQty), int64(o.filled)
-		v[10], v[11] = o.status.String(), nil
-		if !o.clientID.IsZero() {
-			v[11] = keyText(o.clientID)
-		}
-		v[12], v[13] = int64(o.createdSeq), int64(o.updatedSeq)
-		v[14], v[15] = time.Unix(0, o.createdAt).UTC(), time.Unix(0, o.updatedAt).UTC()
-	})
 }
 
 // orderUpdates are the changes to existing orders, as arrays for unnest

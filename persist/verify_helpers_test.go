@@ -65,6 +65,8 @@ func checkAgainstProcessor(t *testing.T, pool *pgxpool.Pool, r *recorder, users 
 		{"SELECT count(*) FROM trades", int64(want.trades)},
 		{"SELECT coalesce(sum(quantity), 0)::bigint FROM trades", want.tradeQty},
 		{"SELECT count(*) FROM spot_ledger", int64(want.ledger)},
+		// (seq, idx) is unique by construction (no primary key: see 0004)
+		{"SELECT count(*) FROM (SELECT 1 FROM spot_ledger GROUP BY seq, idx HAVING count(*) > 1) d", 0},
 		{"SELECT count(*) FROM wal_events", int64(want.audit)},
 		{"SELECT count(*) FROM orders", int64(want.placed)},
 		// every order's fills are exactly its trades

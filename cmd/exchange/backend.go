@@ -26,7 +26,7 @@ func newPipelineBackend(pl *journal.Pipeline, hist *gateway.History) *pipelineBa
 
 // Submit sequences c without waiting for room: a full ring is ErrBusy (503),
 // never an unbounded queue.
-func (b *pipelineBackend) Submit(c *core.Command) ([]core.Event, error) {
+func (b *pipelineBackend) Submit(c *core.Command, dst []core.Event) ([]core.Event, error) {
 	r := b.replies.Get().(*journal.Reply)
 	if _, err := b.pl.TrySubmit(c, r); err != nil {
 		b.replies.Put(r)
@@ -42,7 +42,7 @@ func (b *pipelineBackend) Submit(c *core.Command) ([]core.Event, error) {
 	if err := b.pl.Wait(r); err != nil {
 		return nil, gateway.ErrUnavailable // r may still be signalled: never reuse it
 	}
-	evs := append([]core.Event(nil), r.Events...)
+	evs := append(dst[:0], r.Events...)
 	b.replies.Put(r)
 	return evs, nil
 }

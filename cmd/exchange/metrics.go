@@ -2,6 +2,7 @@ package main
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,7 @@ type metrics struct {
 	reg *prometheus.Registry
 
 	requests   *prometheus.CounterVec   // route, status
+	byRoute    sync.Map                 // routeStatus -> routeObservers
 	latency    *prometheus.HistogramVec // route; seconds, µs-resolution buckets
 	batchSize  prometheus.Histogram     // commands per group commit
 	appendTime prometheus.Histogram     // write + fsync per group commit, seconds
@@ -89,8 +91,29 @@ func (m *metrics) seqOf(get func(*journal.Pipeline) core.Seq) func() float64 {
 
 // Observe records one HTTP request (the gateway's metrics hook).
 func (m *metrics) Observe(route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(route).Observe(d.Seconds())
+	k := routeStatus{route, status}
+	o, ok := m.byRoute.Load(k)
+	if !ok { // first request of this route and status: resolve the label values once
+		o, _ = m.byRoute.LoadOrStore(k, routeObservers{m.requests.WithLabelValues(route, strconv.Itoa(status)),
+			m.latency.WithLabelValues(route)})
+	}
+	ro := o.(routeObservers)
+	ro.requests.Inc()
+	ro.latency.Observe(d.Seconds())
+}
+
+// routeStatus keys metrics.byRoute.
+type routeStatus struct {
+	route  string
+	status int
+}
+
+// routeObservers are the children of requests and latency for one route and
+// status (WithLabelValues hashes the labels and formats the status on every
+// call; the routes and statuses are few).
+type routeObservers struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 // journalBatch is journal.Config.OnJournalBatch.

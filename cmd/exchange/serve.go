@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// persisted seq, which must be durable in Postgres (with it off, a
 		// Postgres crash could lose commits whose WAL was already released;
 		// measured: it did not raise the sink's throughput here anyway).
+		if plainOnLoopback(cfg.PGURL, &pcfg.ConnConfig.Config, os.Getenv) {
+			log.Info("postgres: server on this machine, TLS off (set sslmode to choose)")
+		}
 		pool, err = pgxpool.NewWithConfig(ctx, pcfg) // connects lazily: Postgres may be down now
 		if err != nil {
 			return fmt.Errorf("postgres: %s: %w", redactURL(cfg.PGURL), err)
@@ -157,7 +161,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	httpErr := make(chan error, 1)
-	go func() { httpErr <- hs.Serve(ln) }()
+	go func() { httpErr <- hs.Serve(gateway.NewDeadlineListener(ln, 0)) }()
 	ready.Store(true)
 	log.Info("exchange: serving", "http", ln.Addr().String(), "durable_seq", pl.DurableSeq())
 
