@@ -317,6 +317,16 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			}
 			continue
 		}
+		if d := pl.DurableSeq(); persisted > d {
+			// The sink only ever writes durable seqs of its own WAL, so a
+			// checkpoint past this WAL's end means the database was written
+			// from another data dir (or acknowledged WAL entries were lost).
+			// Its rows are another history: following from persisted+1
+			// would upsert this WAL's orders over them. Write nothing.
+			log.Error("CRITICAL sink: the database is ahead of this WAL (written from another data dir?); the sink writes nothing to it",
+				"persisted_seq", persisted, "durable_seq", d)
+			return
+		}
 		f, err := pl.NewFollower(persisted + 1)
 		var gone *journal.HistoryGoneError
 		if errors.As(err, &gone) {

@@ -1,0 +1,73 @@
+package main
+
+// e2e_foreign_db_test.go proves that the sink never writes into a database
+// that the WAL of another data dir has advanced: its rows are another
+// history, and following it from its checkpoint would upsert this WAL's
+// orders and ledger rows over them.
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ubscore/ubscore/persist/pgtest"
+)
+
+type sinkRows struct{ checkpoint, ledger, orders int64 }
+
+func readSinkRows(t *testing.T, pg string) sinkRows {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var r sinkRows
+	if err := conn.QueryRow(ctx, `SELECT (SELECT persisted_seq FROM core_checkpoint WHERE id = 1),
+		(SELECT count(*) FROM spot_ledger), (SELECT count(*) FROM orders)`).Scan(&r.checkpoint, &r.ledger, &r.orders); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestE2ESinkRefusesForeignDatabase(t *testing.T) {
+	pg := pgtest.NewDB(t)
+	s1 := e2eStart(t, t.TempDir(), pg)
+	e2eFund(t, s1, 3)
+	e2eWaitSink(t, s1, pg)
+	s1.Stop()
+	before := readSinkRows(t, pg)
+	if before.checkpoint == 0 || before.ledger == 0 {
+		t.Fatalf("first server wrote nothing: %+v", before)
+	}
+
+	// A second server on a fresh data dir, same database. Its WAL soon
+	// passes the first one's checkpoint, from where an unguarded sink
+	// would start writing.
+	s2 := e2eStart(t, t.TempDir(), pg)
+	defer s2.Stop()
+	e2eFund(t, s2, 12)
+	if d := s2.metric("ubs_durable_seq"); d <= float64(before.checkpoint) {
+		t.Fatalf("second server's durable seq %v never passed the database's checkpoint %d", d, before.checkpoint)
+	}
+	const want = "the database is ahead of this WAL"
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(s2.Logs(), want); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no CRITICAL %q in the log:\n%s", want, s2.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Nothing may be written, however long the server runs: give a sink
+	// that would follow the WAL many batch lingers to do so.
+	time.Sleep(1500 * time.Millisecond)
+	if after := readSinkRows(t, pg); after != before {
+		t.Fatalf("the sink wrote another WAL's history into the database: %+v -> %+v", before, after)
+	}
+	if lag := s2.metric("ubs_sink_lag_commands"); lag <= 0 {
+		t.Fatalf("sink lag %v: the refusal must show as lag", lag)
+	}
+}
