@@ -50,6 +50,16 @@ func (l *DeadlineListener) Accept() (net.Conn, error) {
 	}
 	dc := &deadlineConn{Conn: c, l: l}
 	l.mu.Lock()
+	if l.closed {
+		// Close ran while the inner Accept was returning: the sweeper may
+		// already have stopped, and nothing would enforce this
+		// connection's deadlines (a silent client could hold a graceful
+		// shutdown for its whole drain time). Refuse it, as a closed
+		// listener does.
+		l.mu.Unlock()
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
 	l.conns[dc] = struct{}{}
 	l.mu.Unlock()
 	return dc, nil

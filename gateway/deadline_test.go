@@ -170,3 +170,40 @@ func TestDeadlineListenerCutsSlowClients(t *testing.T) {
 		t.Fatalf("slow client got %q", rest)
 	}
 }
+
+// closingListener hands over one connection, but only after the
+// DeadlineListener around it has been closed (the race between Accept
+// returning and Close).
+type closingListener struct {
+	net.Listener
+	conn net.Conn
+	dl   *DeadlineListener
+}
+
+func (l *closingListener) Accept() (net.Conn, error) {
+	_ = l.dl.Close()
+	return l.conn, nil
+}
+
+// TestDeadlineListenerRefusesAcceptAfterClose: a connection accepted after
+// Close is closed and refused, never handed out with no sweeper to enforce
+// its deadlines.
+func TestDeadlineListenerRefusesAcceptAfterClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sc, cc := net.Pipe()
+	defer cc.Close()
+	inner := &closingListener{Listener: ln, conn: sc}
+	dl := NewDeadlineListener(inner, 20*time.Millisecond)
+	inner.dl = dl
+	if c, err := dl.Accept(); !errors.Is(err, net.ErrClosed) || c != nil {
+		t.Fatalf("Accept after Close: %v, %v", c, err)
+	}
+	_ = cc.SetWriteDeadline(time.Now().Add(time.Second))
+	if _, err := cc.Write([]byte("x")); err == nil || isTimeout(err) {
+		t.Fatalf("the refused connection is still open: write gave %v", err)
+	}
+}
