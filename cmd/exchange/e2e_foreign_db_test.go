@@ -48,19 +48,13 @@ func TestE2ESinkRefusesForeignDatabase(t *testing.T) {
 	// A second server on a fresh data dir, same database. Its WAL soon
 	// passes the first one's checkpoint, from where an unguarded sink
 	// would start writing.
-	s2 := e2eStart(t, t.TempDir(), pg)
-	defer s2.Stop()
+	dir2 := t.TempDir()
+	s2 := e2eStart(t, dir2, pg)
 	e2eFund(t, s2, 12)
 	if d := s2.metric("ubs_durable_seq"); d <= float64(before.checkpoint) {
 		t.Fatalf("second server's durable seq %v never passed the database's checkpoint %d", d, before.checkpoint)
 	}
-	const want = "the database is ahead of this WAL"
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(s2.Logs(), want); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no CRITICAL %q in the log:\n%s", want, s2.Logs())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitLog(t, s2, "the database is ahead of this WAL")
 	// Nothing may be written, however long the server runs: give a sink
 	// that would follow the WAL many batch lingers to do so.
 	time.Sleep(1500 * time.Millisecond)
@@ -69,5 +63,29 @@ func TestE2ESinkRefusesForeignDatabase(t *testing.T) {
 	}
 	if lag := s2.metric("ubs_sink_lag_commands"); lag <= 0 {
 		t.Fatalf("sink lag %v: the refusal must show as lag", lag)
+	}
+	s2.Stop()
+
+	// Restarted, the second server's WAL is now past the checkpoint, so
+	// seqs alone no longer tell the histories apart: the database's WAL id
+	// does.
+	s3 := e2eStart(t, dir2, pg)
+	defer s3.Stop()
+	waitLog(t, s3, "the database belongs to another data dir's WAL")
+	e2eFund(t, s3, 14)
+	time.Sleep(1500 * time.Millisecond)
+	if after := readSinkRows(t, pg); after != before {
+		t.Fatalf("after a restart the sink wrote another WAL's history into the database: %+v -> %+v", before, after)
+	}
+}
+
+// waitLog waits (bounded) until s's log contains want.
+func waitLog(t *testing.T, s *e2eServer, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(s.Logs(), want); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the log:\n%s", want, s.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -120,10 +120,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var sinkWG sync.WaitGroup
 	var migrated atomic.Bool
 	if sink != nil {
+		walID, err := loadOrCreateWALID(cfg.DataDir)
+		if err != nil {
+			stopSink()
+			_ = pl.Close()
+			return err
+		}
 		sinkWG.Add(1)
 		go func() {
 			defer sinkWG.Done()
-			runSink(sinkCtx, pl, pool, sink, &migrated, log)
+			runSink(sinkCtx, pl, pool, sink, walID, &migrated, log)
 		}()
 	}
 
@@ -289,7 +295,7 @@ func (s *followerSource) Next(ctx context.Context, max int) ([]persist.Record, e
 // migrate, read the persisted seq, follow the WAL from the next one, and
 // start over (with backoff) after anything that stops it. Postgres being
 // away never blocks the core: the follower reads the WAL on its own.
-func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink *persist.Sink, migrated *atomic.Bool, log *slog.Logger) {
+func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink *persist.Sink, walID string, migrated *atomic.Bool, log *slog.Logger) {
 	backoff := 100 * time.Millisecond
 	pause := func() bool {
 		select {
@@ -325,6 +331,27 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			// would upsert this WAL's orders over them. Write nothing.
 			log.Error("CRITICAL sink: the database is ahead of this WAL (written from another data dir?); the sink writes nothing to it",
 				"persisted_seq", persisted, "durable_seq", d)
+			return
+		}
+		// The database records the data dir it follows: adopted by the
+		// first sink (a new database, or one from before wal_id existed,
+		// not past this WAL's end as checked above), refused by every other.
+		var dbWAL *string
+		if err := pool.QueryRow(ctx, `UPDATE core_checkpoint SET wal_id = COALESCE(wal_id, $1) WHERE id = 1 RETURNING wal_id`,
+			walID).Scan(&dbWAL); err != nil {
+			log.Warn("sink: cannot read the database's WAL id; retrying", "err", err)
+			if !pause() {
+				return
+			}
+			continue
+		}
+		if dbWAL == nil || *dbWAL != walID {
+			other := "NULL"
+			if dbWAL != nil {
+				other = *dbWAL
+			}
+			log.Error("CRITICAL sink: the database belongs to another data dir's WAL; the sink writes nothing to it",
+				"database_wal_id", other, "wal_id", walID)
 			return
 		}
 		f, err := pl.NewFollower(persisted + 1)
