@@ -17,7 +17,7 @@ import (
 type copyBuf struct {
 	b    []byte
 	rows int
-	rd   bytes.Reader
+	rd   *bytes.Reader // handed to pgconn by send; replaced, never reused, after a failed send
 }
 
 // copyHeader is the signature, the flags field and the header extension length.
@@ -77,9 +77,16 @@ func (c *copyBuf) send(ctx context.Context, tx pgx.Tx, table, sql string) error 
 		return nil
 	}
 	c.b = binary.BigEndian.AppendUint16(c.b, 0xffff) // trailer
+	if c.rd == nil {
+		c.rd = new(bytes.Reader)
+	}
 	c.rd.Reset(c.b)
-	tag, err := tx.Conn().PgConn().CopyFrom(ctx, &c.rd, sql)
+	tag, err := tx.Conn().PgConn().CopyFrom(ctx, c.rd, sql)
 	if err != nil {
+		// pgconn can return from some errors before its goroutine that
+		// reads c.rd has stopped: leave that goroutine the old reader and
+		// buffer for good; the next batch starts on fresh ones.
+		c.rd, c.b = nil, nil
 		return fmt.Errorf("persist: copy %d %s rows: %w", c.rows, table, err)
 	}
 	if got := tag.RowsAffected(); got != int64(c.rows) {

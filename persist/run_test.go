@@ -219,3 +219,33 @@ func TestRunLingers(t *testing.T) {
 		t.Fatalf("no linger: %d batches, with linger %d", st0.Batches, st.Batches)
 	}
 }
+
+// TestRunLingerEndsWithCtx: a cancel while Run lingers after a short batch
+// ends it at once, not when Linger has passed (shutdown must not wait).
+func TestRunLingerEndsWithCtx(t *testing.T) {
+	_, pool := migratedDB(t)
+	r := newRecorder(t)
+	r.httpLikeStream(4, 8)
+	resetTables(t, pool)
+	sink := NewSink(pool, Options{Logger: quietLogger(), Linger: time.Minute})
+	src := &trickleSource{recs: r.recs, start: time.Now().Add(-time.Hour), every: time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- sink.Run(ctx, src) }()
+	for deadline := time.Now().Add(20 * time.Second); sink.PersistedSeqCached() != r.lastSeq(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the short batch was never written: %+v", sink.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run kept lingering after its context ended")
+	}
+}
