@@ -89,3 +89,33 @@ func waitLog(t *testing.T, s *e2eServer, want string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestE2ESinkRefusesLedgerPastCheckpoint: a checkpoint moved back without
+// wiping the tables (spot_ledger has no unique key) makes the sink refuse
+// to start, instead of appending the same ledger rows a second time.
+func TestE2ESinkRefusesLedgerPastCheckpoint(t *testing.T) {
+	pg := pgtest.NewDB(t)
+	dir := t.TempDir()
+	s1 := e2eStart(t, dir, pg)
+	e2eFund(t, s1, 3)
+	e2eWaitSink(t, s1, pg)
+	s1.Stop()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "UPDATE core_checkpoint SET persisted_seq = 0 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	before := readSinkRows(t, pg)
+
+	s2 := e2eStart(t, dir, pg)
+	defer s2.Stop()
+	waitLog(t, s2, "spot_ledger holds rows past the checkpoint")
+	time.Sleep(1500 * time.Millisecond)
+	if after := readSinkRows(t, pg); after != before {
+		t.Fatalf("the sink wrote again over a moved-back checkpoint: %+v -> %+v", before, after)
+	}
+}
