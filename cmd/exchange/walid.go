@@ -17,9 +17,8 @@ import (
 // database another WAL's sink filled.
 const walIDFileName = "wal.id"
 
-// loadOrCreateWALID returns <dataDir>/wal.id, creating it atomically and
-// exclusively (temp file linked into place, then a directory fsync) if it
-// does not exist.
+// loadOrCreateWALID returns <dataDir>/wal.id, creating it (createOnce) if
+// it does not exist.
 func loadOrCreateWALID(dataDir string) (string, error) {
 	path := filepath.Join(dataDir, walIDFileName)
 	if b, err := os.ReadFile(path); err == nil {
@@ -38,21 +37,8 @@ func loadOrCreateWALID(dataDir string) (string, error) {
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dataDir, walIDFileName+".tmp*")
-	if err != nil {
+	if _, err := createOnce(dataDir, walIDFileName, hex.EncodeToString(raw[:])+"\n"); err != nil {
 		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.WriteString(hex.EncodeToString(raw[:]) + "\n")
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("create %s: %w", path, err)
-	} else if err == nil {
-		syncDir(dataDir)
 	}
 	return loadOrCreateWALID(dataDir) // ours, or the one a concurrent process linked first
 }
