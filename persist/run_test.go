@@ -126,15 +126,7 @@ func TestRunWithPostgresDown(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Run returned %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not stop after cancel")
-	}
+	cancelRun(t, cancel, done, "Run did not stop after cancel")
 	st := sink.Stats()
 	if src.calls != 1 || st.Batches != 0 || st.LastError == "" || st.PersistedSeq != 0 {
 		t.Fatalf("calls %d, stats %+v", src.calls, st)
@@ -239,6 +231,13 @@ func TestRunLingerEndsWithCtx(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	cancelRun(t, cancel, done, "Run kept lingering after its context ended")
+}
+
+// cancelRun cancels a Run and requires it to return context.Canceled within
+// 5 s; stuck says what it means if it does not.
+func cancelRun(t *testing.T, cancel context.CancelFunc, done <-chan error, stuck string) {
+	t.Helper()
 	cancel()
 	select {
 	case err := <-done:
@@ -246,6 +245,6 @@ func TestRunLingerEndsWithCtx(t *testing.T) {
 			t.Fatalf("Run returned %v", err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("Run kept lingering after its context ended")
+		t.Fatal(stuck)
 	}
 }

@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist/localpg"
@@ -184,11 +182,7 @@ func e2eConverged(t *testing.T, dataDir, pg string) {
 	}
 	defer rec.WAL.Close()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := e2eConn(t, pg)
 	var persisted, n, v int64
 	if err := conn.QueryRow(ctx, "SELECT persisted_seq FROM core_checkpoint WHERE id=1").Scan(&persisted); err != nil {
 		t.Fatal(err)

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
@@ -21,11 +19,7 @@ type sinkRows struct{ checkpoint, ledger, orders int64 }
 func readSinkRows(t *testing.T, pg string) sinkRows {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := e2eConn(t, pg)
 	var r sinkRows
 	if err := conn.QueryRow(ctx, `SELECT (SELECT persisted_seq FROM core_checkpoint WHERE id = 1),
 		(SELECT count(*) FROM spot_ledger), (SELECT count(*) FROM orders)`).Scan(&r.checkpoint, &r.ledger, &r.orders); err != nil {
@@ -101,11 +95,7 @@ func TestE2ESinkRefusesLedgerPastCheckpoint(t *testing.T) {
 	e2eWaitSink(t, s1, pg)
 	s1.Stop()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := e2eConn(t, pg)
 	if _, err := conn.Exec(ctx, "UPDATE core_checkpoint SET persisted_seq = 0 WHERE id = 1"); err != nil {
 		t.Fatal(err)
 	}

@@ -196,11 +196,7 @@ func TestE2EWalkthrough(t *testing.T) {
 	// The sink writes the rows; the checkpoint reaches the durable seq.
 	e2eWaitSink(t, s, pg)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := e2eConn(t, pg)
 	var nTrades, tradeQty int64
 	if err := conn.QueryRow(ctx, "SELECT count(*), coalesce(sum(quantity),0) FROM trades").Scan(&nTrades, &tradeQty); err != nil {
 		t.Fatal(err)
@@ -248,16 +244,23 @@ func (s *e2eServer) expect(what, method, path, token string, body any, status in
 	wantCode(s.t, what, st, b, status, code)
 }
 
+// e2eConn connects to the test database pg; the test closes it at its end.
+func e2eConn(t *testing.T, pg string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
 // e2eWaitSink waits until core_checkpoint reaches the server's durable seq
 // (read from /metrics).
 func e2eWaitSink(t *testing.T, s *e2eServer, pg string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := e2eConn(t, pg)
 	durable := s.metric("ubs_durable_seq")
 	deadline := time.Now().Add(30 * time.Second)
 	for {

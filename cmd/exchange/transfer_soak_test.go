@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
@@ -221,11 +219,7 @@ func transferSoak(t *testing.T, faults bool) {
 	}
 
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := e2eConn(t, pg)
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var open int
