@@ -74,6 +74,29 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 		}
 		f, s := transfer.NewFaulty(fundingSide), transfer.NewFaulty(spotSide)
 		f.Crash, s.Crash = crash, crash
+		// What a previous process performed must never be refused by an
+		// injected explicit failure after a restart (a crash test would
+		// then compensate an effect that happened).
+		f.Performed = func(ctx context.Context, op transfer.Op, reqID string) (bool, error) {
+			var done bool
+			err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM transfer_operations
+				WHERE req_id = $1 AND adapter = 'funding' AND op = $2)`, reqID, string(op)).Scan(&done)
+			return done, err
+		}
+		s.Performed = func(_ context.Context, op transfer.Op, reqID string) (bool, error) {
+			kind := map[transfer.Op]core.Kind{transfer.OpWithdraw: core.KindSpotWithdraw,
+				transfer.OpDeposit: core.KindSpotDeposit, transfer.OpRefund: core.KindSpotRefund}[op]
+			key, ok := core.KeyFrom(reqID)
+			if !ok {
+				return false, nil
+			}
+			var done bool
+			err := pl.Read(func(p *core.Processor) error {
+				_, done = p.SpotOp(kind, key)
+				return nil
+			})
+			return done, err
+		}
 		t.faults = &faultSet{funding: f, spot: s}
 		fundingSide, spotSide = f, s
 		log.Warn("fault injection enabled: /admin/v1/faults can make adapters fail or kill the process")

@@ -33,13 +33,19 @@ type Faulty struct {
 	// Crash kills the process for FaultCrashBefore/After (the server sends
 	// itself SIGKILL). It must not return; if it is nil or does return, the
 	// call reports UNKNOWN, which is what a caller of a dead process sees.
-	Crash   func()
-	inner   Adapter
-	mu      sync.Mutex
-	armed   map[Op][]armedFault
-	failed  map[spotOpKey]bool // injected explicit failures, returned forever
-	touched map[spotOpKey]bool // the inner adapter was called for (op, req_id)
-	calls   map[Op]int
+	Crash func()
+	// Performed, when set, reports whether the inner adapter has durably
+	// performed (op, req_id), for example before a restart emptied this
+	// process's memory of it: an explicit failure is never injected for
+	// such an operation (that would refuse, and so compensate, an effect
+	// that happened). An error counts as performed.
+	Performed func(ctx context.Context, op Op, reqID string) (bool, error)
+	inner     Adapter
+	mu        sync.Mutex
+	armed     map[Op][]armedFault
+	failed    map[spotOpKey]bool // injected explicit failures, returned forever
+	touched   map[spotOpKey]bool // the inner adapter was called for (op, req_id)
+	calls     map[Op]int
 }
 
 type armedFault struct {
@@ -112,6 +118,13 @@ func (a *Faulty) next(op Op, reqID string) Fault {
 
 func (a *Faulty) do(ctx context.Context, op Op, reqID string, user UserID, asset AssetID, amount Units) Outcome {
 	t := Transfer{ReqID: reqID, UserID: user, Asset: asset, Amount: amount}
+	if a.Performed != nil {
+		if done, err := a.Performed(ctx, op, reqID); done || err != nil {
+			a.mu.Lock()
+			a.touched[spotOpKey{op, reqID}] = true
+			a.mu.Unlock()
+		}
+	}
 	switch a.next(op, reqID) {
 	case FaultExplicitFail:
 		return fail(CodeInjected)
