@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -217,6 +219,67 @@ type helloOrder struct {
 	ClientOrderID string `json:"client_order_id"`
 }
 
+// answerBufs are the hello-world target's scratch buffers for answers.
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// appendHelloAnswer appends the hello-world target's answer to o: an
+// order in the exchange's response shape (DESIGN §5), so the baseline
+// writes, and the load generator reads, as many bytes as against the
+// exchange. In the bench workload (cmd/bench's orderBody) half the
+// exchange's answers are an order left resting (NEW, no fills) and half an
+// order filled against one maker; the baseline answers a SELL as the
+// first and a BUY as the second, with the decimals written at the default
+// assets' scales (price 6, quantity 8).
+func appendHelloAnswer(b []byte, o *helloOrder, id int64) []byte {
+	b = append(b, `{"order_id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"client_order_id":null,"market":"`...)
+	b = append(b, o.Market...)
+	b = append(b, `","side":"`...)
+	b = append(b, o.Side...)
+	b = append(b, `","type":"`...)
+	b = append(b, o.Type...)
+	b = append(b, `","time_in_force":"`...)
+	b = append(b, o.TimeInForce...)
+	b = append(b, `","price":"`...)
+	b = appendScaled(b, o.Price, 6)
+	b = append(b, `","quantity":"`...)
+	b = appendScaled(b, o.Quantity, 8)
+	b = append(b, `","filled_quantity":"`...)
+	if o.Side != "BUY" {
+		b = appendScaled(b, "0", 8)
+		return append(b, `","status":"NEW","fills":[]}`...)
+	}
+	b = appendScaled(b, o.Quantity, 8)
+	b = append(b, `","status":"FILLED","fills":[{"trade_id":`...)
+	b = strconv.AppendInt(b, id/2, 10)
+	b = append(b, `,"price":"`...)
+	b = appendScaled(b, o.Price, 6)
+	b = append(b, `","quantity":"`...)
+	b = appendScaled(b, o.Quantity, 8)
+	b = append(b, `","fee":"0.099998","fee_asset":"USDT","maker_order_id":`...)
+	b = strconv.AppendInt(b, id-1, 10)
+	b = append(b, `,"taker_order_id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"time":1795575839797}]}`...)
+	return b
+}
+
+// appendScaled appends the decimal string s with exactly scale decimals
+// (zeros added; s is echoed, not validated: the baseline does no decimal
+// arithmetic).
+func appendScaled(b []byte, s string, scale int) []byte {
+	b = append(b, s...)
+	dot := strings.IndexByte(s, '.')
+	if dot < 0 {
+		b, dot = append(b, '.'), len(s)
+	}
+	for n := len(s) - dot - 1; n < scale; n++ {
+		b = append(b, '0')
+	}
+	return b
+}
+
 // StartHelloServer serves the baseline of the HTTP benchmark on a free
 // 127.0.0.1 port: a fasthttp POST handler that strictly decodes the order
 // JSON and answers a small JSON object, with no core behind it. It returns
@@ -245,6 +308,7 @@ func StartHelloServerWith(opts HelloOptions) (string, func() error, error) {
 		return "", nil, err
 	}
 	epoch := time.Now()
+	var orderIDs atomic.Int64
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
 		if opts.Stall > 0 {
 			if phase := time.Since(epoch) % opts.StallEvery; phase < opts.Stall {
@@ -258,7 +322,10 @@ func StartHelloServerWith(opts HelloOptions) (string, func() error, error) {
 			return
 		}
 		ctx.SetContentType("application/json")
-		ctx.SetBodyString(`{"order_id":1,"market":"` + o.Market + `","status":"NEW"}`)
+		bp := answerBufs.Get().(*[]byte)
+		*bp = appendHelloAnswer((*bp)[:0], &o, orderIDs.Add(1))
+		ctx.SetBody(*bp) // copies
+		answerBufs.Put(bp)
 	}, Name: "hello"}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr().String(), srv.Shutdown, nil

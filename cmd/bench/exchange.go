@@ -91,10 +91,9 @@ func (x *exchange) fund(users int) error {
 	if err != nil {
 		return err
 	}
-	x.tokens = make([]string, users)
+	x.tokens = mintTokens(auth, users)
 	admin, _ := auth.Mint(1_000_000, true, 24*time.Hour, time.Now())
 	for u := range x.tokens {
-		x.tokens[u], _ = auth.Mint(uint64(u+1), false, 24*time.Hour, time.Now())
 		for _, a := range [][2]string{{"BTC", "100000"}, {"USDT", "1000000000"}} {
 			st, b := post(x.addr, "/admin/v1/adjust", admin,
 				fmt.Sprintf(`{"user_id":%d,"asset":"%s","amount":"%s","ref":"bench-%d-%s"}`, u+1, a[0], a[1], u+1, a[0]))
@@ -106,17 +105,40 @@ func (x *exchange) fund(users int) error {
 	return nil
 }
 
-// request is orderBody with the token of one of the funded users.
-func (x *exchange) request(c, i int, req *fasthttp.Request) {
-	orderBody(c, i, req)
-	req.Header.Set("Authorization", "Bearer "+x.tokens[(c*7+i)%len(x.tokens)])
+// mintTokens returns bearer tokens of users 1..n.
+func mintTokens(auth *gateway.Authenticator, n int) []string {
+	tokens := make([]string, n)
+	for u := range tokens {
+		tokens[u], _ = auth.Mint(uint64(u+1), false, 24*time.Hour, time.Now())
+	}
+	return tokens
 }
+
+// authedOrder is orderBody with the token of one of users 1..len(tokens).
+func authedOrder(tokens []string) func(c, i int, req *fasthttp.Request) {
+	return func(c, i int, req *fasthttp.Request) {
+		orderBody(c, i, req)
+		req.Header.Set("Authorization", "Bearer "+tokens[(c*7+i)%len(tokens)])
+	}
+}
+
+// helloTokens are tokens of the exchange's form for the hello-world
+// target, which ignores them: its requests are byte for byte the size of
+// the exchange's.
+var helloTokens = sync.OnceValue(func() []string {
+	auth, err := gateway.NewAuthenticator([]byte(exchangeSecret))
+	if err != nil {
+		panic(err)
+	}
+	return mintTokens(auth, 64)
+})
+
 
 // load runs cfg against the exchange's order endpoint, sampling the sink
 // lag (ubs_sink_lag_commands) every 100 ms; it returns the result and the
 // largest lag seen.
 func (x *exchange) load(cfg bench.HTTPConfig) (bench.HTTPResult, float64, error) {
-	cfg.Addr, cfg.Method, cfg.Path, cfg.Request = x.addr, "POST", "/api/v1/order", x.request
+	cfg.Addr, cfg.Method, cfg.Path, cfg.Request = x.addr, "POST", "/api/v1/order", authedOrder(x.tokens)
 	var lagMu sync.Mutex
 	lagMax := 0.0
 	stopLag, lagDone := make(chan struct{}), make(chan struct{})
@@ -206,12 +228,13 @@ func helloLoadInProcess(cfg bench.HTTPConfig) (bench.HTTPResult, error) {
 	return helloLoadAt(addr, cfg)
 }
 
-// helloLoadAt runs cfg against the hello-world target at addr, with
-// orderBody's requests unless cfg.Request is set.
+// helloLoadAt runs cfg against the hello-world target at addr, with the
+// exchange load's requests (orderBody with a bearer token of the same
+// form) unless cfg.Request is set.
 func helloLoadAt(addr string, cfg bench.HTTPConfig) (bench.HTTPResult, error) {
 	cfg.Addr, cfg.Method, cfg.Path = addr, "POST", "/api/v1/order"
 	if cfg.Request == nil {
-		cfg.Request = orderBody
+		cfg.Request = authedOrder(helloTokens())
 	}
 	return bench.RunHTTP(cfg)
 }
