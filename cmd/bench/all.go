@@ -34,6 +34,7 @@ type allProfile struct {
 	disk          []string // disk-ceiling flags except --batches
 	replay        []string
 	http          []string // load flags of http, http-ceiling and sweep
+	httpRounds    string   // http's --rounds: alternating hello-world/exchange rounds
 	transfer      []string // transfer and pg-baseline flags except --modes
 	transferModes string
 	sweep         []string // sweep flags beyond http's
@@ -48,7 +49,8 @@ var profiles = map[string]allProfile{
 		processor:     []string{"--commands", "3000000"},
 		disk:          []string{"--duration", "3s"},
 		replay:        []string{"--commands", "2000000"},
-		http:          []string{"--conns", "64", "--duration", "10s", "--warmup", "2s"},
+		http:          []string{"--conns", "256", "--duration", "5s", "--warmup", "1s"},
+		httpRounds:    "3",
 		transfer:      []string{"--users", "1000", "--clients", "64", "--duration", "10s", "--warmup", "2s"},
 		transferModes: "fsm,fsm_batched,fsm_fused",
 		sweep:         []string{"--fractions", "0.1,0.25,0.5,0.75,0.9,1.0,1.1,1.2", "--duration", "8s", "--warmup", "1s"},
@@ -62,6 +64,7 @@ var profiles = map[string]allProfile{
 		disk:          []string{"--duration", "500ms"},
 		replay:        []string{"--commands", "1000000"},
 		http:          []string{"--conns", "32", "--duration", "2s", "--warmup", "500ms"},
+		httpRounds:    "1",
 		transfer:      []string{"--users", "256", "--clients", "16", "--duration", "1500ms", "--warmup", "300ms"},
 		transferModes: "fsm_batched,fsm_fused",
 		sweep:         []string{"--fractions", "0.1,0.5,0.9,1.2", "--duration", "1500ms", "--warmup", "300ms"},
@@ -75,6 +78,7 @@ var profiles = map[string]allProfile{
 		disk:          []string{"--duration", "100ms"},
 		replay:        []string{"--commands", "20000", "--users", "500", "--seed-per-book", "50"},
 		http:          []string{"--conns", "4", "--duration", "300ms", "--warmup", "100ms", "--users", "4"},
+		httpRounds:    "1",
 		transfer:      []string{"--users", "16", "--clients", "4", "--pool", "8", "--duration", "300ms", "--warmup", "100ms"},
 		transferModes: "fsm_fused",
 		sweep:         []string{"--fractions", "0.5,1.2", "--duration", "300ms", "--warmup", "100ms"},
@@ -260,7 +264,7 @@ func (e *allEnv) runSteps() {
 		joinInts(diskBatches(p)), "--json"}, p.disk...))
 	e.step("replay", "", append([]string{"replay", "--seed", seed, "--json"}, p.replay...))
 	e.step("http-ceiling", "", append([]string{"http-ceiling", "--json"}, httpLoadFlags(p.http)...))
-	e.exchangeStep("http", append([]string{"http"}, p.http...))
+	e.exchangeStep("http", append(append([]string{"http"}, p.http...), "--rounds", p.httpRounds))
 	e.exchangeStep("sweep", append(append([]string{"sweep"}, p.http...), p.sweep...))
 	e.step("transfer", e.noPG, append([]string{"transfer", "--pg-url", e.pgURL, "--modes", p.transferModes, "--json"},
 		p.transfer...))

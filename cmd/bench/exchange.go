@@ -133,7 +133,6 @@ var helloTokens = sync.OnceValue(func() []string {
 	return mintTokens(auth, 64)
 })
 
-
 // load runs cfg against the exchange's order endpoint, sampling the sink
 // lag (ubs_sink_lag_commands) every 100 ms; it returns the result and the
 // largest lag seen.
