@@ -113,18 +113,6 @@ func NewSink(pool *pgxpool.Pool, opts Options) *Sink {
 	return &Sink{pool: pool, opts: opts, log: opts.Logger}
 }
 
-// LedgerPast reports whether spot_ledger holds rows of seqs after seq. At
-// the persisted seq it must not: the ledger has no unique key, so such rows
-// (a checkpoint moved back without wiping the tables) would be appended
-// again by the next batches.
-func (s *Sink) LedgerPast(ctx context.Context, seq core.Seq) (bool, error) {
-	var past bool
-	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM spot_ledger WHERE seq > $1)", int64(seq)).Scan(&past); err != nil {
-		return false, fmt.Errorf("persist: read spot_ledger: %w", err)
-	}
-	return past, nil
-}
-
 // PersistedSeq reads core_checkpoint: the last seq whose rows are committed
 // (0 when nothing is). Open the Source at PersistedSeq()+1.
 func (s *Sink) PersistedSeq(ctx context.Context) (core.Seq, error) {

@@ -84,10 +84,14 @@ func waitLog(t *testing.T, s *e2eServer, want string) {
 	}
 }
 
-// TestE2ESinkRefusesLedgerPastCheckpoint: a checkpoint moved back without
-// wiping the tables (spot_ledger has no unique key) makes the sink refuse
-// to start, instead of appending the same ledger rows a second time.
-func TestE2ESinkRefusesLedgerPastCheckpoint(t *testing.T) {
+// TestE2ECheckpointRefusesToMoveBack: spot_ledger has no unique key, so a
+// checkpoint moved back without wiping the tables would make the sink
+// append the same ledger rows again. core_checkpoint refuses such a move
+// (UPDATE to a lower seq, DELETE, TRUNCATE: migration 0008) and changes
+// nothing; the documented rebuild (wipe the four tables, then reset the
+// checkpoint) is allowed, and the sink then derives the same rows again
+// from the WAL.
+func TestE2ECheckpointRefusesToMoveBack(t *testing.T) {
 	pg := pgtest.NewDB(t)
 	dir := t.TempDir()
 	s1 := e2eStart(t, dir, pg)
@@ -96,16 +100,40 @@ func TestE2ESinkRefusesLedgerPastCheckpoint(t *testing.T) {
 	s1.Stop()
 	ctx := context.Background()
 	conn := e2eConn(t, pg)
-	if _, err := conn.Exec(ctx, "UPDATE core_checkpoint SET persisted_seq = 0 WHERE id = 1"); err != nil {
+	before := readSinkRows(t, pg)
+	if before.checkpoint < 2 || before.ledger == 0 {
+		t.Fatalf("the server wrote nothing: %+v", before)
+	}
+	for _, move := range []string{
+		"UPDATE core_checkpoint SET persisted_seq = 0 WHERE id = 1",
+		"UPDATE core_checkpoint SET persisted_seq = persisted_seq - 1 WHERE id = 1",
+		"DELETE FROM core_checkpoint",
+		"TRUNCATE core_checkpoint",
+	} {
+		_, err := conn.Exec(ctx, move)
+		if err == nil || !strings.Contains(err.Error(), "spot_ledger holds rows past seq") {
+			t.Fatalf("%s: err %v, want the checkpoint guard's refusal", move, err)
+		}
+		if after := readSinkRows(t, pg); after != before {
+			t.Fatalf("%s changed the read model: %+v -> %+v", move, before, after)
+		}
+	}
+	// Forward moves are the sink's own and stay free.
+	if _, err := conn.Exec(ctx, "UPDATE core_checkpoint SET persisted_seq = persisted_seq WHERE id = 1"); err != nil {
 		t.Fatal(err)
 	}
-	before := readSinkRows(t, pg)
 
+	// The rebuild: wipe, reset, restart; the sink writes the same rows.
+	if _, err := conn.Exec(ctx, "TRUNCATE orders, trades, spot_ledger, wal_events"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "UPDATE core_checkpoint SET persisted_seq = 0 WHERE id = 1"); err != nil {
+		t.Fatalf("reset after a wipe: %v", err)
+	}
 	s2 := e2eStart(t, dir, pg)
 	defer s2.Stop()
-	waitLog(t, s2, "spot_ledger holds rows past the checkpoint")
-	time.Sleep(1500 * time.Millisecond)
+	e2eWaitSink(t, s2, pg)
 	if after := readSinkRows(t, pg); after != before {
-		t.Fatalf("the sink wrote again over a moved-back checkpoint: %+v -> %+v", before, after)
+		t.Fatalf("rebuilt read model %+v, want %+v", after, before)
 	}
 }

@@ -354,17 +354,9 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 				"database_wal_id", other, "wal_id", walID)
 			return
 		}
-		if past, err := sink.LedgerPast(ctx, persisted); err != nil {
-			log.Warn("sink: cannot check spot_ledger against the checkpoint; retrying", "err", err)
-			if !pause() {
-				return
-			}
-			continue
-		} else if past {
-			log.Error("CRITICAL sink: spot_ledger holds rows past the checkpoint (moved back without wiping the tables?); the sink writes nothing, so nothing is doubled",
-				"persisted_seq", persisted)
-			return
-		}
+		// Rows past the checkpoint (which the sink would write again: the
+		// ledger has no unique key) cannot exist: core_checkpoint refuses to
+		// move back over them (migration 0008).
 		f, err := pl.NewFollower(persisted + 1)
 		var gone *journal.HistoryGoneError
 		if errors.As(err, &gone) {
