@@ -22,6 +22,8 @@ test:
 	$(GO) test -race -short -tags invariants -timeout 9m $(PKGS)
 	# the 1M-command determinism property run (no race detector: ~1 min)
 	$(GO) test -tags invariants -count 1 -run '^TestPropertyRandomStream$$' -timeout 5m ./core
+	# bench-quick (bench all --quick), checked like the tiny profile: ~1 min
+	UBS_BENCH_QUICK_TEST=1 $(GO) test -count 1 -run '^TestAllQuick$$' -timeout 5m ./cmd/bench
 
 ## test-long: the long suites (1M-command determinism, many crash rounds)
 test-long:

@@ -18,14 +18,30 @@ import (
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
-func TestAllTiny(t *testing.T) {
+func TestAllTiny(t *testing.T) { checkAll(t, "tiny") }
+
+// TestAllQuick is `make bench-quick` (bench all --quick) with the checks of
+// TestAllTiny. It takes about a minute, so `make test` runs it once,
+// without the race detector (UBS_BENCH_QUICK_TEST=1); elsewhere it is
+// skipped.
+func TestAllQuick(t *testing.T) {
+	if os.Getenv("UBS_BENCH_QUICK_TEST") != "1" {
+		t.Skip("set UBS_BENCH_QUICK_TEST=1 (make test does)")
+	}
+	checkAll(t, "quick")
+}
+
+// checkAll runs `bench all --profile profile` in process and checks that
+// every scenario produced a result, report.md holds every expected row and
+// both plots are PNGs it links.
+func checkAll(t *testing.T, profile string) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "exchange")
 	if b, err := exec.Command("go", "build", "-o", exe, "github.com/ubscore/ubscore/cmd/exchange").CombinedOutput(); err != nil {
 		t.Fatalf("build the exchange: %v: %s", err, b)
 	}
 	out := filepath.Join(dir, "out")
-	code, stdout, errs := runBench(t, "all", "--profile", "tiny", "--out", out, "--exchange", exe, "--pg-url", pgtest.AdminURL())
+	code, stdout, errs := runBench(t, "all", "--profile", profile, "--out", out, "--exchange", exe, "--pg-url", pgtest.AdminURL())
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
