@@ -22,7 +22,8 @@ import (
 // `bench wrk-check` checks the built-in load generator against wrk: both
 // load the same hello-world target (a child process, `bench hello-server`)
 // with the same connections, the same CPU budget (wrk -t N threads; our
-// generator in its own process with GOMAXPROCS=N), the same request (one
+// generator in its own process with N event loops on N OS threads, see
+// runOurs), the same request (one
 // fixed order body, keep-alive) and the same duration, alternately, and it
 // prints both rates and p50/p99 and the ratios ours/wrk. wrk always
 // applies a post-hoc coordinated-omission correction to its latencies
@@ -77,7 +78,7 @@ func runWrkCheck(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	wrk := fs.String("wrk", "wrk", "the wrk binary")
 	conns := fs.Int("conns", 32, "connections (both tools)")
-	threads := fs.Int("threads", 2, "wrk -t; our generator runs as many event loops, with GOMAXPROCS set to the same")
+	threads := fs.Int("threads", 2, "wrk -t; our generator runs as many event loops (GOMAXPROCS one more), or with --engine fasthttp GOMAXPROCS set to the same")
 	levelList := fs.String("conns-list", "", "check several concurrency levels in turn, one table row each: "+
 		"comma-separated CONNS or CONNS:THREADS (e.g. 4:1,32:2,256:2; THREADS defaults to --threads); overrides --conns")
 	engine := fs.String("engine", bench.EngineEvloop, `our load generator's engine ("evloop" or "fasthttp")`)
@@ -175,7 +176,7 @@ func runWrkCheck(args []string, stdout, stderr io.Writer) int {
 	if *together {
 		mode = "concurrently, each with its own connections"
 	}
-	fmt.Fprintf(stdout, "hello-world, ours = %s engine with GOMAXPROCS = threads, %v per run, %d runs each (%s), medians; "+
+	fmt.Fprintf(stdout, "hello-world, ours = %s engine, %v per run, %d runs each (%s), medians; "+
 		"ours after wrk's correction (raw: before it); PASS = every ratio ours/wrk in [%.2f, %.2f]\n",
 		*engine, *dur, *runs, mode, 1-wrkTolerance, 1+wrkTolerance)
 	fmt.Fprintf(stdout, "%5s %3s | %9s %9s %5s | %7s %7s %7s %5s | %8s %8s %8s %5s | %s\n", "conns", "thr",
@@ -274,13 +275,22 @@ func parseWrk(out []byte) (wrkSample, error) {
 }
 
 // runOurs runs our generator once, closed loop, in a child process of its
-// own with GOMAXPROCS=threads (and, with the evloop engine, as many event
-// loops, as wrk -t runs as many threads).
+// own: with the evloop engine, threads event loops (as wrk -t runs as many
+// threads) and GOMAXPROCS=threads+1; with the fasthttp engine,
+// GOMAXPROCS=threads.
 func runOurs(exe, addr, engine string, threads, conns int, dur time.Duration) (wrkSample, error) {
 	cmd := exec.Command(exe, "http-ceiling", "--addr", addr, "--engine", engine, "--threads", strconv.Itoa(threads),
 		"--conns", strconv.Itoa(conns),
 		"--duration", dur.String(), "--warmup", "0s", "--fixed-body", "--json")
-	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(threads), childEnv+"=1")
+	procs := threads
+	if engine == bench.EngineEvloop {
+		// The loops are the CPU budget, as wrk's threads are; one more P
+		// runs the rest (the main goroutine's timers, GC) without taking
+		// a loop's, and lets the loops wait in epoll without the Go
+		// scheduler's syscall hand-offs (bench/http_evloop_linux.go, rawWait).
+		procs++
+	}
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs), childEnv+"=1")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	out, err := cmd.Output()
