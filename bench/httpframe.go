@@ -65,8 +65,12 @@ func frameResponse(b []byte, head bool) (respFrame, error) {
 	if f.status < 100 {
 		return respFrame{}, errRespNotHTTP
 	}
+	sl := bytes.IndexByte(hdr, '\n') // present: hdr ends in CRLF
+	if hdr[sl-1] != '\r' {
+		return respFrame{}, errRespNotHTTP // a bare LF
+	}
 	length := -1
-	for line := hdr[bytes.IndexByte(hdr, '\n')+1:]; len(line) > 0; {
+	for line := hdr[sl+1:]; len(line) > 0; {
 		eol := bytes.IndexByte(line, '\n') // present: hdr ends in CRLF
 		if eol == 0 || line[eol-1] != '\r' {
 			return respFrame{}, errRespNotHTTP // a bare LF
