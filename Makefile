@@ -49,9 +49,9 @@ bench-quick:
 bench-median:
 	$(GO) run ./cmd/bench all --runs 3 --out bench-out
 
-## bench-wrk: the load generator vs wrk on the hello-world target (needs wrk)
+## bench-wrk: the load generator vs wrk on the hello-world target at 4, 32 and 256 connections (needs wrk)
 bench-wrk:
-	$(GO) run ./cmd/bench wrk-check --runs 5
+	$(GO) run ./cmd/bench wrk-check --runs 5 --conns-list 4:1,32:2,256:2
 	$(GO) run ./cmd/bench wrk-check --runs 3 --stall 10ms --stall-every 20ms
 
 ## bench-micro: the Go micro-benchmarks of the core and the journal
