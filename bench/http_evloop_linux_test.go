@@ -230,6 +230,7 @@ func TestEvloopPartialWrites(t *testing.T) {
 	})
 	cfg := evCfg(addr, 2)
 	cfg.Request = func(_, _ int, req *fasthttp.Request) { req.SetBodyString(big) }
+	cfg.Duration = 600 * time.Millisecond // ~50 ms a request under -race
 	if res := mustRun(t, cfg); res.Errors != 0 || res.Non2xx != 0 || res.Requests < 4 || broken.Load() != 0 {
 		t.Fatalf("server saw %d whole and %d broken requests; result %+v", whole.Load(), broken.Load(), res)
 	}
