@@ -37,6 +37,7 @@ fuzz:
 	$(GO) test ./journal -run '^$$' -fuzz '^FuzzDecodeEnvelope$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzParseUnits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bench -run '^$$' -fuzz '^FuzzFrameResponse$$' -fuzztime $(FUZZTIME)
 
 ## bench: every scenario beside its ceiling (<= 10 min): bench-out/report.md, report.json, plots
 bench:
@@ -50,9 +51,9 @@ bench-quick:
 bench-median:
 	$(GO) run ./cmd/bench all --runs 3 --out bench-out
 
-## bench-wrk: the load generator vs wrk on the hello-world target (needs wrk)
+## bench-wrk: the load generator vs wrk on the hello-world target at 4, 32 and 256 connections (needs wrk)
 bench-wrk:
-	$(GO) run ./cmd/bench wrk-check --runs 5
+	$(GO) run ./cmd/bench wrk-check --runs 5 --conns-list 4:1,32:2,256:2
 	$(GO) run ./cmd/bench wrk-check --runs 3 --stall 10ms --stall-every 20ms
 
 ## bench-micro: the Go micro-benchmarks of the core and the journal

@@ -36,6 +36,8 @@ type httpFlags struct {
 	conns     int
 	dur, warm time.Duration
 	rate      float64
+	engine    string
+	threads   int
 	asJSON    bool
 }
 
@@ -44,11 +46,13 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.dur, "duration", 10*time.Second, "measured time per target")
 	fs.DurationVar(&f.warm, "warmup", 2*time.Second, "unmeasured warm-up per target")
 	fs.Float64Var(&f.rate, "rate", 0, "open-loop offered load in requests/s (0 = closed loop)")
+	fs.StringVar(&f.engine, "engine", bench.EngineEvloop, `load generator: "evloop" (wrk's design: --threads epoll loops on OS threads; Linux, else fasthttp) or "fasthttp" (a goroutine per connection)`)
+	fs.IntVar(&f.threads, "threads", 0, "evloop: event loops (OS threads), as wrk -t; 0 = GOMAXPROCS")
 	fs.BoolVar(&f.asJSON, "json", false, "print the report as one JSON line")
 }
 
 func (f *httpFlags) config() bench.HTTPConfig {
-	return bench.HTTPConfig{Conns: f.conns, Duration: f.dur, Warmup: f.warm, Rate: f.rate}
+	return bench.HTTPConfig{Conns: f.conns, Duration: f.dur, Warmup: f.warm, Rate: f.rate, Engine: f.engine, Threads: f.threads}
 }
 
 // parseFlags parses args into fs; it returns -1 to go on, else the exit code.
@@ -153,6 +157,7 @@ func runHTTPCeiling(args []string, stdout, stderr io.Writer) int {
 	lf.register(fs)
 	addr := fs.String("addr", "", "load a hello-world target already running at this host:port (`bench hello-server`) instead of starting one")
 	fixed := fs.Bool("fixed-body", false, "send one fixed order body (as wrk-check's wrk does) instead of varying side and price")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load (this process: the generator, and the target with --server inprocess) to this file")
 	server := fs.String("server", "process", `where the harness starts the hello-world target: "process" (a child process, like the exchange) or "inprocess" (in this process, sharing its Go scheduler)`)
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
@@ -161,6 +166,12 @@ func runHTTPCeiling(args []string, stdout, stderr io.Writer) int {
 		res bench.HTTPResult
 		err error
 	)
+	stopProfile, err := bench.StartCPUProfile(*cpuProfile)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench http-ceiling:", err)
+		return exitFail
+	}
+	defer func() { _ = stopProfile() }()
 	cfg := lf.config()
 	if *fixed {
 		cfg.Request = fixedOrderBody

@@ -55,8 +55,27 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+func TestParseLevels(t *testing.T) {
+	got, err := parseLevels(" 4:1, 32,256:2", 99, 2)
+	if err != nil || len(got) != 3 || got[0] != (wrkLevel{4, 1}) || got[1] != (wrkLevel{32, 2}) || got[2] != (wrkLevel{256, 2}) {
+		t.Fatalf("%v %v", got, err)
+	}
+	if got, err := parseLevels("", 8, 2); err != nil || len(got) != 1 || got[0] != (wrkLevel{8, 2}) {
+		t.Fatalf("no list: %v %v", got, err)
+	}
+	for _, bad := range []string{"x", "4:y", "2:4", "0", ",", "4:0"} {
+		if _, err := parseLevels(bad, 8, 2); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if !agrees(0.85) || !agrees(1.15) || agrees(0.849) || agrees(1.151) {
+		t.Error("agrees is not [0.85, 1.15]")
+	}
+}
+
 func TestWrkCheckUsage(t *testing.T) {
 	for _, args := range [][]string{{"wrk-check", "--runs", "0"}, {"wrk-check", "--threads", "4", "--conns", "2"},
+		{"wrk-check", "--conns-list", "4,1"}, {"wrk-check", "--engine", "curl"},
 		{"wrk-check", "--duration", "10ms"}, {"wrk-check", "x"}} {
 		if code, _, _ := runBench(t, args...); code != exitUsage {
 			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
@@ -73,17 +92,25 @@ func TestWrkCheckRuns(t *testing.T) {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		t.Skip("wrk is not installed")
 	}
-	code, out, errs := runBench(t, "wrk-check", "--runs", "1", "--duration", "1s", "--conns", "4", "--json")
+	code, out, errs := runBench(t, "wrk-check", "--runs", "1", "--duration", "1s", "--conns-list", "2:1,4", "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rep wrkCheckReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("%v: %q", err, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want a JSON line per level: %q", out)
 	}
-	if len(rep.Wrk) != 1 || len(rep.Ours) != 1 || rep.RPSRatio <= 0 || rep.P50Ratio <= 0 || rep.P99Ratio <= 0 ||
-		rep.Ours[0].RawP99us <= 0 {
-		t.Fatalf("report %+v", rep)
+	var rep wrkCheckReport
+	for i, want := range []wrkLevel{{2, 1}, {4, 2}} {
+		rep = wrkCheckReport{}
+		if err := json.Unmarshal([]byte(lines[i]), &rep); err != nil {
+			t.Fatalf("%v: %q", err, out)
+		}
+		if rep.Conns != want.conns || rep.Threads != want.threads || rep.Engine != "evloop" || len(rep.Wrk) != 1 || len(rep.Ours) != 1 ||
+			rep.RPSRatio <= 0 || rep.P50Ratio <= 0 || rep.P99Ratio <= 0 || rep.Ours[0].RawP99us <= 0 ||
+			rep.Pass != (agrees(rep.RPSRatio) && agrees(rep.P50Ratio) && agrees(rep.P99Ratio)) {
+			t.Fatalf("level %d: report %+v", i, rep)
+		}
 	}
 	code, out, errs = runBench(t, "wrk-check", "--runs", "1", "--duration", "1s", "--conns", "4", "--concurrent", "--json")
 	if code != exitOK {
