@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,22 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.asJSON, "json", false, "print the report as one JSON line")
 }
 
+// settleProcs fixes the event loops (--threads 0: GOMAXPROCS, as before)
+// and, for the evloop engine, runs the process with one P more than loops:
+// the configuration wrk-check validates against wrk (the extra P runs
+// timers and GC, so the loops wait in epoll without the scheduler's
+// syscall hand-off). It returns the function that restores GOMAXPROCS.
+func (f *httpFlags) settleProcs() (restore func()) {
+	if f.threads == 0 {
+		f.threads = runtime.GOMAXPROCS(0)
+	}
+	if f.engine != bench.EngineEvloop {
+		return func() {}
+	}
+	prev := runtime.GOMAXPROCS(f.threads + 1)
+	return func() { runtime.GOMAXPROCS(prev) }
+}
+
 func (f *httpFlags) config() bench.HTTPConfig {
 	return bench.HTTPConfig{Conns: f.conns, Duration: f.dur, Warmup: f.warm, Rate: f.rate, Engine: f.engine, Threads: f.threads}
 }
@@ -85,6 +102,7 @@ func runHTTP(args []string, stdout, stderr io.Writer) int {
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
+	defer lf.settleProcs()()
 	if *rounds < 1 {
 		fmt.Fprintln(stderr, "bench http: --rounds must be >= 1")
 		return exitUsage
@@ -162,6 +180,7 @@ func runHTTPCeiling(args []string, stdout, stderr io.Writer) int {
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
+	defer lf.settleProcs()()
 	var (
 		res bench.HTTPResult
 		err error

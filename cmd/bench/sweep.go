@@ -58,6 +58,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
+	defer lf.settleProcs()()
 	fracs, err := floatList(*fractions)
 	if err != nil || (*target != "exchange" && *target != "hello") || lf.rate != 0 {
 		fmt.Fprintln(stderr, "bench sweep: --fractions is a list of numbers > 0, --target exchange|hello, no --rate")
