@@ -51,9 +51,11 @@ bench-quick:
 bench-median:
 	$(GO) run ./cmd/bench all --runs 3 --out bench-out
 
-## bench-wrk: the load generator vs wrk on the hello-world target at 4, 32 and 256 connections (needs wrk)
+## bench-wrk: the load generator vs wrk on the hello-world target at 4, 32 and 256 connections,
+## alternately and at the same time, and with a known server stall (needs wrk; ~6 min)
 bench-wrk:
-	$(GO) run ./cmd/bench wrk-check --runs 5 --conns-list 4:1,32:2,256:2
+	$(GO) run ./cmd/bench wrk-check --runs 3 --duration 10s --conns-list 4:1,32:2,256:2
+	$(GO) run ./cmd/bench wrk-check --runs 3 --duration 10s --concurrent --conns-list 4:1,32:2,256:2
 	$(GO) run ./cmd/bench wrk-check --runs 3 --stall 10ms --stall-every 20ms
 
 ## bench-micro: the Go micro-benchmarks of the core and the journal

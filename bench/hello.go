@@ -26,6 +26,12 @@ type helloOrder struct {
 	ClientOrderID string `json:"client_order_id"`
 }
 
+// quietLogger drops fasthttp's per-connection error lines: a load
+// generator closing its connections at the end of a run is not news.
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
 // answerBufs are the hello-world target's scratch buffers for answers.
 var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
@@ -134,7 +140,7 @@ func StartHelloServerWith(opts HelloOptions) (string, func() error, error) {
 		*bp = appendHelloAnswer((*bp)[:0], &o, orderIDs.Add(1))
 		ctx.SetBody(*bp) // copies
 		answerBufs.Put(bp)
-	}, Name: "hello"}
+	}, Name: "hello", Logger: quietLogger{}}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr().String(), srv.Shutdown, nil
 }
