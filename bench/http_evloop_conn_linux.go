@@ -54,7 +54,9 @@ func (l *evLoop) event(c *evConn, ev uint32, now int64) {
 			l.fail(c, fmt.Errorf("bench: connect: %w", err), now)
 			return
 		}
-		l.pollIn(c, now)
+		if l.pollIn(c, now); c.fd < 0 { // epoll_ctl failed: fail closed the socket
+			return
+		}
 		c.state = evIdle
 		if l.r.interval == 0 || c.due <= now {
 			l.queue(c, now)

@@ -179,7 +179,7 @@ func (l *evLoop) run() {
 			}
 		}
 		if l.r.interval > 0 || l.closing > 0 {
-			l.timers(now)
+			l.timers(nanotime()) // after the batch: its processing time has passed
 		}
 	}
 }
@@ -220,13 +220,21 @@ func (l *evLoop) timers(now int64) {
 func (l *evLoop) wait(timeout int64) (int, error) {
 	if l.pwait2 {
 		ts := unix.NsecToTimespec(timeout)
-		sc := unix.Syscall6
+		var (
+			n uintptr
+			e unix.Errno
+		)
 		if l.rawWait {
-			sc = unix.RawSyscall6
+			n, _, e = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT2, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
+				uintptr(len(l.events)), uintptr(unsafe.Pointer(&ts)), 0, 0)
+		} else {
+			n, _, e = unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
+				uintptr(len(l.events)), uintptr(unsafe.Pointer(&ts)), 0, 0)
 		}
-		n, _, e := sc(unix.SYS_EPOLL_PWAIT2, uintptr(l.epfd), uintptr(unsafe.Pointer(&l.events[0])),
-			uintptr(len(l.events)), uintptr(unsafe.Pointer(&ts)), 0, 0)
-		if e != unix.ENOSYS {
+		// ENOSYS: a kernel before 5.11; EPERM: a seccomp filter (older
+		// container profiles) that does not know the call. Both: fall
+		// back to epoll_wait for good.
+		if e != unix.ENOSYS && e != unix.EPERM {
 			if e != 0 {
 				return 0, e
 			}
@@ -234,7 +242,11 @@ func (l *evLoop) wait(timeout int64) (int, error) {
 		}
 		l.pwait2 = false
 	}
-	return unix.EpollWait(l.epfd, l.events[:], int((timeout+999_999)/1_000_000))
+	n, err := unix.EpollWait(l.epfd, l.events[:], int((timeout+999_999)/1_000_000))
+	if err != nil {
+		return 0, err // n is -1 then (EINTR included)
+	}
+	return n, nil
 }
 
 // shutdown closes every socket and the epoll instance and merges the tally.
