@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -167,5 +168,42 @@ func TestSinkTableIndexes(t *testing.T) {
 		"wal_events.wal_events_order_idx", "wal_events.wal_events_pkey"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("indexes of the sink tables:\n got %v\nwant %v", got, want)
+	}
+}
+
+// Migration 0008 replaces a start-up check (0007) by a guard on future
+// moves of the checkpoint, so it must refuse a database already holding
+// ledger rows past its checkpoint (the sink would write them again) rather
+// than adopt it; once rebuilt, it applies.
+func TestMigration0008RefusesLedgerPastCheckpoint(t *testing.T) {
+	_, pool := migratedDB(t)
+	ctx := context.Background()
+	// Back to before 0008, with a ledger row past the checkpoint (as 0007
+	// allowed to exist, refusing only to write on it).
+	if _, err := pool.Exec(ctx, `DROP TRIGGER core_checkpoint_guard ON core_checkpoint;
+		DROP TRIGGER core_checkpoint_guard_truncate ON core_checkpoint;
+		DROP FUNCTION core_checkpoint_guard();
+		CREATE INDEX spot_ledger_seq_brin ON spot_ledger USING brin (seq);
+		DELETE FROM schema_migrations WHERE version = 8;
+		INSERT INTO spot_ledger (seq, idx, user_id, asset_id, d_available, d_frozen, cause, time)
+			VALUES (5, 0, 1, 1, 100, 0, 'ADJUST', now())`); err != nil {
+		t.Fatal(err)
+	}
+	err := Migrate(ctx, pool)
+	if err == nil || !strings.Contains(err.Error(), "spot_ledger holds rows past core_checkpoint.persisted_seq") {
+		t.Fatalf("migrate over a ledger past the checkpoint: %v", err)
+	}
+	if n := queryInt(t, pool, "SELECT count(*) FROM schema_migrations WHERE version = 8"); n != 0 {
+		t.Fatal("0008 recorded as applied")
+	}
+	// The rebuild's wipe makes it apply.
+	if _, err := pool.Exec(ctx, "TRUNCATE orders, trades, spot_ledger, wal_events"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "UPDATE core_checkpoint SET persisted_seq = 0 WHERE id = 1"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -73,7 +73,9 @@ func TestHelloAnswersLikeTheExchange(t *testing.T) {
 	if r := float64(helloBytes) / float64(exBytes); r < 0.9 || r > 1.1 {
 		t.Errorf("hello-world answered %d bytes, the exchange %d (ratio %.2f): want within 10%%", helloBytes, exBytes, r)
 	}
-	if !slices.Equal(exKeys[0], helloKeys[0]) {
-		t.Errorf("answer keys: exchange %v, hello-world %v", exKeys[0], helloKeys[0])
+	for i := range exKeys {
+		if !slices.Equal(exKeys[i], helloKeys[i]) {
+			t.Fatalf("answer %d keys: exchange %v, hello-world %v", i, exKeys[i], helloKeys[i])
+		}
 	}
 }

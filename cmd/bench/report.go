@@ -69,7 +69,10 @@ func pairsOf(e *allEnv) []pair {
 		CeilingName: "http-ceiling (hello-world)"}
 	if hr.Baseline.RPS > 0 {
 		hp.Ceiling = hr.Baseline.RPS
-		hp.CeilingName = fmt.Sprintf("http-ceiling (hello-world), same run, median of %d alternating rounds", max(len(hr.Rounds), 1))
+		hp.CeilingName = "http-ceiling (hello-world), same run"
+		if len(hr.Rounds) > 1 {
+			hp.CeilingName += fmt.Sprintf(", round of median ratio of %d alternating rounds", len(hr.Rounds))
+		}
 	}
 	add(hp, "http", "http-ceiling")
 	var tr bench.TransferReport

@@ -16,9 +16,28 @@
 -- persisted_seq, a DELETE or a TRUNCATE of core_checkpoint fails while
 -- spot_ledger holds a row past the new value. The scan (no index) runs only
 -- on such a move, never on the sink's forward updates. Rebuilding the read
--- model from the WAL stays one statement:
+-- model from the WAL stays two statements:
 --   TRUNCATE orders, trades, spot_ledger, wal_events;
 --   UPDATE core_checkpoint SET persisted_seq = 0;
+-- (core_checkpoint itself cannot be in that TRUNCATE: its guard runs before
+-- anything is truncated and still sees the ledger rows.)
+--
+-- The trigger guards the moves made from now on; a database already in that
+-- state (which 0007's check refused to write to) fails this migration, so
+-- the sink writes nothing to it until the read model is rebuilt.
+-- The guard can be bypassed on purpose (ALTER TABLE ... DISABLE TRIGGER,
+-- session_replication_role = replica, pg_restore --disable-triggers).
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM spot_ledger
+               WHERE seq > (SELECT persisted_seq FROM core_checkpoint WHERE id = 1)) THEN
+        RAISE EXCEPTION 'spot_ledger holds rows past core_checkpoint.persisted_seq; the sink would write them again'
+            USING ERRCODE = 'check_violation',
+                  HINT = 'rebuild the read model from the WAL: TRUNCATE orders, trades, spot_ledger, wal_events; UPDATE core_checkpoint SET persisted_seq = 0';
+    END IF;
+END
+$$;
+
 DROP INDEX IF EXISTS spot_ledger_seq_brin;
 
 CREATE FUNCTION core_checkpoint_guard() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -38,8 +57,10 @@ BEGIN
     END IF;
     IF TG_OP = 'UPDATE' THEN
         RETURN NEW;
+    ELSIF TG_OP = 'DELETE' THEN
+        RETURN OLD;
     END IF;
-    RETURN OLD;
+    RETURN NULL; -- TRUNCATE: a statement trigger's result is ignored
 END
 $$;
 
