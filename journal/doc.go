@@ -43,6 +43,15 @@
 // the next seq (a fresh WAL created with Options.FirstSeq = S+1 is one empty
 // file named S+1). TruncateFront deletes whole segment files only.
 //
+// While the WAL is open, the last segment is preallocated: zero-filled to
+// Options.SegmentSize and written in place (a spare for the next segment is
+// prepared as "segment.spare", a name tidwall ignores), because an
+// fdatasync that must also commit a grown file size costs several times
+// more (segment_writer.go). A zero byte where an entry would start,
+// followed only by zeros to the end of the file, ends the entries; zeros
+// after the entries of any other segment are corruption. Close, and Open
+// after a crash, cut the zeros off before tidwall's cross-check.
+//
 // # Snapshots on disk
 //
 // One file per snapshot, snapshot-<20-digit seq>.snap, written to a temp

@@ -110,6 +110,7 @@ type frameStatus uint8
 const (
 	frameOK  frameStatus = iota
 	frameEOF             // clean end of file
+	framePad             // clean end of the entries: only preallocated zeros follow (frameOff is where they start)
 	frameBad             // a frame that cannot be read; see the reason
 )
 
@@ -158,6 +159,17 @@ func (s *segReader) next() ([]byte, frameStatus, string, error) {
 	if len(avail) == 0 {
 		return nil, frameEOF, "", nil
 	}
+	if avail[0] == 0 { // no frame has length 0 (an envelope has a header)
+		pad, err := s.zeroToEnd()
+		if err != nil {
+			return nil, frameBad, "", err
+		}
+		if pad {
+			return nil, framePad, "", nil
+		}
+		// Not preallocated space: read on, and the empty frame fails
+		// as a damaged entry.
+	}
 	var size uint64
 	var n int
 	if avail[0] < 0x80 {
@@ -189,10 +201,34 @@ func (s *segReader) next() ([]byte, frameStatus, string, error) {
 	return data, frameOK, "", nil
 }
 
+// zeroToEnd reports whether every byte from the reader's offset to the
+// end of the file is zero (preallocated space, see segment_writer.go). It
+// reads with ReadAt and leaves the reader's state alone.
+func (s *segReader) zeroToEnd() (bool, error) {
+	var tmp [64 << 10]byte
+	for off := s.off; off < s.size; {
+		n, err := s.f.ReadAt(tmp[:min(int64(len(tmp)), s.size-off)], off)
+		for _, c := range tmp[:n] {
+			if c != 0 {
+				return false, nil
+			}
+		}
+		off += int64(n)
+		if err == io.EOF {
+			return false, nil // the file shrank while reading: not ours to call clean
+		}
+		if err != nil {
+			return false, fmt.Errorf("journal: read %s: %w", s.f.Name(), err)
+		}
+	}
+	return true, nil
+}
+
 // walScan is the result of verifying a WAL directory.
 type walScan struct {
 	first, last uint64        // last == first-1 when there are no entries
 	tailSize    int64         // bytes of the last segment that hold whole, valid entries
+	tailPadded  bool          // the last segment holds preallocated zeros after tailSize (and no torn tail)
 	torn        *CorruptError // a torn tail of the last segment (not yet repaired), or nil
 }
 
@@ -219,6 +255,12 @@ func scanWAL(segs []walSegment) (walScan, error) {
 		if bad < 0 {
 			if isLast {
 				res.tailSize = sc.off
+				res.tailPadded = sc.off < sc.size
+			} else if sc.off < sc.size {
+				// A segment is cut to its entries, durably, before the
+				// next one is created: zeros here were not written by us.
+				return res, &CorruptError{Seq: expected, Segment: seg.path, Offset: sc.off,
+					Reason: fmt.Sprintf("%d zero bytes after the last entry of a segment that is not the last", sc.size-sc.off)}
 			}
 			continue
 		}
@@ -331,7 +373,7 @@ func scanSegment(r *segReader, seg walSegment, expected *uint64) (int64, string,
 			return 0, "", err
 		}
 		switch st {
-		case frameEOF:
+		case frameEOF, framePad:
 			return -1, "", nil
 		case frameBad:
 			return r.frameOff, reason, nil
@@ -481,7 +523,7 @@ func iterateSegment(r *segReader, seg walSegment, expected *uint64, from, last u
 			return err
 		}
 		switch st {
-		case frameEOF:
+		case frameEOF, framePad:
 			return nil // the next segment must start at *expected
 		case frameBad:
 			return &CorruptError{Seq: *expected, Segment: seg.path, Offset: r.frameOff, Reason: reason}

@@ -20,6 +20,28 @@ import (
 // each cycle taking most of one of this machine's two cores for 1.5–5 ms.
 // tidwall/wal stays the definition of the format and opens every WAL at
 // start-up as a cross-check (crossCheckTidwall).
+//
+// Preallocation. The tail segment is written in place over zeros that were
+// written and fdatasynced before it became the tail (the next one is made
+// off the journaler's path by spareMaker), as PostgreSQL does with its WAL
+// segments. Appending grows the file, and on ext4 every fdatasync of an
+// append must commit the new size and block mapping through the file
+// system's journal (and convert unwritten extents in a kworker); an
+// overwrite of blocks already on disk only writes the data. Measured with
+// `bench http --conns 256` on this 2-core VM, Postgres on the same disk
+// (perf trace of fdatasync in the exchange): appending, mean 1.0 ms, p50
+// 384 us, p90 2.7 ms; preallocated, p50 127 us (~75 us when the journaler
+// commits back to back), and POST /order went from 0.41–0.46 to 0.47–0.52
+// of the hello-world baseline.
+//
+// The zeros after the last entry end the segment for every reader
+// (segReader: a zero length prefix followed only by zeros to the end of
+// the file). They exist only in the last segment: a segment is
+// preallocated to the segment size and cut only once its entries reach it.
+// Close cuts the tail's zeros off, and Open does so after a crash before
+// tidwall's cross-check (preallocating again after it), so at rest every
+// segment but the one being written is exactly tidwall's format; the open
+// scan refuses zeros after the entries of any other segment.
 
 // Limits of the segment writer's batch buffer.
 const (
@@ -30,7 +52,12 @@ const (
 	// entry larger than walWriteChunk), the buffer is dropped rather than
 	// kept for the life of the WAL.
 	walWriteBufKeep = 4 << 20
+	// zeroChunk: preallocation writes zeros in writes of this size.
+	zeroChunk = 256 << 10
 )
+
+// zeros is read-only: the source of every preallocation write.
+var zeros = make([]byte, zeroChunk)
 
 // segWriter owns the tail segment file. It is used under WAL.mu only.
 //
@@ -38,17 +65,25 @@ const (
 // frames, and every byte before the current batch has been written (and, in
 // sync mode, fsynced) before the batch started; only the last segment is ever
 // written, so only its tail can be torn by a crash.
+//
+// Invariant: alloc >= size, and the file's bytes [size, alloc) are zeros
+// (preallocated space, fdatasynced unless noSync); once size passes alloc,
+// writes append.
 type segWriter struct {
-	dir   string
-	limit int64    // Options.SegmentSize: the segment is cut after the batch that brings size to it
-	f     *os.File // the tail segment (named by its first seq), opened for writing
-	size  int64    // bytes in the tail segment
-	buf   []byte   // frames not yet written; reused across batches
+	dir    string
+	limit  int64    // Options.SegmentSize: the segment is cut after the batch that brings size to it
+	f      *os.File // the tail segment (named by its first seq), opened for writing
+	size   int64    // bytes of whole frames in the tail segment: where the next frame goes
+	alloc  int64    // bytes the tail file holds: size plus the zeros preallocated after it
+	buf    []byte   // frames not yet written; reused across batches
+	noSync bool
+	spares *spareMaker // prepares the next segment file; nil: rotate creates empty files
 }
 
-// openSegWriter opens the tail segment index for appending at offset size
-// (the end of its last whole entry, as verified by the open scan).
-func openSegWriter(dir string, limit int, index uint64, size int64) (*segWriter, error) {
+// openSegWriter opens the tail segment index for writing at offset size
+// (the end of its last whole entry, as verified by the open scan; the file
+// holds nothing after it) and preallocates it up to the segment size.
+func openSegWriter(dir string, limit int, index uint64, size int64, noSync bool) (*segWriter, error) {
 	path := filepath.Join(dir, segmentName(index))
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
@@ -64,7 +99,15 @@ func openSegWriter(dir string, limit int, index uint64, size int64) (*segWriter,
 		return nil, fmt.Errorf("%w: tail segment %s holds %d bytes, verification saw %d (changed during open?)",
 			ErrCorrupt, path, fi.Size(), size)
 	}
-	return &segWriter{dir: dir, limit: int64(limit), f: f, size: size}, nil
+	s := &segWriter{dir: dir, limit: int64(limit), f: f, size: size, alloc: size, noSync: noSync}
+	if size < s.limit {
+		if err := zeroFill(f, size, s.limit, noSync); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("journal: preallocate tail segment: %w", err)
+		}
+		s.alloc = s.limit
+	}
+	return s, nil
 }
 
 // full reports whether the tail has reached the segment size: a new segment
@@ -74,17 +117,19 @@ func openSegWriter(dir string, limit int, index uint64, size int64) (*segWriter,
 func (s *segWriter) full() bool { return s.size >= s.limit }
 
 // rotate closes the tail (whose bytes the caller has already made durable)
-// and creates the empty segment file for seq first. The directory entry is
-// durable only after the caller fsyncs the directory.
+// and creates the segment file for seq first: the spare spareMaker
+// prepared (already zero-filled), or, if none is ready, an empty file the
+// writer appends to. The closed tail holds no zeros: it is cut only once
+// its entries reach the limit, which is as far as it was preallocated. The
+// directory entry is durable only after the caller fsyncs the directory.
 func (s *segWriter) rotate(first uint64) error {
 	path := filepath.Join(s.dir, segmentName(first))
-	// O_EXCL: no file can legitimately carry a seq above the last one.
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+	f, alloc, err := s.spares.take(path)
 	if err != nil {
 		return err
 	}
 	old := s.f
-	s.f, s.size = f, 0
+	s.f, s.size, s.alloc = f, 0, alloc
 	return old.Close()
 }
 
@@ -123,8 +168,42 @@ func (s *segWriter) writeEntries(entries []Entry, lastOfBatch uint64) (int, erro
 func (s *segWriter) write(b []byte) error {
 	n, err := s.f.WriteAt(b, s.size)
 	s.size += int64(n)
+	s.alloc = max(s.alloc, s.size)
 	return err
 }
 
-// close closes the tail file without syncing it.
-func (s *segWriter) close() error { return s.f.Close() }
+// trim cuts the tail's preallocated zeros off, without syncing.
+func (s *segWriter) trim() error {
+	if s.alloc == s.size {
+		return nil
+	}
+	if err := s.f.Truncate(s.size); err != nil {
+		return err
+	}
+	s.alloc = s.size
+	return nil
+}
+
+// close closes the tail file without syncing it (its zeros stay: Open
+// drops them) and stops the spare maker, removing its spare.
+func (s *segWriter) close() error {
+	err := s.f.Close()
+	s.spares.stop()
+	return err
+}
+
+// zeroFill writes zeros over [from, to) of f and, unless noSync,
+// fdatasyncs it.
+func zeroFill(f *os.File, from, to int64, noSync bool) error {
+	for off := from; off < to; {
+		n, err := f.WriteAt(zeros[:min(int64(len(zeros)), to-off)], off)
+		if err != nil {
+			return err
+		}
+		off += int64(n)
+	}
+	if noSync {
+		return nil
+	}
+	return Fdatasync(f)
+}

@@ -275,7 +275,7 @@ func TestSegWriterCrashMidWrite(t *testing.T) {
 			if err != nil {
 				t.Fatalf("cut %d: Open: %v", cut, err)
 			}
-			got[k] = outcome{w.LastSeq(), w.TornTail() != nil, walTestFileSize(t, path)}
+			got[k] = outcome{w.LastSeq(), w.TornTail() != nil, walTestEntriesEnd(t, path)}
 			walTestAppend(t, w, 7, 3, nil)
 			walTestCheck(t, w, 1, got[k].last+7)
 			w.Close()
@@ -327,6 +327,8 @@ func FuzzScanSegment(f *testing.F) {
 	f.Add(append(bytes.Clone(valid), make([]byte, 4096)...))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{0x00})
+	f.Add(append(bytes.Clone(valid[:len(valid)/2]), make([]byte, 300)...)) // torn, then preallocated zeros
+	f.Add(append(append(bytes.Clone(valid), 0), valid[:40]...))            // a zero, then not only zeros
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, segmentName(1))
@@ -352,6 +354,12 @@ func FuzzScanSegment(f *testing.F) {
 				t.Fatalf("torn tail %v does not run to the end (%d bytes)", tt, end)
 			}
 			end = ce.Offset
+		} else {
+			// Only zeros (preallocated space) may follow the entries.
+			if !allZero(data[ro.tailEnd:]) {
+				t.Fatalf("entries end at %d of %d bytes, and what follows is not zeros", ro.tailEnd, end)
+			}
+			end = ro.tailEnd
 		}
 		// The accepted prefix is exactly `last` whole frames that tidwall
 		// reads the same way.

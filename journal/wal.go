@@ -85,6 +85,7 @@ type WAL struct {
 	closed  bool
 	torn    *CorruptError // torn tail found by the open scan
 	roSegs  []walSegment  // read-only: the verified segment list
+	tailEnd int64         // read-only: where the last segment's whole entries end (zeros or a torn tail may follow)
 
 	// Test seams: fsync of the current segment and of the directory.
 	syncFile func() error
@@ -123,6 +124,11 @@ func Open(dir string, opts Options) (*WAL, error) {
 	for _, p := range l.temps {
 		_ = os.Remove(p)
 	}
+	// A spare segment a previous process prepared but never used (never a
+	// segment: take renames it away when it uses it).
+	if err := os.Remove(filepath.Join(dir, spareName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("journal: remove spare segment: %w", err)
+	}
 	if l.start >= 0 {
 		// Finish an interrupted TruncateFront the way tidwall would, but
 		// durably, before verifying.
@@ -160,19 +166,26 @@ func Open(dir string, opts Options) (*WAL, error) {
 		}
 		return nil, ce
 	}
+	last := l.segs[len(l.segs)-1]
 	if sc.torn != nil {
 		if err := w.repairTail(sc.torn); err != nil {
 			return nil, err
+		}
+	} else if sc.tailPadded {
+		// The previous writer's preallocated zeros: cut them off so that
+		// tidwall reads the tail (openSegWriter preallocates again).
+		if err := w.truncateSegment(last.path, sc.tailSize); err != nil {
+			return nil, fmt.Errorf("journal: drop preallocated tail: %w", err)
 		}
 	}
 	if err := crossCheckTidwall(dir, opts.SegmentSize, sc); err != nil {
 		return nil, err
 	}
-	last := l.segs[len(l.segs)-1]
-	tail, err := openSegWriter(dir, opts.SegmentSize, last.index, sc.tailSize)
+	tail, err := openSegWriter(dir, opts.SegmentSize, last.index, sc.tailSize, opts.NoSync)
 	if err != nil {
 		return nil, err
 	}
+	tail.spares = newSpareMaker(dir, int64(opts.SegmentSize), opts.NoSync, w.log)
 	w.tail = tail
 	if !opts.NoSync {
 		// What the open scan accepted may be a previous process's unsynced
@@ -254,6 +267,7 @@ func OpenReadOnly(dir string) (*WAL, error) {
 	w.last.Store(sc.last)
 	w.torn = sc.torn
 	w.roSegs = l.segs
+	w.tailEnd = sc.tailSize
 	return w, nil
 }
 
@@ -490,8 +504,14 @@ func (w *WAL) Close() error {
 		return nil
 	}
 	// No fsync: every batch was fsynced before it was acknowledged (and a
-	// failed WAL must never retry one).
-	cerr := w.tail.close()
+	// failed WAL must never retry one). A healthy WAL cuts its tail's
+	// preallocated zeros, so that at rest the directory is exactly
+	// tidwall's format; not synced, as Open takes the tail either way.
+	var terr error
+	if w.failErr == nil {
+		terr = w.tail.trim()
+	}
+	cerr := errors.Join(terr, w.tail.close())
 	if w.failErr != nil {
 		return w.failErr
 	}
@@ -586,18 +606,7 @@ func (w *WAL) createFirstSegment() (walSegment, error) {
 // repairTail truncates the last segment back to the end of its last whole
 // entry.
 func (w *WAL) repairTail(t *CorruptError) error {
-	f, err := os.OpenFile(t.Segment, os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("journal: repair torn tail: %w", err)
-	}
-	err = f.Truncate(t.Offset)
-	if err == nil && !w.opts.NoSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := w.truncateSegment(t.Segment, t.Offset); err != nil {
 		return fmt.Errorf("journal: repair torn tail: %w", err)
 	}
 	if err := w.fsyncDir(); err != nil {
@@ -607,6 +616,22 @@ func (w *WAL) repairTail(t *CorruptError) error {
 		"segment", t.Segment, "offset", t.Offset, "bytes_dropped", t.Bytes,
 		"dropped_from_seq", t.Seq, "last_whole_seq", t.Seq-1, "reason", t.Reason)
 	return nil
+}
+
+// truncateSegment cuts the segment file at path to size bytes, durably.
+func (w *WAL) truncateSegment(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	if err == nil && !w.opts.NoSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (w *WAL) fsyncDir() error {

@@ -43,7 +43,7 @@ func TestWALDirSyncOnNewSegment(t *testing.T) {
 	}
 	// The writer's view of the tail is the file on disk.
 	last := walTestSegments(t, dir)
-	if w.tail.size != walTestFileSize(t, last[len(last)-1]) || w.tail.f.Name() != last[len(last)-1] {
+	if w.tail.size != walTestEntriesEnd(t, last[len(last)-1]) || w.tail.f.Name() != last[len(last)-1] {
 		t.Fatalf("tail is %d bytes at %s, disk has %s", w.tail.size, w.tail.f.Name(), last[len(last)-1])
 	}
 	walTestCheck(t, w, 1, w.LastSeq())

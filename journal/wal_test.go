@@ -67,7 +67,7 @@ func TestWALAppendRejectsWrongSeq(t *testing.T) {
 	defer w.Close()
 	walTestAppend(t, w, 10, 10, nil)
 	seg := walTestSegments(t, dir)[0]
-	size := walTestFileSize(t, seg)
+	size := walTestEntriesEnd(t, seg)
 	bad := [][]Entry{
 		{{Seq: 12, Payload: []byte("gap")}},
 		{{Seq: 10, Payload: []byte("dup")}},
@@ -80,7 +80,7 @@ func TestWALAppendRejectsWrongSeq(t *testing.T) {
 		if err == nil || errors.Is(err, ErrFailed) {
 			t.Fatalf("case %d: AppendBatch = %v, want a plain rejection", i, err)
 		}
-		if w.LastSeq() != 10 || walTestFileSize(t, seg) != size {
+		if w.LastSeq() != 10 || walTestEntriesEnd(t, seg) != size {
 			t.Fatalf("case %d: rejected batch changed the WAL", i)
 		}
 	}
