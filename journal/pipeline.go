@@ -16,6 +16,7 @@ import (
 const (
 	DefaultRingSize      = 1 << 12 // commands in flight between submit and reply: bounds queueing latency (4096 at ~1M/s is ~4 ms)
 	DefaultMaxBatch      = 8192    // commands per WriteBatch + fsync (group commit)
+	DefaultGatherYields  = 8       // yields the journaler makes while a group commit keeps growing (see gather)
 	DefaultSnapshotEvery = 1_000_000
 	DefaultKeepSnapshots = 2
 )
@@ -44,6 +45,7 @@ type Config struct {
 	Dir           string
 	RingSize      int    // power of two; DefaultRingSize if 0
 	MaxBatch      int    // DefaultMaxBatch if 0
+	GatherYields  int    // at most this many yields to let a group commit grow (gather); DefaultGatherYields if 0, none if < 0
 	SnapshotEvery uint64 // commands between periodic snapshots; DefaultSnapshotEvery if 0
 	KeepSnapshots int    // DefaultKeepSnapshots if 0
 	SegmentSize   int    // WAL segment size; the WAL default if 0
@@ -170,6 +172,9 @@ func Start(cfg Config) (*Pipeline, error) {
 	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.GatherYields == 0 {
+		cfg.GatherYields = DefaultGatherYields
 	}
 	if cfg.SnapshotEvery == 0 {
 		cfg.SnapshotEvery = DefaultSnapshotEvery

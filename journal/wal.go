@@ -111,7 +111,7 @@ func Open(dir string, opts Options) (*WAL, error) {
 		opts.Logger = slog.Default()
 	}
 	w := &WAL{dir: dir, opts: opts, log: opts.Logger}
-	w.syncFile = func() error { return Fdatasync(w.tail.f) }
+	w.syncFile = func() error { return fdatasyncHeld(w.tail.f) }
 	w.syncDir = func() error { return walFsyncDir(dir) }
 
 	if err := w.prepareDir(); err != nil {
