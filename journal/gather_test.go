@@ -1,6 +1,13 @@
 package journal
 
-import "testing"
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ubscore/ubscore/core"
+)
 
 // TestGather pins the group-commit gathering policy: the journaler yields
 // while the batch grows, stops at the first yield that brings nothing, never
@@ -36,5 +43,46 @@ func TestGather(t *testing.T) {
 		if got != c.want || yields != c.yields {
 			t.Errorf("%s: gather = %d after %d yields, want %d after %d", c.name, got, yields, c.want, c.yields)
 		}
+	}
+}
+
+// TestGroupCommitsStayWithinMaxBatch: with gathering on and many producers
+// publishing, no group commit exceeds MaxBatch (gather may see more, the
+// journaler cuts), and every command is journaled once, in order.
+func TestGroupCommitsStayWithinMaxBatch(t *testing.T) {
+	const maxBatch, producers, perProducer = 5, 4, 2000
+	var biggest, total atomic.Int64
+	cfg := Config{Dir: t.TempDir(), Logger: quietLog(), NoSync: true, RingSize: 256, MaxBatch: maxBatch,
+		TruncateLimit: keepAll, OnJournalBatch: func(n int, _ time.Duration) {
+			total.Add(int64(n))
+			for b := biggest.Load(); int64(n) > b && !biggest.CompareAndSwap(b, int64(n)); b = biggest.Load() {
+			}
+		}}
+	pl, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := pl.DurableSeq()
+	var wg sync.WaitGroup
+	for range producers {
+		wg.Go(func() {
+			ticks := []core.Command{{Kind: core.KindTick}, {Kind: core.KindTick}, {Kind: core.KindTick}}
+			for i := 0; i < perProducer; i += len(ticks) {
+				if _, err := pl.SubmitBatch(ticks); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b := biggest.Load(); b > maxBatch || b < 2 {
+		t.Fatalf("biggest group commit %d, want 2..%d", b, maxBatch)
+	}
+	if got, want := total.Load(), int64(pl.DurableSeq()-base); got != want {
+		t.Fatalf("group commits journaled %d commands, durable advanced %d", got, want)
 	}
 }

@@ -158,7 +158,7 @@ func TestWALLeftoverSpareIsRemoved(t *testing.T) {
 	w := walTestOpen(t, dir, Options{SegmentSize: 1024})
 	walTestWaitSpare(t, w)
 	b, err := os.ReadFile(filepath.Join(dir, spareName))
-	if err != nil || !allZero(b) {
+	if err != nil || !allZeroBytes(b) {
 		t.Fatalf("the spare after Open is not the new zero-filled one (%v)", err)
 	}
 	walTestAppend(t, w, 100, 9, nil)

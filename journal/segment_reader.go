@@ -432,27 +432,38 @@ func findEnvelopesAfter(path string, from int64) ([]foundEnvelope, error) {
 // lostPageSize is the unit a crash loses: a page of the page cache.
 const lostPageSize = 4096
 
-// zeroPageIn reports whether the file span [from, to) contains a whole
-// lostPageSize-aligned page of zero bytes.
+// zeroPageIn reports whether the file span [from, to) shows a page that
+// never reached the disk: a whole lostPageSize-aligned page of zero bytes,
+// or the page holding from, zero from `from` to its end (from is where the
+// damaged entry starts, mid-page when the batch began in the page that also
+// holds the end of the previous, synced batch; before the batch was written
+// the rest of that page held zeros: preallocated space, or beyond the end
+// of the file, so if the page was lost it reads back as the synced bytes
+// and zeros after them).
 func zeroPageIn(path string, from, to int64) (bool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return false, fmt.Errorf("journal: read segment: %w", err)
 	}
 	to = min(to, int64(len(b)))
+	if end := (from/lostPageSize + 1) * lostPageSize; from%lostPageSize != 0 && end <= to && allZeroBytes(b[from:end]) {
+		return true, nil
+	}
 	for p := (from + lostPageSize - 1) / lostPageSize * lostPageSize; p+lostPageSize <= to; p += lostPageSize {
-		zero := true
-		for _, c := range b[p : p+lostPageSize] {
-			if c != 0 {
-				zero = false
-				break
-			}
-		}
-		if zero {
+		if allZeroBytes(b[p : p+lostPageSize]) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+func allZeroBytes(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // laterBatch decides whether valid entries found after a bad one (which

@@ -82,32 +82,39 @@ type segWriter struct {
 
 // openSegWriter opens the tail segment index for writing at offset size
 // (the end of its last whole entry, as verified by the open scan; the file
-// holds nothing after it) and preallocates it up to the segment size.
-func openSegWriter(dir string, limit int, index uint64, size int64, noSync bool) (*segWriter, error) {
+// holds nothing after it) and preallocates it up to the segment size. If
+// the preallocation fails (a full disk), the zeros are cut off again and
+// the writer appends; the reason is returned in preallocErr for a warning
+// (a disk too full for a segment of zeros fails the next appends soon
+// enough; refusing to open over it would also refuse a read-only replay).
+func openSegWriter(dir string, limit int, index uint64, size int64, noSync bool) (s *segWriter, preallocErr, err error) {
 	path := filepath.Join(dir, segmentName(index))
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
-		return nil, fmt.Errorf("journal: open tail segment: %w", err)
+		return nil, nil, fmt.Errorf("journal: open tail segment: %w", err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("journal: open tail segment: %w", err)
+		return nil, nil, fmt.Errorf("journal: open tail segment: %w", err)
 	}
 	if fi.Size() != size {
 		f.Close()
-		return nil, fmt.Errorf("%w: tail segment %s holds %d bytes, verification saw %d (changed during open?)",
+		return nil, nil, fmt.Errorf("%w: tail segment %s holds %d bytes, verification saw %d (changed during open?)",
 			ErrCorrupt, path, fi.Size(), size)
 	}
-	s := &segWriter{dir: dir, limit: int64(limit), f: f, size: size, alloc: size, noSync: noSync}
+	s = &segWriter{dir: dir, limit: int64(limit), f: f, size: size, alloc: size, noSync: noSync}
 	if size < s.limit {
-		if err := zeroFill(f, size, s.limit, noSync); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("journal: preallocate tail segment: %w", err)
+		if perr := zeroFill(f, size, s.limit, noSync); perr != nil {
+			if err := f.Truncate(size); err != nil {
+				f.Close()
+				return nil, nil, fmt.Errorf("journal: preallocate tail segment: %w; cutting it back: %w", perr, err)
+			}
+			return s, perr, nil
 		}
 		s.alloc = s.limit
 	}
-	return s, nil
+	return s, nil, nil
 }
 
 // full reports whether the tail has reached the segment size: a new segment

@@ -356,7 +356,7 @@ func FuzzScanSegment(f *testing.F) {
 			end = ce.Offset
 		} else {
 			// Only zeros (preallocated space) may follow the entries.
-			if !allZero(data[ro.tailEnd:]) {
+			if !allZeroBytes(data[ro.tailEnd:]) {
 				t.Fatalf("entries end at %d of %d bytes, and what follows is not zeros", ro.tailEnd, end)
 			}
 			end = ro.tailEnd

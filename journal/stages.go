@@ -15,7 +15,7 @@ func nanotime() int64 { return int64(time.Since(clockBase)) }
 
 // journaler encodes every published command into the WAL: everything ready
 // (up to MaxBatch, after gather let the batch grow) goes in one WriteBatch
-// and one fsync, during which the journaler keeps its P (fdatasyncHeld),
+// and one fsync, during which the journaler keeps its P (holdPolicy),
 // then durable_seq is published and the batch released. A failed append is
 // sticky: the pipeline stops.
 func (pl *Pipeline) journaler() {

@@ -87,6 +87,8 @@ type WAL struct {
 	roSegs  []walSegment  // read-only: the verified segment list
 	tailEnd int64         // read-only: where the last segment's whole entries end (zeros or a torn tail may follow)
 
+	held holdPolicy // whether syncFile keeps its P (under mu)
+
 	// Test seams: fsync of the current segment and of the directory.
 	syncFile func() error
 	syncDir  func() error
@@ -111,7 +113,7 @@ func Open(dir string, opts Options) (*WAL, error) {
 		opts.Logger = slog.Default()
 	}
 	w := &WAL{dir: dir, opts: opts, log: opts.Logger}
-	w.syncFile = func() error { return fdatasyncHeld(w.tail.f) }
+	w.syncFile = func() error { return w.held.sync(w.tail.f) }
 	w.syncDir = func() error { return walFsyncDir(dir) }
 
 	if err := w.prepareDir(); err != nil {
@@ -177,11 +179,16 @@ func Open(dir string, opts Options) (*WAL, error) {
 		if err := w.truncateSegment(last.path, sc.tailSize); err != nil {
 			return nil, fmt.Errorf("journal: drop preallocated tail: %w", err)
 		}
+		w.log.Info("journal: zeros after the last entry of the tail segment dropped (preallocated space of a process that did not close the WAL)",
+			"segment", last.path, "entries_end", sc.tailSize, "last_seq", sc.last)
 	}
 	if err := crossCheckTidwall(dir, opts.SegmentSize, sc); err != nil {
 		return nil, err
 	}
-	tail, err := openSegWriter(dir, opts.SegmentSize, last.index, sc.tailSize, opts.NoSync)
+	tail, perr, err := openSegWriter(dir, opts.SegmentSize, last.index, sc.tailSize, opts.NoSync)
+	if perr != nil {
+		w.log.Warn("journal: cannot preallocate the tail segment; appending to it (slower fsyncs)", "segment", last.path, "err", perr)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -153,7 +153,7 @@ func walTestFrames(t testing.TB, path string) []int64 {
 	}
 	var offs []int64
 	for pos := 0; pos < len(b); {
-		if b[pos] == 0 && allZero(b[pos:]) { // preallocated space: the entries end here
+		if b[pos] == 0 && allZeroBytes(b[pos:]) { // preallocated space: the entries end here
 			return append(offs, int64(pos))
 		}
 		offs = append(offs, int64(pos))
@@ -172,15 +172,6 @@ func walTestEntriesEnd(t testing.TB, path string) int64 {
 	t.Helper()
 	f := walTestFrames(t, path)
 	return f[len(f)-1]
-}
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // walTestCopyDir copies the regular files of src into a new temp dir.

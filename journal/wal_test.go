@@ -205,7 +205,13 @@ func TestWALStickyFailure(t *testing.T) {
 			case "dir":
 				w.syncDir = func() error { calls++; return injected }
 			case "write":
-				os.RemoveAll(dir) // tidwall must create a new segment: fails
+				// Once the spare segment is prepared (the spare maker
+				// idle, so it cannot recreate the dir's contents), remove
+				// the dir: the next rotation must fail.
+				walTestWaitSpare(t, w)
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
 			}
 			var err error
 			for i := 0; i < 200 && err == nil; i++ {
