@@ -27,7 +27,9 @@ import (
 //   - a request's effect commits with its batch or not at all; when the
 //     transaction does not commit, or its commit is not confirmed, every
 //     caller of the batch gets an error (an UNKNOWN outcome), never a
-//     SUCCESS;
+//     SUCCESS — except that a batch a statement failed (it certainly
+//     rolled back: statementFailed) runs its requests again one by one,
+//     so that only the request that fails alone gets the error;
 //   - no request can fail the others for a business reason: every
 //     decision (CAS lost, a refusal) is data, never a SQL error.
 //
@@ -53,6 +55,7 @@ type BatchStats struct {
 	Requests atomic.Int64 // requests answered by committed transactions
 	Retries  atomic.Int64 // transactions run again after rolling back with no effect
 	Failed   atomic.Int64 // transactions whose every caller got an error
+	Isolated atomic.Int64 // failed batches whose requests were then run one by one (statementFailed)
 	Reads    atomic.Int64 // reader statements that answered AccountState calls (batch_read.go)
 }
 

@@ -34,7 +34,8 @@ func newBatchedHarness(t *testing.T, opt BatchOptions) (*harness, *Batcher) {
 }
 
 // oneBatch queues reqs in order on b before it starts, starts it and
-// returns the answers: with MaxBatch >= len(reqs) they run as one batch.
+// returns the answers: with MaxBatch >= len(reqs) they run as one batch
+// (and, if a statement fails it, one by one after it).
 func oneBatch(t *testing.T, b *Batcher, reqs ...*batchReq) []batchAnswer {
 	t.Helper()
 	for _, r := range reqs {
@@ -51,8 +52,12 @@ func oneBatch(t *testing.T, b *Batcher, reqs ...*batchReq) []batchAnswer {
 	for i, r := range reqs {
 		out[i] = <-r.done
 	}
-	if n := b.Stats().Batches.Load() + b.Stats().Failed.Load(); n != 1 {
-		t.Fatalf("%d batches ran, want 1", n)
+	want := int64(1)
+	if b.Stats().Isolated.Load() == 1 { // the batch failed by a statement, then each request ran alone
+		want += int64(len(reqs))
+	}
+	if n := b.Stats().Batches.Load() + b.Stats().Failed.Load(); n != want {
+		t.Fatalf("%d transactions ran, want %d (one batch)", n, want)
 	}
 	return out
 }
@@ -183,10 +188,14 @@ func TestBatchCASRaceWonOnce(t *testing.T) {
 	}
 }
 
-// TestBatchFailedTransactionAnswersError: when the batch's transaction
-// fails, every caller gets an error (UNKNOWN for funding), nothing changes,
-// and the same requests later get their true outcomes.
-func TestBatchFailedTransactionAnswersError(t *testing.T) {
+// TestBatchFailedStatementIsolatesRequests: when a statement fails the
+// batch's transaction (here a trigger refusing every FUNDING record), it
+// rolls back with no effect and its requests run again one by one: the
+// ones that fail alone get an error (UNKNOWN for funding) and change
+// nothing, the others (a CAS of another transfer) take effect, as each
+// would have on the one-transaction path; the failed requests later get
+// their true outcomes.
+func TestBatchFailedStatementIsolatesRequests(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	h.deposit(7, usdt, 1000)
@@ -202,16 +211,20 @@ func TestBatchFailedTransactionAnswersError(t *testing.T) {
 		&batchReq{kind: kindCAS, reqID: tr.ReqID, from: Init, to: SourcePending},
 		fundingReq(OpWithdraw, a, 7, usdt, 300),
 		fundingReq(OpWithdraw, c, 7, usdt, 5000))
-	for i, g := range got {
+	if got[0].err != nil || !got[0].won {
+		t.Fatalf("the CAS sharing a failed batch: %+v, want it won on its own", got[0])
+	}
+	for i, g := range got[1:] {
 		if g.err == nil {
-			t.Fatalf("request %d answered %+v by a failed transaction", i, g)
+			t.Fatalf("funding request %d answered %+v although its record cannot be written", i+1, g)
 		}
 	}
-	if b.Stats().Failed.Load() != 1 {
-		t.Fatalf("failed batches %d", b.Stats().Failed.Load())
+	if st := b.Stats(); st.Isolated.Load() != 1 || st.Failed.Load() != 3 || st.Batches.Load() != 1 {
+		t.Fatalf("isolated %d, failed %d, committed %d; want 1, 3 (the batch, then each withdraw alone), 1 (the CAS alone)",
+			st.Isolated.Load(), st.Failed.Load(), st.Batches.Load())
 	}
-	if bal, st := h.fundingBalance(7, usdt), h.get(tr.ReqID).State; bal != 1000 || st != Init {
-		t.Fatalf("after a failed batch: balance %d, state %s", bal, st)
+	if bal, st := h.fundingBalance(7, usdt), h.get(tr.ReqID).State; bal != 1000 || st != SourcePending {
+		t.Fatalf("after the failed batch: balance %d (want 1000), state %s (want SOURCE_PENDING)", bal, st)
 	}
 	// Through the adapter API the error is an unknown outcome, never a refusal.
 	fb := NewFundingBatched(h.pool, b)

@@ -56,13 +56,42 @@ func (w *batchWriter) run(batch []*batchReq) {
 	if len(live) == 0 {
 		return
 	}
+	ans := make([]batchAnswer, len(live))
+	err := w.attempt(live, ans)
+	if err != nil && len(live) > 1 && statementFailed(err) {
+		// One request's statement failed the transaction, which rolled back
+		// with no effect: run each request alone, so that the failing one
+		// (a refusing trigger, a row Postgres rejects) fails only itself,
+		// as it would on the one-transaction path, instead of every
+		// transfer that happened to share its batch.
+		w.stats.Isolated.Add(1)
+		for i, r := range live {
+			one := ans[i : i+1]
+			if err := w.attempt([]*batchReq{r}, one); err != nil {
+				one[0] = batchAnswer{err: err}
+			}
+			r.done <- one[0]
+		}
+		return
+	}
+	for i, r := range live {
+		if err != nil {
+			ans[i] = batchAnswer{err: err}
+		}
+		r.done <- ans[i]
+	}
+}
+
+// attempt runs reqs as one transaction, again (up to batchAttempts times in
+// all) while it rolls back with no effect for a reason running it again can
+// cure, and counts the outcome.
+func (w *batchWriter) attempt(reqs []*batchReq, ans []batchAnswer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 	defer cancel()
-	ans := make([]batchAnswer, len(live))
 	var err error
 	for attempt := 1; ; attempt++ {
 		var again bool
-		again, err = w.exec(ctx, live, ans)
+		again, err = w.exec(ctx, reqs, ans)
 		if err == nil || !again || attempt == batchAttempts {
 			break
 		}
@@ -72,14 +101,9 @@ func (w *batchWriter) run(batch []*batchReq) {
 		w.stats.Failed.Add(1)
 	} else {
 		w.stats.Batches.Add(1)
-		w.stats.Requests.Add(int64(len(live)))
+		w.stats.Requests.Add(int64(len(reqs)))
 	}
-	for i, r := range live {
-		if err != nil {
-			ans[i] = batchAnswer{err: err}
-		}
-		r.done <- ans[i]
-	}
+	return err
 }
 
 // exec runs reqs as one transaction, filling ans. On an error nothing of
@@ -127,6 +151,25 @@ func (w *batchWriter) exec(ctx context.Context, reqs []*batchReq, ans []batchAns
 		return retryable(err), err
 	}
 	return false, nil
+}
+
+// statementFailed reports an error a statement of the batch raised — a
+// data or integrity error, a PL/pgSQL RAISE (a trigger refusing a row), a
+// rejected statement — after which Postgres skipped the rest of the
+// pipeline, COMMIT included: the transaction rolled back with no effect.
+// None of these classes can come from COMMIT itself here (no deferred
+// constraints or triggers); connection, resource and server errors are an
+// unknown outcome and are not included.
+func statementFailed(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) != 5 {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "22", "23", "42", "P0": // data exception, integrity constraint, syntax/access rule, PL/pgSQL (RAISE)
+		return true
+	}
+	return false
 }
 
 // retryable reports an error after which the transaction rolled back as
