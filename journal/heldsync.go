@@ -9,11 +9,14 @@ import (
 // Limits of holdPolicy.
 const (
 	// heldSyncSlow: a held fdatasync that took longer than this (a disk
-	// stall: another writer's checkpoint, a saturated device) ...
-	heldSyncSlow = 10 * time.Millisecond
+	// stall: another writer's checkpoint, a saturated device) ... Not
+	// lower: with Postgres sharing the disk, `bench http` sees a few syncs
+	// of 10–100 ms per 10 s (4 of 6696 over 10 ms in one run), and a 10 ms
+	// bound turned holding off for most of the run, losing its gain.
+	heldSyncSlow = 100 * time.Millisecond
 	// heldSyncPause: ... makes the syncs of the next heldSyncPause
-	// ordinary syscalls.
-	heldSyncPause = time.Second
+	// ordinary syscalls (a disk that stalled tends to stall again).
+	heldSyncPause = 5 * time.Second
 )
 
 // holdPolicy decides whether the group commit's fdatasync keeps its P (the
