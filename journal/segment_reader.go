@@ -208,10 +208,8 @@ func (s *segReader) zeroToEnd() (bool, error) {
 	var tmp [64 << 10]byte
 	for off := s.off; off < s.size; {
 		n, err := s.f.ReadAt(tmp[:min(int64(len(tmp)), s.size-off)], off)
-		for _, c := range tmp[:n] {
-			if c != 0 {
-				return false, nil
-			}
+		if !allZeroBytes(tmp[:n]) {
+			return false, nil
 		}
 		off += int64(n)
 		if err == io.EOF {
@@ -446,11 +444,9 @@ func zeroPageIn(path string, from, to int64) (bool, error) {
 		return false, fmt.Errorf("journal: read segment: %w", err)
 	}
 	to = min(to, int64(len(b)))
-	if end := (from/lostPageSize + 1) * lostPageSize; from%lostPageSize != 0 && end <= to && allZeroBytes(b[from:end]) {
-		return true, nil
-	}
-	for p := (from + lostPageSize - 1) / lostPageSize * lostPageSize; p+lostPageSize <= to; p += lostPageSize {
-		if allZeroBytes(b[p : p+lostPageSize]) {
+	// The page holding from (from `from` on), then every whole page up to to.
+	for p, end := from, (from/lostPageSize+1)*lostPageSize; end <= to; p, end = end, end+lostPageSize {
+		if allZeroBytes(b[p:end]) {
 			return true, nil
 		}
 	}

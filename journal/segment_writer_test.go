@@ -355,11 +355,13 @@ func FuzzScanSegment(f *testing.F) {
 			}
 			end = ce.Offset
 		} else {
-			// Only zeros (preallocated space) may follow the entries.
-			if !allZeroBytes(data[ro.tailEnd:]) {
-				t.Fatalf("entries end at %d of %d bytes, and what follows is not zeros", ro.tailEnd, end)
+			// The `last` accepted entries are whole frames, and only
+			// zeros (preallocated space) may follow them.
+			entries := walTestFramesEnd(t, data, last)
+			if !allZeroBytes(data[entries:]) {
+				t.Fatalf("entries end at %d of %d bytes, and what follows is not zeros", entries, end)
 			}
-			end = ro.tailEnd
+			end = entries
 		}
 		// The accepted prefix is exactly `last` whole frames that tidwall
 		// reads the same way.
@@ -371,6 +373,21 @@ func FuzzScanSegment(f *testing.F) {
 		}
 		walTestTidwallReadAny(t, dir, last)
 	})
+}
+
+// walTestFramesEnd is the offset in b right after its first n frames
+// (which must be whole).
+func walTestFramesEnd(t testing.TB, b []byte, n uint64) int64 {
+	t.Helper()
+	off := 0
+	for ; n > 0; n-- {
+		size, k := binary.Uvarint(b[off:])
+		if k <= 0 || size > uint64(len(b)-off-k) {
+			t.Fatalf("no whole frame at offset %d of %d bytes", off, len(b))
+		}
+		off += k + int(size)
+	}
+	return int64(off)
 }
 
 // walTestFramesOf splits b into uvarint-length-prefixed frames (b must be

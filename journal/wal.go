@@ -85,7 +85,6 @@ type WAL struct {
 	closed  bool
 	torn    *CorruptError // torn tail found by the open scan
 	roSegs  []walSegment  // read-only: the verified segment list
-	tailEnd int64         // read-only: where the last segment's whole entries end (zeros or a torn tail may follow)
 
 	held holdPolicy // whether syncFile keeps its P (under mu)
 
@@ -274,7 +273,6 @@ func OpenReadOnly(dir string) (*WAL, error) {
 	w.last.Store(sc.last)
 	w.torn = sc.torn
 	w.roSegs = l.segs
-	w.tailEnd = sc.tailSize
 	return w, nil
 }
 
