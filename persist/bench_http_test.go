@@ -80,7 +80,10 @@ func selfCPU() time.Duration {
 // UBS_BENCH_PIDFILE receives the backend pids after the first batch (for
 // perf record -p).
 func BenchmarkWriteBatchHTTPLike(b *testing.B) {
-	_, pool := migratedDB(b)
+	db, _ := migratedDB(b)
+	cfg := db.poolConfig()
+	ConfigurePool(cfg) // as the exchange's pool
+	pool := openPool(b, cfg)
 	ctx := context.Background()
 	r := newRecorder(b)
 	r.httpLikeStream(100_000, 64)

@@ -76,6 +76,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		if plainOnLoopback(cfg.PGURL, &pcfg.ConnConfig.Config, os.Getenv) {
 			log.Info("postgres: server on this machine, TLS off (set sslmode to choose)")
 		}
+		persist.ConfigurePool(pcfg)
 		pool, err = pgxpool.NewWithConfig(ctx, pcfg) // connects lazily: Postgres may be down now
 		if err != nil {
 			return fmt.Errorf("postgres: %s: %w", redactURL(cfg.PGURL), err)
