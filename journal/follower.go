@@ -41,7 +41,8 @@ type Follower struct {
 	proc     *core.Processor
 	base     []byte // serialized state the replica started from (poison rebuilds)
 	poisoned map[core.Seq]bool
-	next     core.Seq // the next seq to return
+	next     core.Seq  // the next seq to return
+	cursor   WALCursor // where the last WAL read stopped: the next one starts there
 
 	cmds   []core.Command // batch buffers, reused by Next
 	evs    []core.Event
@@ -122,7 +123,7 @@ func (f *Follower) Next(ctx context.Context, max int) ([]FollowRecord, error) {
 	}
 	hi := min(f.pl.DurableSeq(), f.next+core.Seq(max)-1)
 	f.cmds = f.cmds[:0]
-	err := f.pl.wal.Iterate(uint64(f.next), func(seq uint64, payload []byte) error {
+	err := f.pl.wal.IterateCursor(&f.cursor, uint64(f.next), func(seq uint64, payload []byte) error {
 		if core.Seq(seq) > hi {
 			return errFollowStop
 		}

@@ -486,6 +486,37 @@ func laterBatch(after []foundEnvelope, bad uint64) (foundEnvelope, bool) {
 // segment's index) from segs, verifying each envelope, and calls fn for every
 // entry with seq >= from. An error returned by fn is returned unchanged.
 func iterateSegments(segs []walSegment, from, last uint64, fn func(seq uint64, payload []byte) error) error {
+	return iterateSegmentsCursor(segs, from, last, nil, fn)
+}
+
+// WALCursor lets successive iterations over consecutive seqs (a Follower's)
+// go on where the previous one stopped, instead of opening the segment and
+// reading it again from its start each time, and reuses one small read
+// buffer. The zero value is ready; a cursor that is not at the seq asked
+// for is ignored (the segment is scanned from its start). Not safe for
+// concurrent use.
+type WALCursor struct {
+	path string    // segment file holding the entry with seq next; "" = none
+	seg  uint64    // that segment's first seq
+	off  int64     // file offset of that entry's frame
+	next uint64    // its seq
+	r    segReader // read buffer of walCursorBufSize, reused
+}
+
+// walCursorBufSize is a WALCursor's read size: a follower close behind
+// reads a few hundred KB per call, and the preallocated zeros after the
+// newest entry are read at most this far.
+const walCursorBufSize = 64 << 10
+
+// at reports whether c points at the entry with seq from in seg.
+func (c *WALCursor) at(seg walSegment, from uint64) bool {
+	return c != nil && c.path != "" && c.next == from && c.seg == seg.index && c.path == seg.path
+}
+
+// iterateSegmentsCursor is iterateSegments starting at cur's position when
+// it is at from, and leaving cur (if not nil) at the entry after the last
+// one visited.
+func iterateSegmentsCursor(segs []walSegment, from, last uint64, cur *WALCursor, fn func(seq uint64, payload []byte) error) error {
 	if from > last {
 		return nil
 	}
@@ -494,15 +525,30 @@ func iterateSegments(segs []walSegment, from, last uint64, fn func(seq uint64, p
 	if i < 0 {
 		return fmt.Errorf("%w: seq %d precedes the first segment", ErrOutOfRange, from)
 	}
-	var r segReader
-	expected := segs[i].index
+	r := new(segReader)
+	expected, start := segs[i].index, int64(0)
+	if cur != nil {
+		if cur.r.buf == nil {
+			cur.r.buf = make([]byte, walCursorBufSize)
+		}
+		r = &cur.r
+		if cur.at(segs[i], from) {
+			expected, start = from, cur.off
+		}
+		cur.path = "" // set again below if the iteration ends well
+	}
 	for ; i < len(segs) && expected <= last; i++ {
 		seg := segs[i]
-		if seg.index != expected {
+		if seg.index != expected && start == 0 {
 			return &CorruptError{Seq: expected, Segment: seg.path,
 				Reason: fmt.Sprintf("segment starts at seq %d, expected %d", seg.index, expected)}
 		}
-		if err := iterateSegment(&r, seg, &expected, from, last, fn); err != nil {
+		next, err := iterateSegment(r, seg, start, &expected, from, last, fn)
+		start = 0
+		if cur != nil && next >= 0 {
+			cur.path, cur.seg, cur.off, cur.next = seg.path, seg.index, next, expected
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -513,45 +559,57 @@ func iterateSegments(segs []walSegment, from, last uint64, fn func(seq uint64, p
 	return nil
 }
 
-func iterateSegment(r *segReader, seg walSegment, expected *uint64, from, last uint64, fn func(uint64, []byte) error) error {
+// iterateSegment reads seg's entries from file offset start (the frame of
+// entry *expected) while *expected <= last, calling fn for those from from
+// on. It returns the file offset of the frame of entry *expected when it
+// stopped inside the segment (after last, or on fn's error, which leaves
+// *expected at the entry fn refused), and -1 when the segment's entries
+// ended or could not be read.
+func iterateSegment(r *segReader, seg walSegment, start int64, expected *uint64, from, last uint64, fn func(uint64, []byte) error) (int64, error) {
 	f, err := os.Open(seg.path)
 	if err != nil {
-		return fmt.Errorf("journal: open segment: %w", err)
+		return -1, fmt.Errorf("journal: open segment: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("journal: stat segment: %w", err)
+		return -1, fmt.Errorf("journal: stat segment: %w", err)
+	}
+	if start > 0 {
+		if _, err := f.Seek(start, io.SeekStart); err != nil {
+			return -1, fmt.Errorf("journal: seek segment: %w", err)
+		}
 	}
 	r.reset(f, fi.Size())
+	r.off = start
 	for *expected <= last {
 		data, st, reason, err := r.next()
 		if err != nil {
-			return err
+			return -1, err
 		}
 		switch st {
 		case frameEOF, framePad:
-			return nil // the next segment must start at *expected
+			return -1, nil // the next segment must start at *expected
 		case frameBad:
-			return &CorruptError{Seq: *expected, Segment: seg.path, Offset: r.frameOff, Reason: reason}
+			return -1, &CorruptError{Seq: *expected, Segment: seg.path, Offset: r.frameOff, Reason: reason}
 		}
 		if *expected >= from {
 			seq, payload, derr := DecodeEnvelope(data)
 			if derr != nil {
-				return &CorruptError{Seq: *expected, Segment: seg.path, Offset: r.frameOff,
+				return -1, &CorruptError{Seq: *expected, Segment: seg.path, Offset: r.frameOff,
 					Reason: derr.(*EnvelopeError).reason}
 			}
 			if seq != *expected {
-				return &CorruptError{Seq: *expected, Segment: seg.path, Offset: r.frameOff,
+				return -1, &CorruptError{Seq: *expected, Segment: seg.path, Offset: r.frameOff,
 					Reason: fmt.Sprintf("seq mismatch: envelope carries seq %d", seq)}
 			}
 			if err := fn(seq, payload); err != nil {
-				return err
+				return r.frameOff, err
 			}
 		}
 		*expected++
 	}
-	return nil
+	return r.off, nil
 }
 
 // readSegmentEntry returns a copy of the payload of seq by scanning its

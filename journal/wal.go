@@ -428,6 +428,14 @@ func (w *WAL) snapshotSegments() (segs []walSegment, first, last uint64, err err
 // Iterate may run concurrently with AppendBatch (it only sees entries that
 // were durable when it started). fn must not call TruncateFront.
 func (w *WAL) Iterate(from uint64, fn func(seq uint64, payload []byte) error) error {
+	return w.IterateCursor(nil, from, fn)
+}
+
+// IterateCursor is Iterate that starts where cur stopped when cur is at
+// from (a follower's consecutive calls: no re-scan of the segment up to
+// from) and leaves cur at the entry after the last one visited (or at the
+// one fn refused). A nil cur is Iterate.
+func (w *WAL) IterateCursor(cur *WALCursor, from uint64, fn func(seq uint64, payload []byte) error) error {
 	w.iterMu.RLock()
 	defer w.iterMu.RUnlock()
 	segs, first, last, err := w.snapshotSegments()
@@ -443,7 +451,7 @@ func (w *WAL) Iterate(from uint64, fn func(seq uint64, payload []byte) error) er
 	if from > last {
 		return nil
 	}
-	return iterateSegments(segs, from, last, fn)
+	return iterateSegmentsCursor(segs, from, last, cur, fn)
 }
 
 // TruncateFront drops entries before seq, whole segments at a time: every
