@@ -99,14 +99,14 @@ func (r *OrderRecord) Live() bool {
 //
 // The zero value is ready to use.
 type History struct {
-	recs  [][]OrderRecord        // slab of live and finished records in chunks of recChunk (never moved, so growth copies nothing); reused through free
-	nrecs int32                  // slots handed out so far
-	free  []int32                // free slots of recs
-	idx   map[core.OrderID]int32 // order id -> slot in recs
-	live  int                    // live records (<= MaxLiveOrders)
-	done  []core.OrderID         // finished ids, oldest first, from doneH on (a FIFO queue)
-	doneH int                    // head of done
-	fills int                    // sum of len(Fills) over recs (<= MaxRetainedFills)
+	recs  [][]OrderRecord // slab of live and finished records in chunks of recChunk (never moved, so growth copies nothing); reused through free
+	nrecs int32           // slots handed out so far
+	free  []int32         // free slots of recs
+	idx   orderIndex      // order id -> slot in recs
+	live  int             // live records (<= MaxLiveOrders)
+	done  []core.OrderID  // finished ids, oldest first, from doneH on (a FIFO queue)
+	doneH int             // head of done
+	fills int             // sum of len(Fills) over recs (<= MaxRetainedFills)
 
 	trades [core.MaxMarkets + 1]*tradeRing // allocated on a market's first trade
 }
@@ -131,9 +131,6 @@ type HistoryStats struct {
 func (h *History) Apply(c *core.Command, evs []core.Event) {
 	if len(evs) == 0 {
 		return
-	}
-	if h.idx == nil {
-		h.idx = make(map[core.OrderID]int32)
 	}
 	// The new order is opened before its events are read, so its own trades
 	// (which come first) find it.
@@ -170,15 +167,12 @@ func (h *History) Apply(c *core.Command, evs []core.Event) {
 // it once after recovery, under the same exclusive access as Apply). Their
 // earlier fills are unknown: FillsTruncated is set when Filled > 0.
 func (h *History) Seed(p *core.Processor) {
-	if h.idx == nil {
-		h.idx = make(map[core.OrderID]int32)
-	}
 	var buf []core.OrderView
 	for _, m := range p.Markets() {
 		buf = p.OpenOrders(m.ID, 0, buf[:0])
 		for i := range buf {
 			o := &buf[i]
-			if _, known := h.idx[o.ID]; known || h.live >= MaxLiveOrders {
+			if _, known := h.idx.get(o.ID); known || h.live >= MaxLiveOrders {
 				continue
 			}
 			st := core.StatusNew
@@ -222,7 +216,7 @@ func (h *History) insert(r OrderRecord) *OrderRecord {
 		h.nrecs++
 		*h.slot(i) = r
 	}
-	h.idx[r.ID] = i
+	h.idx.put(r.ID, i)
 	return h.slot(i)
 }
 
@@ -239,7 +233,7 @@ func (h *History) slot(i int32) *OrderRecord {
 
 // get returns the record of id, or nil.
 func (h *History) get(id core.OrderID) *OrderRecord {
-	i, ok := h.idx[id]
+	i, ok := h.idx.get(id)
 	if !ok {
 		return nil
 	}
@@ -339,11 +333,11 @@ func (h *History) evictFinished(enough func() bool) {
 		id := h.done[h.doneH]
 		h.done[h.doneH] = 0
 		h.doneH++
-		if i, ok := h.idx[id]; ok {
+		if i, ok := h.idx.get(id); ok {
 			h.fills -= len(h.slot(i).Fills)
 			*h.slot(i) = OrderRecord{} // drops the Fills array for the GC
 			h.free = append(h.free, i)
-			delete(h.idx, id)
+			h.idx.del(id)
 		}
 	}
 	// Compact the queue once its dead head outweighs the live part.
