@@ -165,7 +165,7 @@ func TestSinkTableIndexes(t *testing.T) {
 	}
 	want := []string{"core_checkpoint.core_checkpoint_pkey", "orders.orders_pkey",
 		"trades.trades_maker_order_idx", "trades.trades_pkey", "trades.trades_taker_order_idx",
-	}
+		"wal_events.wal_events_order_idx", "wal_events.wal_events_pkey"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("indexes of the sink tables:\n got %v\nwant %v", got, want)
 	}
@@ -204,57 +204,6 @@ func TestMigration0008RefusesLedgerPastCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, "UPDATE core_checkpoint SET persisted_seq = 0 WHERE id = 1"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// wal_events has no unique key since 0009 either: the checkpoint guard
-// refuses to move back over its rows too (here with an empty ledger, so
-// only the wal_events check can refuse), and 0009 refuses a database that
-// already holds audit rows past its checkpoint.
-func TestCheckpointGuardCoversWalEvents(t *testing.T) {
-	_, pool := migratedDB(t)
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `UPDATE core_checkpoint SET persisted_seq = 10 WHERE id = 1;
-		INSERT INTO wal_events (seq, idx, event_type, order_id, payload, time)
-			VALUES (7, 0, 'ORDER_ACCEPTED', 1, '{}', now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, move := range []string{
-		"UPDATE core_checkpoint SET persisted_seq = 6 WHERE id = 1",
-		"DELETE FROM core_checkpoint",
-		"TRUNCATE core_checkpoint",
-	} {
-		_, err := pool.Exec(ctx, move)
-		if err == nil || !strings.Contains(err.Error(), "wal_events holds rows past seq") {
-			t.Fatalf("%s: err %v, want the checkpoint guard's refusal", move, err)
-		}
-	}
-	if got := queryInt(t, pool, "SELECT persisted_seq FROM core_checkpoint WHERE id = 1"); got != 10 {
-		t.Fatalf("persisted_seq %d after refused moves, want 10", got)
-	}
-	if _, err := pool.Exec(ctx, "UPDATE core_checkpoint SET persisted_seq = 7 WHERE id = 1"); err != nil {
-		t.Fatalf("a move back to the last audit row: %v", err)
-	}
-
-	// Back to before 0009 with the audit row past the checkpoint.
-	if _, err := pool.Exec(ctx, `ALTER TABLE core_checkpoint DISABLE TRIGGER USER;
-		UPDATE core_checkpoint SET persisted_seq = 3 WHERE id = 1;
-		ALTER TABLE core_checkpoint ENABLE TRIGGER USER;
-		DELETE FROM schema_migrations WHERE version = 9`); err != nil {
-		t.Fatal(err)
-	}
-	err := Migrate(ctx, pool)
-	if err == nil || !strings.Contains(err.Error(), "wal_events holds rows past core_checkpoint.persisted_seq") {
-		t.Fatalf("migrate over audit rows past the checkpoint: %v", err)
-	}
-	if n := queryInt(t, pool, "SELECT count(*) FROM schema_migrations WHERE version = 9"); n != 0 {
-		t.Fatal("0009 recorded as applied")
-	}
-	if _, err := pool.Exec(ctx, "TRUNCATE orders, trades, spot_ledger, wal_events"); err != nil {
-		t.Fatal(err)
-	}
-	if err := Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 }
