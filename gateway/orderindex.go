@@ -3,10 +3,13 @@ package gateway
 import "github.com/ubscore/ubscore/core"
 
 // orderIndexBits sizes orderIndex's window: 2^18 = 262,144 consecutive
-// order ids, more than the MaxFinishedOrders History keeps plus the live
-// orders placed meanwhile, so in steady state every tracked id is found in
-// the window and the overflow map stays (nearly) empty.
+// order ids, more than the MaxFinishedOrders History keeps, so while fewer
+// than ~62k orders rest for longer than the window spans every tracked id
+// is found in the window and the overflow map stays (nearly) empty.
 const orderIndexBits = 18
+
+// The window must span the finished orders History keeps.
+var _ = [1]struct{}{}[min(1<<orderIndexBits-MaxFinishedOrders, 1)-1]
 
 // orderIndex maps order ids to History slots. The core hands out order ids
 // in increasing order and History mostly touches recent ones, so the index
@@ -19,8 +22,8 @@ const orderIndexBits = 18
 // Invariant: a tracked id is either in win[id & mask] (with that id) or in
 // old, never both.
 type orderIndex struct {
-	win []orderIndexEntry // allocated on first put
-	old map[core.OrderID]int32
+	win []orderIndexEntry      // allocated on first put
+	old map[core.OrderID]int32 // ids pushed out of win while still tracked (bounded by History's limits)
 }
 
 type orderIndexEntry struct {

@@ -15,12 +15,18 @@ func TestOrderIndexMatchesMap(t *testing.T) {
 	var x orderIndex
 	ref := map[core.OrderID]int32{}
 	next := core.OrderID(1)
+	back := func(k core.OrderID) core.OrderID { // next-k, at least 1
+		if k >= next {
+			return 1
+		}
+		return next - k
+	}
 	pick := func() core.OrderID {
 		switch r.IntN(4) {
 		case 0: // a recent id
-			return max(1, next-core.OrderID(r.IntN(50)))
+			return back(core.OrderID(r.IntN(50)))
 		case 1: // an id sharing a window entry with a recent one
-			return max(1, next-core.OrderID(r.IntN(3))<<orderIndexBits-core.OrderID(r.IntN(5)))
+			return back(core.OrderID(r.IntN(3))<<orderIndexBits + core.OrderID(r.IntN(5)))
 		case 2: // any id seen so far
 			return 1 + core.OrderID(r.Uint64N(uint64(next)))
 		default: // a new id
@@ -67,5 +73,27 @@ func TestOrderIndexMatchesMap(t *testing.T) {
 	}
 	if _, ok := x.get(0); ok {
 		t.Fatal("id 0 found")
+	}
+}
+
+// Ids placed in order and finished within the window never reach the
+// overflow map.
+func TestOrderIndexInOrderStaysInWindow(t *testing.T) {
+	var x orderIndex
+	const keep = MaxFinishedOrders
+	for id := core.OrderID(1); id <= 3*(1<<orderIndexBits); id++ {
+		x.put(id, int32(id%1000))
+		if id > keep {
+			x.del(id - keep)
+		}
+		if len(x.old) != 0 {
+			t.Fatalf("id %d: %d ids in the overflow map", id, len(x.old))
+		}
+	}
+	if slot, ok := x.get(3 * (1 << orderIndexBits)); !ok || slot != int32(3*(1<<orderIndexBits)%1000) {
+		t.Fatalf("newest id: %d, %v", slot, ok)
+	}
+	if _, ok := x.get(3*(1<<orderIndexBits) - keep); ok {
+		t.Fatal("a deleted id is found")
 	}
 }

@@ -489,30 +489,6 @@ func iterateSegments(segs []walSegment, from, last uint64, fn func(seq uint64, p
 	return iterateSegmentsCursor(segs, from, last, nil, fn)
 }
 
-// WALCursor lets successive iterations over consecutive seqs (a Follower's)
-// go on where the previous one stopped, instead of opening the segment and
-// reading it again from its start each time, and reuses one small read
-// buffer. The zero value is ready; a cursor that is not at the seq asked
-// for is ignored (the segment is scanned from its start). Not safe for
-// concurrent use.
-type WALCursor struct {
-	path string    // segment file holding the entry with seq next; "" = none
-	seg  uint64    // that segment's first seq
-	off  int64     // file offset of that entry's frame
-	next uint64    // its seq
-	r    segReader // read buffer of walCursorBufSize, reused
-}
-
-// walCursorBufSize is a WALCursor's read size: a follower close behind
-// reads a few hundred KB per call, and the preallocated zeros after the
-// newest entry are read at most this far.
-const walCursorBufSize = 64 << 10
-
-// at reports whether c points at the entry with seq from in seg.
-func (c *WALCursor) at(seg walSegment, from uint64) bool {
-	return c != nil && c.path != "" && c.next == from && c.seg == seg.index && c.path == seg.path
-}
-
 // iterateSegmentsCursor is iterateSegments starting at cur's position when
 // it is at from, and leaving cur (if not nil) at the entry after the last
 // one visited.
@@ -564,7 +540,9 @@ func iterateSegmentsCursor(segs []walSegment, from, last uint64, cur *WALCursor,
 // on. It returns the file offset of the frame of entry *expected when it
 // stopped inside the segment (after last, or on fn's error, which leaves
 // *expected at the entry fn refused), and -1 when the segment's entries
-// ended or could not be read.
+// ended or could not be read. After last, that offset is where the entries
+// end: if the segment is full, entry *expected will be the first of the
+// next file, and WALCursor.at finds the cursor does not match it.
 func iterateSegment(r *segReader, seg walSegment, start int64, expected *uint64, from, last uint64, fn func(uint64, []byte) error) (int64, error) {
 	f, err := os.Open(seg.path)
 	if err != nil {

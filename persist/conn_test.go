@@ -74,4 +74,11 @@ func TestConfigurePoolWarmsEveryConnection(t *testing.T) {
 	if warm := rec.count("repeat('x'"); warm != 3 || prevRuns != 3 {
 		t.Fatalf("3 connections: %d heap warm-ups, %d earlier hooks; want 3 and 3", warm, prevRuns)
 	}
+	// On each connection (opened one after the other) the earlier hook ran
+	// first: every warm-up directly follows it.
+	for i, q := range rec.sql {
+		if strings.Contains(q, "repeat('x'") && (i == 0 || !strings.Contains(rec.sql[i-1], "prev-hook")) {
+			t.Fatalf("statements %q: a warm-up not right after the earlier hook", rec.sql)
+		}
+	}
 }
