@@ -501,9 +501,11 @@ func iterateSegmentsCursor(segs []walSegment, from, last uint64, cur *WALCursor,
 	if i < 0 {
 		return fmt.Errorf("%w: seq %d precedes the first segment", ErrOutOfRange, from)
 	}
-	r := new(segReader)
 	expected, start := segs[i].index, int64(0)
-	if cur != nil {
+	var r *segReader
+	if cur == nil {
+		r = new(segReader)
+	} else {
 		if cur.r.buf == nil {
 			cur.r.buf = make([]byte, walCursorBufSize)
 		}

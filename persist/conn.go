@@ -50,8 +50,7 @@ func ConfigurePool(cfg *pgxpool.Config) {
 }
 
 func warmBackendHeap(ctx context.Context, c *pgx.Conn) error {
-	var n int64
-	if err := c.QueryRow(ctx, "SELECT length(repeat('x', $1::int))", heapWarmBytes).Scan(&n); err != nil {
+	if _, err := c.Exec(ctx, "SELECT length(repeat('x', $1::int))", heapWarmBytes); err != nil {
 		return fmt.Errorf("persist: connection set-up: %w", err)
 	}
 	return nil

@@ -54,7 +54,7 @@ type BatchStats struct {
 	Batches  atomic.Int64 // transactions committed
 	Requests atomic.Int64 // requests answered by committed transactions
 	Retries  atomic.Int64 // transactions run again after rolling back with no effect
-	Failed   atomic.Int64 // transactions whose every caller got an error
+	Failed   atomic.Int64 // transactions that did not commit: every caller got an error, unless Isolated ran them again
 	Isolated atomic.Int64 // failed batches whose requests were then run one by one (statementFailed)
 	Reads    atomic.Int64 // reader statements that answered AccountState calls (batch_read.go)
 }
