@@ -341,6 +341,10 @@ func TestCreateRefusals(t *testing.T) {
 // exactly the affordable ones commit.
 func TestCON002_BAL003_ConcurrentCreates(t *testing.T) {
 	h := newHarness(t)
+	// Each Create drives its transfer to the end: the harness's 300 ms
+	// MaxWait let one of 16 racing creates answer SOURCE_DONE on a busy
+	// machine (a fresh-clone CI run under -race).
+	coord := h.newCoordinator(func(cfg *Config) { cfg.MaxWait = 20 * time.Second })
 	h.deposit(7, usdt, 10_000_000)
 	var wg sync.WaitGroup
 	results := make([]Result, 16)
@@ -349,7 +353,7 @@ func TestCON002_BAL003_ConcurrentCreates(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = h.coord.Create(context.Background(), Caller{Authenticated: true, UserID: 7},
+			results[i], errs[i] = coord.Create(context.Background(), Caller{Authenticated: true, UserID: 7},
 				Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1"})
 		}()
 	}
