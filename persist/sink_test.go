@@ -165,9 +165,19 @@ func TestSinkTableIndexes(t *testing.T) {
 	}
 	want := []string{"core_checkpoint.core_checkpoint_pkey", "orders.orders_pkey",
 		"trades.trades_maker_order_idx", "trades.trades_pkey", "trades.trades_taker_order_idx",
-		"wal_events.wal_events_order_idx", "wal_events.wal_events_pkey"}
+		"wal_events.wal_events_pkey"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("indexes of the sink tables:\n got %v\nwant %v", got, want)
+	}
+	// wal_events' one key finds an order's audit events (spec 004 4.1) and
+	// refuses a second copy of an event.
+	var def string
+	if err := pool.QueryRow(context.Background(), `SELECT indexdef FROM pg_indexes
+		WHERE tablename = 'wal_events' AND indexname = 'wal_events_pkey'`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(def, "(order_id, seq, idx)") {
+		t.Fatalf("wal_events_pkey is %q, want it on (order_id, seq, idx)", def)
 	}
 }
 
