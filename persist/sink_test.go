@@ -217,3 +217,56 @@ func TestMigration0008RefusesLedgerPastCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Migration 0009 moves wal_events from two btrees to one key on a table that
+// already holds events: the rows stay, an order's events are found through
+// the key, and a second copy of an event is still refused.
+func TestMigration0009KeepsEventsAndUniqueness(t *testing.T) {
+	_, pool := migratedDB(t)
+	ctx := context.Background()
+	// Back to before 0009, with events in the table.
+	if _, err := pool.Exec(ctx, `ALTER TABLE wal_events DROP CONSTRAINT wal_events_pkey;
+		ALTER TABLE wal_events ADD CONSTRAINT wal_events_pkey PRIMARY KEY (seq, idx);
+		CREATE INDEX wal_events_order_idx ON wal_events (order_id);
+		DELETE FROM schema_migrations WHERE version = 9;
+		INSERT INTO wal_events (seq, idx, event_type, order_id, payload, time) VALUES
+			(7, 0, 'ORDER_ACCEPTED', 3, '{"order_id":3}', now()),
+			(9, 1, 'ORDER_MATCHED', 3, '{"order_id":3}', now()),
+			(9, 2, 'ORDER_MATCHED', 4, '{"order_id":4}', now())`); err != nil {
+		t.Fatal(err)
+	}
+	if err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryInt(t, pool, "SELECT count(*) FROM schema_migrations WHERE version = 9"); n != 1 {
+		t.Fatal("0009 not recorded as applied")
+	}
+	if got := queryInt(t, pool, "SELECT count(*) FROM wal_events WHERE order_id = 3"); got != 2 {
+		t.Fatalf("order 3 has %d events after the migration, want 2", got)
+	}
+	if queryInt(t, pool, "SELECT count(*) FROM pg_indexes WHERE indexname = 'wal_events_order_idx'") != 0 {
+		t.Fatal("wal_events_order_idx is still there")
+	}
+	_, err := pool.Exec(ctx, `INSERT INTO wal_events (seq, idx, event_type, order_id, payload, time)
+		VALUES (9, 1, 'ORDER_MATCHED', 3, '{"order_id":3}', now())`)
+	if err == nil || !strings.Contains(err.Error(), "wal_events_pkey") {
+		t.Fatalf("a second copy of an event: %v, want a wal_events_pkey violation", err)
+	}
+	// The planner reads an order's events through the key (on a table this
+	// small only if it may not scan it whole).
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	var plan string
+	if err := tx.QueryRow(ctx, "EXPLAIN SELECT seq FROM wal_events WHERE order_id = 3 ORDER BY seq, idx").Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "wal_events_pkey") {
+		t.Fatalf("an order's events: plan %q does not use wal_events_pkey", plan)
+	}
+}
