@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/ubscore/ubscore/core"
 )
@@ -60,10 +59,6 @@ type FollowRecord struct {
 	Events []core.Event
 }
 
-// followPoll is how long Next sleeps between checks while nothing new is
-// durable: the sink's latency budget is in the hundreds of ms.
-const followPoll = 2 * time.Millisecond
-
 // NewFollower returns a Follower whose first record is seq from (>= 1).
 func (pl *Pipeline) NewFollower(from core.Seq) (*Follower, error) {
 	if from < 1 {
@@ -113,12 +108,16 @@ func (f *Follower) Next(ctx context.Context, max int) ([]FollowRecord, error) {
 		if f.pl.jDone.Load() && f.pl.DurableSeq() < f.next {
 			return nil, ErrStopped
 		}
-		t := time.NewTimer(followPoll)
+		// Sleep until the journaler publishes a commit (or stops): no
+		// polling, so a caught-up sink costs nothing while the core idles.
+		woken := f.pl.durWait.changed()
+		if f.pl.DurableSeq() >= f.next || f.pl.jDone.Load() {
+			continue
+		}
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return nil, ctx.Err()
-		case <-t.C:
+		case <-woken:
 		}
 	}
 	hi := min(f.pl.DurableSeq(), f.next+core.Seq(max)-1)

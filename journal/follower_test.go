@@ -123,3 +123,103 @@ func TestFollowerHistoryGone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFollowerWakesOnCommitAndStop: a caught-up Next sleeps until the
+// journaler publishes a commit (no polling) and must never miss one: a
+// follower consuming while commands are submitted one by one gets every
+// command, each Next woken by its commit, and a Next blocked when the
+// pipeline closes returns ErrStopped.
+func TestFollowerWakesOnCommitAndStop(t *testing.T) {
+	pl, err := Start(Config{Dir: t.TempDir(), Logger: quietLog(), TruncateLimit: keepAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAll(t, pl, setupCmds())
+	f, err := pl.NewFollower(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for f.NextSeq() <= pl.DurableSeq() {
+		if _, err := f.Next(ctx, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 500
+	got := make(chan error, 1)
+	go func() { // follows the commands below as they commit
+		want := f.NextSeq() + n
+		for f.NextSeq() < want {
+			if _, err := f.Next(ctx, 1000); err != nil {
+				got <- err
+				return
+			}
+		}
+		got <- nil
+	}()
+	r := NewReply()
+	for i := 0; i < n; i++ {
+		if _, err := pl.Submit(&core.Command{Kind: core.KindTick}, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := pl.Wait(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("following %d single commits: %v (a commit that did not wake Next?)", n, err)
+	}
+	// Caught up again: Close wakes the blocked Next with ErrStopped.
+	stopped := make(chan error, 1)
+	go func() {
+		_, err := f.Next(ctx, 10)
+		stopped <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let it block
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, ErrStopped) {
+			t.Fatalf("Next across Close: %v, want ErrStopped", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Next still blocked 10 s after Close")
+	}
+}
+
+// TestWaiterChanged: the channel of changed is closed by the next notify
+// (shared by everybody registered before it) and a new one is handed out
+// after it.
+func TestWaiterChanged(t *testing.T) {
+	var w waiter
+	w.init()
+	a, b := w.changed(), w.changed()
+	if a != b {
+		t.Fatal("two registrations before a notify got different channels")
+	}
+	select {
+	case <-a:
+		t.Fatal("closed before any notify")
+	default:
+	}
+	w.notify()
+	select {
+	case <-a:
+	default:
+		t.Fatal("notify did not close the channel")
+	}
+	if w.waiters.Load() != 0 {
+		t.Fatalf("%d waiters left after notify", w.waiters.Load())
+	}
+	c := w.changed()
+	select {
+	case <-c:
+		t.Fatal("the channel after a notify is already closed")
+	default:
+	}
+	w.notify()
+	<-c
+}

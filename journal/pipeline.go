@@ -462,7 +462,8 @@ func (pl *Pipeline) waitDurable(seq core.Seq) error {
 type waiter struct {
 	mu      sync.Mutex
 	cond    sync.Cond
-	waiters atomic.Int32
+	waiters atomic.Int32  // sleepers in wait, plus 1 while ch is set
+	ch      chan struct{} // closed by the next notify; set by changed (under mu)
 }
 
 func (w *waiter) init() { w.cond.L = &w.mu }
@@ -477,10 +478,30 @@ func (w *waiter) wait(ok func() bool) {
 	w.mu.Unlock()
 }
 
+// changed returns a channel that the next notify closes, for a waiter that
+// must also watch something else (a context). Like wait, the caller
+// registers first and only then re-checks its condition: a change stored
+// before the re-check is seen by it, one stored after it closes the channel.
+func (w *waiter) changed() <-chan struct{} {
+	w.mu.Lock()
+	if w.ch == nil {
+		w.ch = make(chan struct{})
+		w.waiters.Add(1)
+	}
+	ch := w.ch
+	w.mu.Unlock()
+	return ch
+}
+
 func (w *waiter) notify() {
 	if w.waiters.Load() > 0 {
 		w.mu.Lock()
 		w.cond.Broadcast()
+		if w.ch != nil {
+			close(w.ch)
+			w.ch = nil
+			w.waiters.Add(-1)
+		}
 		w.mu.Unlock()
 	}
 }
