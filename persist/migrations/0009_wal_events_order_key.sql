@@ -12,6 +12,7 @@
 --     whole key, as it did on (seq, idx) alone.
 -- Measured with BenchmarkWriteBatchHTTPLike (Postgres backend CPU per order,
 -- three interleaved pairs of runs): 18.8/16.7/16.9 -> 16.4/15.2/14.9 us.
-ALTER TABLE wal_events DROP CONSTRAINT wal_events_pkey;
-DROP INDEX wal_events_order_idx;
+-- IF EXISTS: an operator may already have dropped either by hand.
+ALTER TABLE wal_events DROP CONSTRAINT IF EXISTS wal_events_pkey;
+DROP INDEX IF EXISTS wal_events_order_idx;
 ALTER TABLE wal_events ADD CONSTRAINT wal_events_pkey PRIMARY KEY (order_id, seq, idx);
