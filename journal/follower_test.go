@@ -176,7 +176,18 @@ func TestFollowerWakesOnCommitAndStop(t *testing.T) {
 		_, err := f.Next(ctx, 10)
 		stopped <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // let it block
+	// Close only once Next sleeps on the journaler's wake-up channel, so
+	// that it is the channel (not the stopped check before it) that ends it.
+	registered := func() bool {
+		pl.durWait.mu.Lock()
+		defer pl.durWait.mu.Unlock()
+		return pl.durWait.ch != nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); !registered(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Next never waited for a commit")
+		}
+	}
 	if err := pl.Close(); err != nil {
 		t.Fatal(err)
 	}
