@@ -48,6 +48,10 @@ type HTTPConfig struct {
 	// Request fills the body and headers of request i of client c (the
 	// request's method and URI are already set).
 	Request func(c, i int, req *fasthttp.Request)
+	// ServerPID, if > 0, is the target's process on this machine: the
+	// result then says where the CPU went in the measured window
+	// (HTTPResult.CPU; Linux only).
+	ServerPID int
 }
 
 // The load generators of HTTPConfig.Engine.
@@ -80,6 +84,9 @@ type HTTPResult struct {
 	WrkP99us  float64 `json:"wrk_corrected_p99_us,omitempty"`
 	FirstErr  string  `json:"first_error,omitempty"`
 	FirstBody string  `json:"first_non_2xx_body,omitempty"`
+	// CPU: the machine's CPU time per measured request by process, when
+	// HTTPConfig.ServerPID was set and /proc could be read.
+	CPU *CPUShare `json:"cpu_per_request,omitempty"`
 }
 
 // RunHTTP runs the load and returns its result.
@@ -107,14 +114,25 @@ func RunHTTP(cfg HTTPConfig) (HTTPResult, error) {
 		return HTTPResult{}, err
 	}
 	time.Sleep(cfg.Warmup)
+	var cpu0, cpu1 *cpuSample
+	if cfg.ServerPID > 0 {
+		cpu0, _ = sampleCPU(cfg.ServerPID) // nil: no shares
+	}
 	r.counting.Store(true)
 	begin := time.Now()
 	time.Sleep(cfg.Duration)
 	r.counting.Store(false)
 	elapsed := time.Since(begin)
+	if cpu0 != nil {
+		cpu1, _ = sampleCPU(cfg.ServerPID)
+	}
 	r.stop.Store(true)
 	wait()
-	return r.result(elapsed), nil
+	res := r.result(elapsed)
+	if cpu1 != nil {
+		res.CPU = share(cpu0, cpu1, res.Requests, userHZ)
+	}
+	return res, nil
 }
 
 // httpRun is the state one RunHTTP call shares with its engine's workers.

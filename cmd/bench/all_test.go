@@ -9,12 +9,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/ubscore/ubscore/bench"
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
@@ -65,6 +68,7 @@ func checkAll(t *testing.T, profile string) {
 			t.Errorf("scenario %s: no result (skipped %q, error %q)", s.Name, s.Skipped, s.Error)
 		}
 	}
+	checkCPUShares(t, &rep)
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +107,38 @@ func checkAll(t *testing.T, profile string) {
 			t.Errorf("report.md does not link %s", name)
 		}
 	}
+}
+
+// checkCPUShares: on Linux the http scenario says where the CPU went for
+// both targets, in µs per request that add up to the machine's time per
+// request (cores / rate), with the generator and the server both busy.
+func checkCPUShares(t *testing.T, rep *allReport) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		return
+	}
+	for _, s := range rep.Scenarios {
+		if s.Name != "http" || s.Result == nil {
+			continue
+		}
+		var hr httpReport
+		if err := json.Unmarshal(s.Result, &hr); err != nil {
+			t.Fatal(err)
+		}
+		for name, r := range map[string]bench.HTTPResult{"baseline": hr.Baseline, "exchange": hr.Exchange} {
+			c := r.CPU
+			if c == nil {
+				t.Errorf("%s: no cpu_per_request", name)
+				continue
+			}
+			machine := float64(runtime.NumCPU()) * 1e6 / r.RPS // µs of all cores per request
+			if c.Generator <= 0 || c.Server <= 0 || c.Other < 0 || c.Idle < 0 || math.Abs(c.Total()-machine) > 0.25*machine {
+				t.Errorf("%s: cpu_per_request %+v (total %.1f), machine time per request %.1f us", name, *c, c.Total(), machine)
+			}
+		}
+		return
+	}
+	t.Error("no http scenario result")
 }
 
 func TestAllUsage(t *testing.T) {

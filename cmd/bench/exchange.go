@@ -138,6 +138,7 @@ var helloTokens = sync.OnceValue(func() []string {
 // largest lag seen.
 func (x *exchange) load(cfg bench.HTTPConfig) (bench.HTTPResult, float64, error) {
 	cfg.Addr, cfg.Method, cfg.Path, cfg.Request = x.addr, "POST", "/api/v1/order", authedOrder(x.tokens)
+	cfg.ServerPID = x.cmd.Process.Pid
 	var lagMu sync.Mutex
 	lagMax := 0.0
 	stopLag, lagDone := make(chan struct{}), make(chan struct{})
@@ -213,6 +214,7 @@ func helloLoad(cfg bench.HTTPConfig) (bench.HTTPResult, error) {
 		return bench.HTTPResult{}, err
 	}
 	defer h.stop()
+	cfg.ServerPID = h.cmd.Process.Pid
 	return helloLoadAt(h.addr, cfg)
 }
 

@@ -227,6 +227,10 @@ func runHTTPCeiling(args []string, stdout, stderr io.Writer) int {
 func printHTTP(w io.Writer, name string, r bench.HTTPResult) {
 	fmt.Fprintf(w, "%-9s %8.0f req/s  p50 %6.0f us  p99 %6.0f us  non-2xx %d errors %d\n",
 		name, r.RPS, r.P50us, r.P99us, r.Non2xx, r.Errors)
+	if c := r.CPU; c != nil {
+		fmt.Fprintf(w, "%-9s CPU per request: generator %.1f us, server %.1f us, postgres %.1f us, other %.1f us, idle %.1f us (total %.1f)\n",
+			"", c.Generator, c.Server, c.Postgres, c.Other, c.Idle, c.Total())
+	}
 }
 
 func waitReady(addr string, within time.Duration) error {

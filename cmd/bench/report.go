@@ -74,6 +74,10 @@ func pairsOf(e *allEnv) []pair {
 			hp.CeilingName += fmt.Sprintf(", round of median ratio of %d alternating rounds", len(hr.Rounds))
 		}
 	}
+	if b, x := hr.Baseline.CPU, hr.Exchange.CPU; b != nil && x != nil {
+		hp.Note = "CPU per request, us summed over cores (generator / server / postgres / other / idle): exchange " +
+			cpuSplit(x) + ", hello-world " + cpuSplit(b)
+	}
 	add(hp, "http", "http-ceiling")
 	var tr bench.TransferReport
 	var pb pgBaselineReport
@@ -123,6 +127,11 @@ func pairsOf(e *allEnv) []pair {
 		e.rep.Sweep = &sw
 	}
 	return out
+}
+
+// cpuSplit is c as "g / s / p / o / i = total".
+func cpuSplit(c *bench.CPUShare) string {
+	return fmt.Sprintf("%.1f / %.1f / %.1f / %.1f / %.1f = %.1f", c.Generator, c.Server, c.Postgres, c.Other, c.Idle, c.Total())
 }
 
 func firstOf(s ...string) string {
