@@ -22,6 +22,10 @@ type CPUShare struct {
 // Total is the machine's time per request: cores x window / requests.
 func (s CPUShare) Total() float64 { return s.Generator + s.Server + s.Postgres + s.Other + s.Idle }
 
+// userHZ is the tick of /proc's CPU times: USER_HZ, 100 on every Linux
+// architecture Go runs on (the kernel converts its own HZ for /proc).
+const userHZ = 100
+
 // cpuSample is one reading of the clocks CPUShare is computed from, in
 // clock ticks (USER_HZ).
 type cpuSample struct {
@@ -30,10 +34,10 @@ type cpuSample struct {
 	busy, idle   int64         // the machine: user+nice+system+irq+softirq+steal, idle+iowait
 }
 
-// share turns the difference of two samples over requests into a CPUShare;
-// hz is the tick rate. A postgres process that began within the window
+// share turns the difference of two samples over requests into a CPUShare.
+// A postgres process that began within the window
 // counts whole; one that ended within it is lost to Other.
-func share(a, b *cpuSample, requests int64, hz float64) *CPUShare {
+func share(a, b *cpuSample, requests int64) *CPUShare {
 	if requests <= 0 {
 		return nil
 	}
@@ -43,7 +47,7 @@ func share(a, b *cpuSample, requests int64, hz float64) *CPUShare {
 	}
 	gen, srv := b.self-a.self, b.server-a.server
 	other := (b.busy - a.busy) - gen - srv - pg
-	us := func(ticks int64) float64 { return float64(max(ticks, 0)) / hz * 1e6 / float64(requests) }
+	us := func(ticks int64) float64 { return float64(max(ticks, 0)) / userHZ * 1e6 / float64(requests) }
 	return &CPUShare{Generator: us(gen), Server: us(srv), Postgres: us(pg), Other: us(other), Idle: us(b.idle - a.idle)}
 }
 

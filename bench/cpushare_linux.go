@@ -7,10 +7,6 @@ import (
 	"strconv"
 )
 
-// userHZ is the tick of /proc's CPU times: USER_HZ, 100 on every Linux
-// architecture Go runs on (the kernel converts its own HZ for /proc).
-const userHZ = 100
-
 // sampleCPU reads this process's, serverPID's and every postgres process's
 // CPU time, and the machine's busy and idle time.
 func sampleCPU(serverPID int) (*cpuSample, error) {

@@ -4,8 +4,6 @@ package bench
 
 import "errors"
 
-const userHZ = 100
-
 // sampleCPU needs Linux's /proc; elsewhere HTTPResult.CPU stays nil.
 func sampleCPU(int) (*cpuSample, error) {
 	return nil, errors.New("bench: CPU shares need /proc (Linux)")

@@ -36,21 +36,21 @@ func TestParseMachineStat(t *testing.T) {
 
 func TestShare(t *testing.T) {
 	a := &cpuSample{self: 100, server: 200, postgres: map[int]int64{7: 50, 8: 10}, busy: 1000, idle: 3000}
-	// 100 requests over 2 s of 2 cores at 100 ticks/s: 400 ticks.
+	// 100 requests over 2 s of 2 cores at userHZ (100 ticks/s): 400 ticks.
 	// generator 80, server 150, postgres 40 (pid 7) + 0 (8) + 20 (9, new),
 	// other 350-80-150-60 = 60, idle 50.
 	b := &cpuSample{self: 180, server: 350, postgres: map[int]int64{7: 90, 8: 10, 9: 20}, busy: 1350, idle: 3050}
-	s := share(a, b, 100, 100)
+	s := share(a, b, 100)
 	want := CPUShare{Generator: 8000, Server: 15000, Postgres: 6000, Other: 6000, Idle: 5000} // µs per request
 	if s == nil || *s != want || math.Abs(s.Total()-40000) > 1e-9 {
 		t.Fatalf("share %+v, want %+v", s, want)
 	}
 	// Tick rounding can make the processes' sum exceed the machine's busy time: Other is then 0, not negative.
 	b.busy = 1250
-	if s := share(a, b, 100, 100); s.Other != 0 {
+	if s := share(a, b, 100); s.Other != 0 {
 		t.Fatalf("other %v", s.Other)
 	}
-	if share(a, b, 0, 100) != nil {
+	if share(a, b, 0) != nil {
 		t.Fatal("a share of no requests")
 	}
 }

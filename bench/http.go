@@ -130,7 +130,7 @@ func RunHTTP(cfg HTTPConfig) (HTTPResult, error) {
 	wait()
 	res := r.result(elapsed)
 	if cpu1 != nil {
-		res.CPU = share(cpu0, cpu1, res.Requests, userHZ)
+		res.CPU = share(cpu0, cpu1, res.Requests)
 	}
 	return res, nil
 }
