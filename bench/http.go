@@ -52,6 +52,11 @@ type HTTPConfig struct {
 	// result then says where the CPU went in the measured window
 	// (HTTPResult.CPU; Linux only).
 	ServerPID int
+	// OnWindow, if set, is called as the measured window opens (true) and
+	// closes (false), between the same instants as the counting and the
+	// CPU samples: a caller's own before/after readings of the target
+	// (its /metrics) then cover exactly the measured requests.
+	OnWindow func(open bool)
 }
 
 // The load generators of HTTPConfig.Engine.
@@ -118,11 +123,17 @@ func RunHTTP(cfg HTTPConfig) (HTTPResult, error) {
 	if cfg.ServerPID > 0 {
 		cpu0, _ = sampleCPU(cfg.ServerPID) // nil: no shares
 	}
+	if cfg.OnWindow != nil {
+		cfg.OnWindow(true)
+	}
 	r.counting.Store(true)
 	begin := time.Now()
 	time.Sleep(cfg.Duration)
 	r.counting.Store(false)
 	elapsed := time.Since(begin)
+	if cfg.OnWindow != nil {
+		cfg.OnWindow(false)
+	}
 	if cpu0 != nil {
 		cpu1, _ = sampleCPU(cfg.ServerPID)
 	}

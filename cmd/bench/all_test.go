@@ -69,6 +69,7 @@ func checkAll(t *testing.T, profile string) {
 		}
 	}
 	checkCPUShares(t, &rep)
+	checkWALWindow(t, &rep)
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +136,34 @@ func checkCPUShares(t *testing.T, rep *allReport) {
 			if c.Generator <= 0 || c.Server <= 0 || c.Other < 0 || c.Idle < 0 || math.Abs(c.Total()-machine) > 0.25*machine {
 				t.Errorf("%s: cpu_per_request %+v (total %.1f), machine time per request %.1f us", name, *c, c.Total(), machine)
 			}
+		}
+		return
+	}
+	t.Error("no http scenario result")
+}
+
+// checkWALWindow: the http scenario says what the exchange's WAL did in
+// its measured window, and the commands its group commits carried are the
+// window's orders (give or take those in flight at either edge: at most
+// one per connection, plus 5% for the scrape's own moments).
+func checkWALWindow(t *testing.T, rep *allReport) {
+	t.Helper()
+	for _, s := range rep.Scenarios {
+		if s.Name != "http" || s.Result == nil {
+			continue
+		}
+		var hr httpReport
+		if err := json.Unmarshal(s.Result, &hr); err != nil {
+			t.Fatal(err)
+		}
+		w, n := hr.WAL, float64(hr.Exchange.Requests)
+		if w == nil {
+			t.Fatal("http: no exchange_wal")
+		}
+		cmds := w.Commits * w.CommandsPerCommit
+		if w.Commits < 1 || w.CommandsPerCommit < 1 || w.SingleShare < 0 || w.SingleShare > 1 || w.AppendMeanUs <= 0 ||
+			math.Abs(cmds-n) > 256+0.05*n {
+			t.Errorf("exchange_wal %+v (%.0f commands) for %.0f measured orders", *w, cmds, n)
 		}
 		return
 	}

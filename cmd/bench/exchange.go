@@ -134,11 +134,20 @@ var helloTokens = sync.OnceValue(func() []string {
 })
 
 // load runs cfg against the exchange's order endpoint, sampling the sink
-// lag (ubs_sink_lag_commands) every 100 ms; it returns the result and the
-// largest lag seen.
-func (x *exchange) load(cfg bench.HTTPConfig) (bench.HTTPResult, float64, error) {
+// lag (ubs_sink_lag_commands) every 100 ms; it returns the result, the
+// largest lag seen and what the WAL did in the measured window (nil if the
+// exchange's /metrics did not answer).
+func (x *exchange) load(cfg bench.HTTPConfig) (bench.HTTPResult, float64, *walWindow, error) {
 	cfg.Addr, cfg.Method, cfg.Path, cfg.Request = x.addr, "POST", "/api/v1/order", authedOrder(x.tokens)
 	cfg.ServerPID = x.cmd.Process.Pid
+	var walBefore, walAfter map[string]float64
+	cfg.OnWindow = func(open bool) {
+		if open {
+			walBefore = scrapeValues(x.addr, walKeys...)
+		} else {
+			walAfter = scrapeValues(x.addr, walKeys...)
+		}
+	}
 	var lagMu sync.Mutex
 	lagMax := 0.0
 	stopLag, lagDone := make(chan struct{}), make(chan struct{})
@@ -162,7 +171,7 @@ func (x *exchange) load(cfg bench.HTTPConfig) (bench.HTTPResult, float64, error)
 	res, err := bench.RunHTTP(cfg)
 	close(stopLag)
 	<-lagDone
-	return res, lagMax, err
+	return res, lagMax, newWALWindow(walBefore, walAfter), err
 }
 
 // settleSink waits until the exchange's sink backlog

@@ -27,8 +27,12 @@ type httpReport struct {
 	Ratio      float64          `json:"ratio"`                 // exchange rps / baseline rps
 	SinkLagMax float64          `json:"sink_lag_max_commands"` // max of ubs_sink_lag_commands sampled every 100 ms
 	SinkLagSec float64          `json:"sink_lag_max_seconds"`  // the same, converted at the measured command rate
-	// Rounds holds every round's ratio (--rounds); Baseline, Exchange and
-	// Ratio are those of the round of median ratio.
+	// WAL is what the exchange's WAL did in its measured window: group
+	// commits, their size and their write+fdatasync time (absent if its
+	// /metrics did not answer).
+	WAL *walWindow `json:"exchange_wal,omitempty"`
+	// Rounds holds every round's ratio (--rounds); Baseline, Exchange,
+	// Ratio and WAL are those of the round of median ratio.
 	Rounds []float64 `json:"rounds,omitempty"`
 }
 
@@ -129,11 +133,11 @@ func runHTTP(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
-		ex, lagMax, err := x.load(lf.config())
+		ex, lagMax, wal, err := x.load(lf.config())
 		if err != nil {
 			return fail(err)
 		}
-		rr := httpReport{Baseline: base, Exchange: ex, SinkLagMax: lagMax}
+		rr := httpReport{Baseline: base, Exchange: ex, SinkLagMax: lagMax, WAL: wal}
 		if base.RPS > 0 {
 			rr.Ratio = ex.RPS / base.RPS
 		}
@@ -164,6 +168,9 @@ func runHTTP(args []string, stdout, stderr io.Writer) int {
 	}
 	printHTTP(stdout, "baseline", rep.Baseline)
 	printHTTP(stdout, "exchange", rep.Exchange)
+	if rep.WAL != nil {
+		fmt.Fprintf(stdout, "%-9s WAL: %s\n", "", rep.WAL)
+	}
 	if rep.Exchange.FirstBody != "" {
 		fmt.Fprintf(stdout, "first non-2xx: %s\n", rep.Exchange.FirstBody)
 	}
@@ -262,19 +269,41 @@ func post(addr, path, token, body string) (int, string) {
 
 // scrape reads one unlabelled sample from /metrics.
 func scrape(addr, name string) (float64, bool) {
+	v, ok := scrapeValues(addr, name)[name]
+	return v, ok
+}
+
+// scrapeValues reads the samples named by keys (a metric name, or a name
+// with its labels as /metrics writes them, e.g. x_bucket{le="1"}) from one
+// fetch of /metrics; a key missing from the answer is missing from the
+// map (nil: no answer).
+func scrapeValues(addr string, keys ...string) map[string]float64 {
 	st, b, err := fasthttp.GetTimeout(nil, "http://"+addr+"/metrics", time.Second)
 	if err != nil || st != 200 {
-		return 0, false
+		return nil
 	}
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	return parseSamples(string(b), keys)
+}
+
+// parseSamples picks the samples named by keys out of a /metrics text.
+func parseSamples(text string, keys []string) map[string]float64 {
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	out := make(map[string]float64, len(keys))
+	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {
-		if l := sc.Text(); strings.HasPrefix(l, name+" ") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(l[len(name):]), 64)
-			return v, err == nil
+		key, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !want[key] {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			out[key] = v
 		}
 	}
-	return 0, false
+	return out
 }
 
 // scrapeBuckets reads the cumulative buckets of an unlabelled histogram

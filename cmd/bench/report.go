@@ -78,6 +78,12 @@ func pairsOf(e *allEnv) []pair {
 		hp.Note = "CPU per request, us summed over cores (generator / server / postgres / other / idle): exchange " +
 			cpuSplit(x) + ", hello-world " + cpuSplit(b)
 	}
+	if hr.WAL != nil {
+		if hp.Note != "" {
+			hp.Note += "; "
+		}
+		hp.Note += "exchange WAL: " + hr.WAL.String()
+	}
 	add(hp, "http", "http-ceiling")
 	var tr bench.TransferReport
 	var pb pgBaselineReport

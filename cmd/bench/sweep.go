@@ -77,7 +77,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 			settle = x.settleSink(sweepSettleLag, sweepSettleMax)
 			lagStart, _ = scrape(x.addr, "ubs_sink_lag_commands")
 			before := scrapeBuckets(x.addr, "ubs_journal_append_seconds")
-			r, lm, err := x.load(cfg)
+			r, lm, _, err := x.load(cfg)
 			after := scrapeBuckets(x.addr, "ubs_journal_append_seconds")
 			lagMax, slow25, slow100 = lm, slowerThan(before, after, "0.025"), slowerThan(before, after, "0.1")
 			return r, err
