@@ -34,6 +34,25 @@ import (
 // commits back to back), and POST /order went from 0.41–0.46 to 0.47–0.52
 // of the hello-world baseline.
 //
+// What an overwrite's fdatasync still costs where the file system has no
+// journal (this VM's ext4: /sys/fs/ext4/vda/journal_task is <none>): a
+// write that moves the file's ctime (once per tick of the coarse clock)
+// also bumps i_version and marks the inode dirty for sync, and the
+// journal-less fsync path writes the inode's table block before the cache
+// flush: three serial I/Os (data, inode, flush) instead of two. Measured
+// under `bench http --conns 256` with the block and sched tracepoints (perf
+// record -e block:block_rq_issue,syscalls:sys_enter_fdatasync,...): the
+// exchange issued a 4 KiB WSM write to one fixed sector for ~60% of its
+// fdatasyncs, which took p50 0.6–0.9 ms, mean 1.1–1.6 ms with the CPUs
+// saturated (the waking thread waits for a CPU: wakeup-to-run p90 ~1 ms).
+// Nothing here avoids it: O_DIRECT and mmap writes move ctime too, and
+// mounting with lazytime does not help (the i_version bump forces the
+// inode write). Raising the sync thread to SCHED_FIFO around the syscall
+// cut the fdatasync to p50 430 us, mean 640 us, but the exchange's rate
+// did not rise (smaller group commits cost more CPU per order: 3
+// interleaved pairs, 0.45–0.47 vs 0.48–0.52 of the baseline), so the
+// thread keeps its normal priority.
+//
 // The zeros after the last entry end the segment for every reader
 // (segReader: a zero length prefix followed only by zeros to the end of
 // the file). They exist only in the last segment: a segment is
