@@ -110,6 +110,23 @@ func checkAll(t *testing.T, profile string) {
 	}
 }
 
+// httpScenario is the http scenario's report in rep.
+func httpScenario(t *testing.T, rep *allReport) httpReport {
+	t.Helper()
+	for _, s := range rep.Scenarios {
+		if s.Name != "http" || s.Result == nil {
+			continue
+		}
+		var hr httpReport
+		if err := json.Unmarshal(s.Result, &hr); err != nil {
+			t.Fatal(err)
+		}
+		return hr
+	}
+	t.Fatal("no http scenario result")
+	return httpReport{}
+}
+
 // checkCPUShares: on Linux the http scenario says where the CPU went for
 // both targets, in µs per request that add up to the machine's time per
 // request (cores / rate), with the generator and the server both busy.
@@ -118,28 +135,18 @@ func checkCPUShares(t *testing.T, rep *allReport) {
 	if runtime.GOOS != "linux" {
 		return
 	}
-	for _, s := range rep.Scenarios {
-		if s.Name != "http" || s.Result == nil {
+	hr := httpScenario(t, rep)
+	for name, r := range map[string]bench.HTTPResult{"baseline": hr.Baseline, "exchange": hr.Exchange} {
+		c := r.CPU
+		if c == nil {
+			t.Errorf("%s: no cpu_per_request", name)
 			continue
 		}
-		var hr httpReport
-		if err := json.Unmarshal(s.Result, &hr); err != nil {
-			t.Fatal(err)
+		machine := float64(runtime.NumCPU()) * 1e6 / r.RPS // µs of all cores per request
+		if c.Generator <= 0 || c.Server <= 0 || c.Other < 0 || c.Idle < 0 || math.Abs(c.Total()-machine) > 0.25*machine {
+			t.Errorf("%s: cpu_per_request %+v (total %.1f), machine time per request %.1f us", name, *c, c.Total(), machine)
 		}
-		for name, r := range map[string]bench.HTTPResult{"baseline": hr.Baseline, "exchange": hr.Exchange} {
-			c := r.CPU
-			if c == nil {
-				t.Errorf("%s: no cpu_per_request", name)
-				continue
-			}
-			machine := float64(runtime.NumCPU()) * 1e6 / r.RPS // µs of all cores per request
-			if c.Generator <= 0 || c.Server <= 0 || c.Other < 0 || c.Idle < 0 || math.Abs(c.Total()-machine) > 0.25*machine {
-				t.Errorf("%s: cpu_per_request %+v (total %.1f), machine time per request %.1f us", name, *c, c.Total(), machine)
-			}
-		}
-		return
 	}
-	t.Error("no http scenario result")
 }
 
 // checkWALWindow: the http scenario says what the exchange's WAL did in
@@ -148,26 +155,16 @@ func checkCPUShares(t *testing.T, rep *allReport) {
 // one per connection, plus 5% for the scrape's own moments).
 func checkWALWindow(t *testing.T, rep *allReport) {
 	t.Helper()
-	for _, s := range rep.Scenarios {
-		if s.Name != "http" || s.Result == nil {
-			continue
-		}
-		var hr httpReport
-		if err := json.Unmarshal(s.Result, &hr); err != nil {
-			t.Fatal(err)
-		}
-		w, n := hr.WAL, float64(hr.Exchange.Requests)
-		if w == nil {
-			t.Fatal("http: no exchange_wal")
-		}
-		cmds := w.Commits * w.CommandsPerCommit
-		if w.Commits < 1 || w.CommandsPerCommit < 1 || w.SingleShare < 0 || w.SingleShare > 1 || w.AppendMeanUs <= 0 ||
-			math.Abs(cmds-n) > 256+0.05*n {
-			t.Errorf("exchange_wal %+v (%.0f commands) for %.0f measured orders", *w, cmds, n)
-		}
-		return
+	hr := httpScenario(t, rep)
+	w, n := hr.WAL, float64(hr.Exchange.Requests)
+	if w == nil {
+		t.Fatal("http: no exchange_wal")
 	}
-	t.Error("no http scenario result")
+	cmds := w.Commits * w.CommandsPerCommit
+	if w.Commits < 1 || w.CommandsPerCommit < 1 || w.SingleShare < 0 || w.SingleShare > 1 || w.AppendMeanUs <= 0 ||
+		math.Abs(cmds-n) > 256+0.05*n {
+		t.Errorf("exchange_wal %+v (%.0f commands) for %.0f measured orders", *w, cmds, n)
+	}
 }
 
 func TestAllUsage(t *testing.T) {
