@@ -278,11 +278,11 @@ func scrape(addr, name string) (float64, bool) {
 // fetch of /metrics; a key missing from the answer is missing from the
 // map (nil: no answer).
 func scrapeValues(addr string, keys ...string) map[string]float64 {
-	st, b, err := fasthttp.GetTimeout(nil, "http://"+addr+"/metrics", time.Second)
-	if err != nil || st != 200 {
+	text, ok := fetchMetrics(addr)
+	if !ok {
 		return nil
 	}
-	return parseSamples(string(b), keys)
+	return parseSamples(text, keys)
 }
 
 // parseSamples picks the samples named by keys out of a /metrics text.
@@ -292,43 +292,57 @@ func parseSamples(text string, keys []string) map[string]float64 {
 		want[k] = true
 	}
 	out := make(map[string]float64, len(keys))
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !want[key] {
-			continue
-		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+	eachSample(text, func(key string, v float64) {
+		if want[key] {
 			out[key] = v
 		}
-	}
+	})
 	return out
 }
 
 // scrapeBuckets reads the cumulative buckets of an unlabelled histogram
 // from /metrics: upper bound ("le") -> count.
 func scrapeBuckets(addr, name string) map[string]float64 {
-	st, b, err := fasthttp.GetTimeout(nil, "http://"+addr+"/metrics", time.Second)
-	if err != nil || st != 200 {
+	text, ok := fetchMetrics(addr)
+	if !ok {
 		return nil
 	}
 	out := map[string]float64{}
 	prefix := name + `_bucket{le="`
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	eachSample(text, func(key string, v float64) {
+		if rest, ok := strings.CutPrefix(key, prefix); ok {
+			if le, ok := strings.CutSuffix(rest, `"}`); ok {
+				out[le] = v
+			}
+		}
+	})
+	return out
+}
+
+// fetchMetrics is the text of the exchange's /metrics (false: no answer).
+func fetchMetrics(addr string) (string, bool) {
+	st, b, err := fasthttp.GetTimeout(nil, "http://"+addr+"/metrics", time.Second)
+	if err != nil || st != 200 {
+		return "", false
+	}
+	return string(b), true
+}
+
+// eachSample calls fn with every sample line of a /metrics text: the name
+// with its labels as written, and the value (lines whose value does not
+// parse, comments included, are skipped).
+func eachSample(text string, fn func(key string, v float64)) {
+	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {
-		l := sc.Text()
-		rest, ok := strings.CutPrefix(l, prefix)
+		key, val, ok := strings.Cut(sc.Text(), " ")
 		if !ok {
 			continue
 		}
-		le, val, ok := strings.Cut(rest, `"} `)
-		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); ok && err == nil {
-			out[le] = v
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			fn(key, v)
 		}
 	}
-	return out
 }
 
 // slowerThan is how many observations between two scrapes of the same
