@@ -242,12 +242,18 @@ func TestSegWriterCrashMidWrite(t *testing.T) {
 	theirs := t.TempDir()
 	walTestTidwallWrite(t, theirs, segSize, batches)
 
+	// Cuts around a random sample of the frame boundaries, and anywhere;
+	// -short (make test) samples a third as many (each cut reopens two WALs).
+	stride, random := 5, 10
+	if testing.Short() {
+		stride, random = 15, 4
+	}
 	cuts := []int{1, len(tornBytes) - 1}
-	for i := 1; i < len(tornFrames)-1; i += 1 + r.IntN(5) {
+	for i := 1; i < len(tornFrames)-1; i += 1 + r.IntN(stride) {
 		f := int(tornFrames[i])
 		cuts = append(cuts, f-1, f, f+1)
 	}
-	for i := 0; i < 10; i++ {
+	for i := 0; i < random; i++ {
 		cuts = append(cuts, 1+r.IntN(len(tornBytes)-1))
 	}
 	type outcome struct {
