@@ -243,7 +243,7 @@ func TestSegWriterCrashMidWrite(t *testing.T) {
 	walTestTidwallWrite(t, theirs, segSize, batches)
 
 	// Cuts around a random sample of the frame boundaries, and anywhere;
-	// -short (make test) samples a third as many (each cut reopens two WALs).
+	// -short (make test) samples ~40% as many (each cut reopens two WALs).
 	stride, random := 5, 10
 	if testing.Short() {
 		stride, random = 15, 4
