@@ -1,0 +1,175 @@
+package chaintx_test
+
+// The harness of the chaintx tests: real Postgres (a database per test,
+// persist/pgtest) and ONE anvil per test package (anviltest), each test with
+// submitters of its own (fresh keys funded on the node), so tests never see
+// each other's nonces. Tests that change anvil's mining restore automine.
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math/big"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist"
+	"github.com/ubscore/ubscore/persist/chaintx"
+	"github.com/ubscore/ubscore/persist/chaintx/anviltest"
+	"github.com/ubscore/ubscore/persist/chaintx/evm"
+	"github.com/ubscore/ubscore/persist/chaintx/pgstore"
+	"github.com/ubscore/ubscore/persist/pgtest"
+)
+
+var (
+	nodeOnce sync.Once
+	node     *anviltest.Node
+	nodeErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if node != nil {
+		node.Stop()
+	}
+	os.Exit(code)
+}
+
+func sharedNode(t testing.TB) *anviltest.Node {
+	t.Helper()
+	nodeOnce.Do(func() { node, nodeErr = anviltest.Start() })
+	if nodeErr != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("anvil unavailable (CI=1 makes this fail): %v", nodeErr)
+		}
+		t.Fatal(nodeErr)
+	}
+	return node
+}
+
+type env struct {
+	t     testing.TB
+	url   string
+	pool  *pgxpool.Pool
+	store *pgstore.Store
+	node  *anviltest.Node
+	chain *big.Int
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	n := sharedNode(t)
+	url := pgtest.NewDB(t)
+	e := &env{t: t, url: url, node: n}
+	e.pool = e.newPool()
+	if err := persist.Migrate(context.Background(), e.pool); err != nil {
+		t.Fatal(err)
+	}
+	e.store = pgstore.New(e.pool)
+	var err error
+	if e.chain, err = n.Client.ChainID(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Automine(true); _ = n.IntervalMining(0) })
+	return e
+}
+
+// newPool is a pool of its own (a second "node" gets a second pool).
+func (e *env) newPool() *pgxpool.Pool {
+	p, err := pgxpool.New(context.Background(), e.url)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(p.Close)
+	return p
+}
+
+func (e *env) signer(key string) *evm.Signer {
+	s, err := evm.NewSigner(key, e.chain)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// fast is the tests' configuration: short lease, tracker and intervals.
+func (e *env) fast(key, nodeID string, store chaintx.Store) chaintx.Config {
+	return chaintx.Config{Store: store, Chain: e.node.Client, Signers: []chaintx.Signer{e.signer(key)}, NodeID: nodeID,
+		Lease:    chaintx.LeaseConfig{Duration: 2 * time.Second, RenewInterval: 300 * time.Millisecond},
+		Workers:  4, Finality: 2, TrackInterval: 100 * time.Millisecond, ReceiptInterval: 100 * time.Millisecond,
+		ResubmitInterval: time.Second, StuckAfter: time.Hour, Logger: quiet()}
+}
+
+func (e *env) start(cfg chaintx.Config) *chaintx.Manager {
+	m, err := chaintx.New(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	m.Start()
+	e.t.Cleanup(m.Close)
+	return m
+}
+
+func quiet() *slog.Logger {
+	if os.Getenv("UBS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func transfer(sub chaintx.Address, req string, to chaintx.Address, wei int64) chaintx.NewTx {
+	return chaintx.NewTx{Submitter: sub, RequestID: req, Payload: chaintx.Payload{To: to, Value: big.NewInt(wei), GasLimit: 21000}}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (e *env) get(id chaintx.TxID) chaintx.Tx {
+	e.t.Helper()
+	tx, err := e.store.Get(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tx
+}
+
+func (e *env) waitState(id chaintx.TxID, st chaintx.State, d time.Duration) chaintx.Tx {
+	e.t.Helper()
+	var tx chaintx.Tx
+	waitFor(e.t, d, "tx "+string(st), func() bool { tx = e.get(id); return tx.State == st })
+	return tx
+}
+
+func (e *env) create(m *chaintx.Manager, n chaintx.NewTx) chaintx.Tx {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tx, _, err := m.Create(ctx, n)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tx
+}
+
+// completions returns the whole feed.
+func (e *env) completions() []chaintx.Completion {
+	e.t.Helper()
+	cs, err := e.store.Completions(context.Background(), 0, 10000)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cs
+}

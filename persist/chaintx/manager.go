@@ -1,0 +1,343 @@
+package chaintx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math/big"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Config wires a Manager.
+type Config struct {
+	Store   Store
+	Chain   Chain
+	Signers []Signer // the submitters this node can act for (one key each)
+	NodeID  string   // this node's name in submitter_lease.owner_node; unique per process
+	Lease   LeaseConfig
+
+	Workers   int // writer workers (hash(submitter) % Workers); default 16
+	QueueSize int // per worker; a full queue answers ErrBusy; default 1024
+	MaxBatch  int // requests + CREATED rows per writer transaction; default 256
+
+	Finality         uint64        // blocks (receipt's block included) for CONFIRMED / FAILED_FINAL; default 12
+	TrackInterval    time.Duration // period of the tracker loop; default 500ms
+	ReceiptInterval  time.Duration // "not found" -> next check after; default 1s
+	ReceiptMaxDelay  time.Duration // back-off cap after check errors; default 30s
+	ResubmitInterval time.Duration // a pending tx without receipt is resent this often; default 30s
+	StuckAfter       time.Duration // no receipt this long after allocation -> STUCK; default 10m
+	FeeCacheTTL      time.Duration // fee suggestions are reused this long; default 2s
+
+	Hook    Hook     // nil: StaticHook(ActionNoop)
+	Metrics *Metrics // nil: unregistered
+	Logger  *slog.Logger
+}
+
+func (c *Config) defaults() error {
+	if c.Store == nil || c.Chain == nil || len(c.Signers) == 0 || c.NodeID == "" {
+		return errors.New("chaintx: Store, Chain, Signers and NodeID are required")
+	}
+	c.Lease.defaults()
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defi := func(d *int, v int) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defi(&c.Workers, 16)
+	defi(&c.QueueSize, 1024)
+	defi(&c.MaxBatch, 256)
+	if c.Finality == 0 {
+		c.Finality = 12
+	}
+	def(&c.TrackInterval, 500*time.Millisecond)
+	def(&c.ReceiptInterval, time.Second)
+	def(&c.ReceiptMaxDelay, 30*time.Second)
+	def(&c.ResubmitInterval, 30*time.Second)
+	def(&c.StuckAfter, 10*time.Minute)
+	def(&c.FeeCacheTTL, 2*time.Second)
+	if c.Hook == nil {
+		c.Hook = StaticHook(ActionNoop)
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(nil)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Manager runs the use cases of spec 002 for the submitters it has keys
+// for: CreateTx (through the writer workers), GetTx, the lease keeper, and
+// the tracker (receipts, finality, resubmission, STUCK + hook). Every
+// effect is leader-only and fenced.
+type Manager struct {
+	cfg     Config
+	log     *slog.Logger
+	met     *Metrics
+	signers map[Address]Signer
+	subs    []Address // sorted as configured
+	workers []*worker
+
+	mu     sync.Mutex
+	leases map[Address]heldLease
+	fees   Fees
+	feesAt time.Time
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// heldLease is a lease as this node sees it.
+type heldLease struct {
+	l      Lease
+	actTil time.Time // local clock: act only before this (request start + Duration - SkewAllowance)
+}
+
+// New returns a stopped Manager; Start runs it.
+func New(cfg Config) (*Manager, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	m := &Manager{cfg: cfg, log: cfg.Logger.With("node_id", cfg.NodeID), met: cfg.Metrics,
+		signers: map[Address]Signer{}, leases: map[Address]heldLease{}}
+	for _, s := range cfg.Signers {
+		if _, dup := m.signers[s.Address()]; dup {
+			return nil, fmt.Errorf("chaintx: two keys for submitter %s", s.Address())
+		}
+		m.signers[s.Address()] = s
+		m.subs = append(m.subs, s.Address())
+	}
+	for i := range cfg.Workers {
+		m.workers = append(m.workers, newWorker(m, i))
+	}
+	return m, nil
+}
+
+// Submitters are the addresses this node has keys for.
+func (m *Manager) Submitters() []Address { return append([]Address(nil), m.subs...) }
+
+// Start runs the lease keeper, the writer workers and the tracker until Close.
+func (m *Manager) Start() {
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.renewAll(m.ctx) // be leader (if free) before the first request
+	m.goLoop(m.leaseLoop)
+	for _, w := range m.workers {
+		m.goLoop(w.run)
+	}
+	m.goLoop(m.trackLoop)
+}
+
+func (m *Manager) goLoop(f func(ctx context.Context)) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f(m.ctx)
+	}()
+}
+
+// Close stops every loop and waits for them. The leases are not released:
+// they expire (a crash does the same; the next leader takes over with a
+// higher token).
+func (m *Manager) Close() {
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.wg.Wait()
+}
+
+// Create is CreateTxUseCase: pre-check of (submitter, request_id), then the
+// submitter's writer worker allocates in a batch (checking request_id
+// again before a nonce is used). existing is true when the request_id
+// already named a tx (it is answered, nothing is created).
+func (m *Manager) Create(ctx context.Context, n NewTx) (t Tx, existing bool, err error) {
+	if _, ok := m.signers[n.Submitter]; !ok {
+		return Tx{}, false, ErrNoSubmitter
+	}
+	if n.RequestID != "" {
+		switch t, err := m.cfg.Store.GetByRequest(ctx, n.Submitter, n.RequestID); {
+		case err == nil:
+			m.met.TxCreate.WithLabelValues("existing").Inc()
+			return t, true, nil
+		case !errors.Is(err, ErrNotFound):
+			return Tx{}, false, err
+		}
+	}
+	o := &op{req: n, done: make(chan opResult, 1)}
+	if err := m.workerOf(n.Submitter).enqueue(o); err != nil {
+		m.met.TxCreate.WithLabelValues("busy").Inc()
+		return Tx{}, false, err
+	}
+	select {
+	case r := <-o.done:
+		return r.tx, r.existing, r.err
+	case <-ctx.Done():
+		return Tx{}, false, ctx.Err() // the worker still answers into the buffered channel
+	}
+}
+
+// Get is GetTxUseCase by id.
+func (m *Manager) Get(ctx context.Context, id TxID) (Tx, error) { return m.cfg.Store.Get(ctx, id) }
+
+// GetByRequest is GetTxUseCase by (submitter, request_id).
+func (m *Manager) GetByRequest(ctx context.Context, s Address, req string) (Tx, error) {
+	return m.cfg.Store.GetByRequest(ctx, s, req)
+}
+
+// Completions is ListTxCompletionsUseCase.
+func (m *Manager) Completions(ctx context.Context, after int64, limit int) ([]Completion, error) {
+	return m.cfg.Store.Completions(ctx, after, limit)
+}
+
+// Nudge asks the submitter's writer to allocate its CREATED rows now
+// (after a withdrawal inserted one); otherwise the tracker does it within
+// TrackInterval.
+func (m *Manager) Nudge(s Address) {
+	if _, ok := m.signers[s]; ok {
+		m.workerOf(s).nudge(s)
+	}
+}
+
+func (m *Manager) workerOf(s Address) *worker {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return m.workers[h.Sum32()%uint32(len(m.workers))]
+}
+
+// lease returns the submitter's lease if this node may act on it now.
+func (m *Manager) lease(s Address) (Lease, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, ok := m.leases[s]
+	if !ok || !h.l.Leader || !time.Now().Before(h.actTil) {
+		return Lease{}, false
+	}
+	return h.l, true
+}
+
+// Leader reports whether this node acts for s now (tests, health).
+func (m *Manager) Leader(s Address) (Lease, bool) { return m.lease(s) }
+
+// fenced handles ErrFenced from a critical write: counted, logged, and the
+// node stops acting for the submitter until it acquires the lease again.
+func (m *Manager) fenced(l Lease, what string, err error) bool {
+	if !errors.Is(err, ErrFenced) {
+		return false
+	}
+	m.met.LeaseFenced.Inc()
+	m.log.Warn("chaintx: write fenced: stepping down", "submitter", l.Submitter, "fencing_token", l.Token, "write", what)
+	m.mu.Lock()
+	if h, ok := m.leases[l.Submitter]; ok && h.l.Token == l.Token {
+		h.l.Leader = false
+		m.leases[l.Submitter] = h
+	}
+	m.mu.Unlock()
+	return true
+}
+
+func (m *Manager) leaseLoop(ctx context.Context) {
+	t := time.NewTicker(m.cfg.Lease.RenewInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.renewAll(ctx)
+		}
+	}
+}
+
+func (m *Manager) renewAll(ctx context.Context) {
+	for _, s := range m.subs {
+		start := time.Now()
+		l, err := m.cfg.Store.AcquireLease(ctx, s, m.cfg.NodeID, m.cfg.Lease.Duration)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.met.LeaseAcquire.WithLabelValues("error").Inc()
+				m.log.Warn("chaintx: lease acquire failed", "submitter", s, "err", err)
+			}
+			continue
+		}
+		m.mu.Lock()
+		prev := m.leases[s]
+		m.leases[s] = heldLease{l: l, actTil: start.Add(m.cfg.Lease.Duration - m.cfg.Lease.SkewAllowance)}
+		m.mu.Unlock()
+		switch {
+		case !l.Leader:
+			m.met.LeaseAcquire.WithLabelValues("not_leader").Inc()
+		case prev.l.Leader && prev.l.Token == l.Token:
+			m.met.LeaseAcquire.WithLabelValues("renewed").Inc()
+		default:
+			m.met.LeaseAcquire.WithLabelValues("acquired").Inc()
+			m.log.Info("chaintx: lease acquired", "submitter", s, "fencing_token", l.Token)
+		}
+	}
+}
+
+// currentFees returns EIP-1559 fees, cached for FeeCacheTTL.
+func (m *Manager) currentFees(ctx context.Context) (Fees, error) {
+	m.mu.Lock()
+	f, at := m.fees, m.feesAt
+	m.mu.Unlock()
+	if f.MaxFee != nil && time.Since(at) < m.cfg.FeeCacheTTL {
+		return f, nil
+	}
+	f, err := m.cfg.Chain.Fees(ctx)
+	if err != nil {
+		return Fees{}, err
+	}
+	m.mu.Lock()
+	m.fees, m.feesAt = f, time.Now()
+	m.mu.Unlock()
+	return f, nil
+}
+
+// bump raises fees by 25% + 1 wei (nodes want >= 10% to replace), and to
+// at least the current suggestion.
+func bump(prev, now Fees) Fees {
+	up := func(a, b *big.Int) *big.Int {
+		v := new(big.Int).Mul(a, big.NewInt(125))
+		v.Div(v, big.NewInt(100))
+		v.Add(v, big.NewInt(1))
+		if b != nil && b.Cmp(v) > 0 {
+			v.Set(b)
+		}
+		return v
+	}
+	f := Fees{MaxFee: up(prev.MaxFee, now.MaxFee), MaxTip: up(prev.MaxTip, now.MaxTip)}
+	if f.MaxTip.Cmp(f.MaxFee) > 0 {
+		f.MaxFee = new(big.Int).Set(f.MaxTip)
+	}
+	return f
+}
+
+// send broadcasts raw and classifies the answer for metrics and records.
+func (m *Manager) send(ctx context.Context, raw []byte) (result, errText string) {
+	err := m.cfg.Chain.Send(ctx, raw)
+	switch {
+	case err == nil:
+		return "ok", ""
+	case errors.Is(err, ErrAlreadyKnown):
+		return "known", ""
+	case errors.Is(err, ErrNonceTooLow):
+		// The nonce is used: by this tx (mined; the receipt checker finds
+		// it) or by another one (a replacement of ours, or a foreign use of
+		// the key: then no receipt ever comes and the tx goes STUCK).
+		return "nonce_too_low", ""
+	default:
+		return "error", err.Error()
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

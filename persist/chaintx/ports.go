@@ -1,0 +1,186 @@
+package chaintx
+
+import (
+	"context"
+	"errors"
+	"math/big"
+	"time"
+)
+
+// The ports (spec §2.1): implemented by the adapters (pgstore, evm), used by
+// the Manager. Every Store method taking a Lease is a critical write: it
+// returns ErrFenced, having written nothing, unless the lease is still this
+// node's, unexpired and at that token in the database.
+
+var (
+	ErrFenced      = errors.New("chaintx: fenced: the lease is no longer ours")
+	ErrNotFound    = errors.New("chaintx: not found")
+	ErrNotLeader   = errors.New("chaintx: this node does not hold the submitter's lease")
+	ErrBusy        = errors.New("chaintx: writer queue full")
+	ErrStopped     = errors.New("chaintx: manager stopped")
+	ErrTxFinal     = errors.New("chaintx: the transaction is final")
+	ErrTxMined     = errors.New("chaintx: the transaction is already mined")
+	ErrNoNonce     = errors.New("chaintx: the transaction has no nonce yet")
+	ErrBadAction   = errors.New("chaintx: unknown action")
+	ErrNoSubmitter = errors.New("chaintx: this node has no key for the submitter")
+)
+
+// AllocatedGrace is how long after allocation an ALLOCATED tx is due for
+// (re)submission if the writer's own broadcast never got recorded (a crash
+// between commit and broadcast).
+const AllocatedGrace = 5 * time.Second
+
+// NewTx is a creation request.
+type NewTx struct {
+	Submitter Address
+	RequestID string // "" = not idempotent
+	Payload   Payload
+}
+
+// AllocResult is what one writer batch did.
+type AllocResult struct {
+	Answers   []Tx     // one per request, in order: the new tx, or the one its request_id already names
+	Existing  []bool   // per request: the request_id existed (no nonce used)
+	Allocated []Tx     // every tx allocated (new requests and former CREATED rows), nonce order
+	Next      uint64   // the cursor after the batch
+}
+
+// Assign is the writer's nonce policy, called by Store.Allocate inside its
+// transaction once it knows the database cursor: it sets each tx's Nonce
+// (contiguous from max(chain, cache, db)) and signs it (Signed[0]), and
+// returns the new cursor.
+type Assign func(dbNext uint64, txs []*Tx) (next uint64, err error)
+
+// SubmitResult is the outcome of one broadcast.
+type SubmitResult struct {
+	ID  TxID
+	Err string // "" = the node accepted it (or already had it)
+}
+
+// ReceiptUpdate is the outcome of one receipt check.
+type ReceiptUpdate struct {
+	ID      TxID
+	Receipt *Receipt      // nil: not found yet, or an error
+	Err     string        // "" unless the check failed (not "not found")
+	Retry   time.Duration // next check after this long
+}
+
+// PendingStats are the pile-up signals of one submitter (spec §5.2).
+type PendingStats struct {
+	Pending     int           // ALLOCATED + TRACKING + STUCK
+	OldestAge   time.Duration // age of the oldest pending tx since allocation (database time)
+	Stuck       int
+	CreatedWait int // CREATED rows waiting for a nonce
+}
+
+// Store is the Postgres side: LeaseRepository, TxRepository,
+// NonceCursorRepository and TxCompletionRepository of §2.1 in one port.
+type Store interface {
+	// AcquireLease acquires, renews or takes over (expired: token + 1) the
+	// submitter's lease for node, with database time. Leader is false when
+	// another node holds an unexpired lease.
+	AcquireLease(ctx context.Context, submitter Address, node string, d time.Duration) (Lease, error)
+
+	Get(ctx context.Context, id TxID) (Tx, error)
+	GetByRequest(ctx context.Context, submitter Address, requestID string) (Tx, error)
+	// Completions returns the feed after seq, at most limit entries.
+	Completions(ctx context.Context, after int64, limit int) ([]Completion, error)
+	Remediations(ctx context.Context, id TxID) ([]Remediation, error)
+	Stats(ctx context.Context, submitter Address) (PendingStats, error)
+
+	// Allocate runs one writer batch in one transaction: requests whose
+	// request_id exists already answer that tx and use no nonce; the rest
+	// and up to maxCreated CREATED rows of the submitter get nonces from
+	// assign; rows, signed raws and the cursor are written. Fenced.
+	Allocate(ctx context.Context, l Lease, reqs []NewTx, maxCreated int, assign Assign) (AllocResult, error)
+	// Submitted records broadcasts (attempt + 1): ALLOCATED -> TRACKING on
+	// success, last_error otherwise; the next resubmission is due after
+	// resubmitAfter. Fenced.
+	Submitted(ctx context.Context, l Lease, rs []SubmitResult, resubmitAfter time.Duration) error
+	// ClaimResubmit claims (next_resubmit_at moved by interval, attempt + 1)
+	// the submitter's pending txs without a receipt whose next_resubmit_at is
+	// due, before anything is sent. Fenced.
+	ClaimResubmit(ctx context.Context, l Lease, interval time.Duration, limit int) ([]Tx, error)
+	// ReceiptCandidates are TRACKING / STUCK txs without a receipt, due for a check.
+	ReceiptCandidates(ctx context.Context, submitter Address, limit int) ([]Tx, error)
+	// RecordReceipts stores found receipts and schedules the next checks. Fenced.
+	RecordReceipts(ctx context.Context, l Lease, us []ReceiptUpdate) error
+	// FinalityCandidates are TRACKING / STUCK txs with a receipt.
+	FinalityCandidates(ctx context.Context, submitter Address, limit int) ([]Tx, error)
+	// Finalize moves a tx with a receipt to CONFIRMED or FAILED_FINAL and
+	// appends the completion, once. Fenced.
+	Finalize(ctx context.Context, l Lease, id TxID, st State, sub string) error
+	// Reorged clears a receipt whose block left the canonical chain: back to
+	// TRACKING, checked and resubmitted at once. Fenced.
+	Reorged(ctx context.Context, l Lease, id TxID, blockHash Hash) error
+	// MarkStuck moves the submitter's ALLOCATED / TRACKING txs without a
+	// receipt allocated longer than after ago to STUCK, appending a
+	// completion each, and returns them. Fenced.
+	MarkStuck(ctx context.Context, l Lease, after time.Duration, limit int) ([]Tx, error)
+	// AddSigned stores one more signed transaction for a tx's nonce and the
+	// remediation that made it, before it is broadcast. Fenced.
+	AddSigned(ctx context.Context, l Lease, id TxID, s Signed, r Remediation) error
+	// Audit stores a remediation that signed nothing (NOOP, or PLACEHOLDER
+	// with no gap). Fenced.
+	Audit(ctx context.Context, l Lease, r Remediation) error
+	// InsertPlaceholder stores an ALLOCATED placeholder tx at a nonce below
+	// the cursor that no managed tx holds (request_id "placeholder:<nonce>";
+	// a repeat answers the existing one). Fenced.
+	InsertPlaceholder(ctx context.Context, l Lease, t Tx, r Remediation) (Tx, error)
+	// NoncesHeld returns which nonces in [from, to) managed txs of the submitter hold.
+	NoncesHeld(ctx context.Context, submitter Address, from, to uint64) (map[uint64]bool, error)
+}
+
+// Fees are EIP-1559 fee parameters, wei per gas.
+type Fees struct {
+	MaxFee *big.Int
+	MaxTip *big.Int
+}
+
+// ChainReceipt is what the node says about a mined transaction.
+type ChainReceipt struct {
+	BlockNumber uint64
+	BlockHash   Hash
+	Success     bool
+}
+
+// Errors a Chain classifies.
+var (
+	ErrReceiptNotFound = errors.New("chaintx: receipt not found") // not mined yet: not an error
+	ErrAlreadyKnown    = errors.New("chaintx: transaction already known")
+	ErrNonceTooLow     = errors.New("chaintx: nonce too low") // the nonce is used (maybe by this very tx)
+)
+
+// Chain is the ChainConnector of §2.1.
+type Chain interface {
+	ChainID(ctx context.Context) (*big.Int, error)
+	// PendingNonce is eth_getTransactionCount(a, "pending").
+	PendingNonce(ctx context.Context, a Address) (uint64, error)
+	// MinedNonce is eth_getTransactionCount(a, "latest").
+	MinedNonce(ctx context.Context, a Address) (uint64, error)
+	// Send broadcasts a signed raw transaction; ErrAlreadyKnown /
+	// ErrNonceTooLow when the node has it or its nonce is used.
+	Send(ctx context.Context, raw []byte) error
+	// Receipt returns the receipt of hash, ErrReceiptNotFound if not mined.
+	Receipt(ctx context.Context, h Hash) (ChainReceipt, error)
+	// Head is the latest block number.
+	Head(ctx context.Context) (uint64, error)
+	// BlockHash is the canonical block hash at height n.
+	BlockHash(ctx context.Context, n uint64) (Hash, error)
+	// Fees suggests EIP-1559 fees for a new transaction.
+	Fees(ctx context.Context) (Fees, error)
+}
+
+// Unsigned is a transaction to sign.
+type Unsigned struct {
+	Nonce   uint64
+	Payload Payload
+	Fees    Fees
+}
+
+// Signer is the SignService: it signs for one address. The key never
+// leaves it and is never logged.
+type Signer interface {
+	Address() Address
+	Sign(u Unsigned) (Hash, []byte, error)
+}
