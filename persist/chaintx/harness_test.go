@@ -99,8 +99,8 @@ func (e *env) signer(key string) *evm.Signer {
 // fast is the tests' configuration: short lease, tracker and intervals.
 func (e *env) fast(key, nodeID string, store chaintx.Store) chaintx.Config {
 	return chaintx.Config{Store: store, Chain: e.node.Client, Signers: []chaintx.Signer{e.signer(key)}, NodeID: nodeID,
-		Lease:    chaintx.LeaseConfig{Duration: 2 * time.Second, RenewInterval: 300 * time.Millisecond},
-		Workers:  4, Finality: 2, TrackInterval: 100 * time.Millisecond, ReceiptInterval: 100 * time.Millisecond,
+		Lease:   chaintx.LeaseConfig{Duration: 2 * time.Second, RenewInterval: 300 * time.Millisecond},
+		Workers: 4, Finality: 2, TrackInterval: 100 * time.Millisecond, ReceiptInterval: 100 * time.Millisecond,
 		ResubmitInterval: time.Second, StuckAfter: time.Hour, Logger: quiet()}
 }
 

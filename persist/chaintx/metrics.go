@@ -13,19 +13,19 @@ const levelCritical = slog.Level(12)
 
 // Metrics are the spec's §5.2 signals, named ubs_chain_*.
 type Metrics struct {
-	LeaseAcquire   *prometheus.CounterVec // result: acquired | renewed | not_leader | error
-	LeaseFenced    prometheus.Counter     // critical writes refused by the fence
-	QueueDepth     *prometheus.GaugeVec   // worker: requests waiting in the writer's queue
-	TxCreate       *prometheus.CounterVec // result: allocated | existing | not_leader | busy | error
-	TxSubmit       *prometheus.CounterVec // result: ok | known | nonce_too_low | error
-	ReceiptCheck   *prometheus.CounterVec // result: found | not_found | error
-	PendingOldest  *prometheus.GaugeVec   // submitter: age of the oldest pending tx, seconds
-	Pending        *prometheus.GaugeVec   // submitter: pending txs (ALLOCATED + TRACKING + STUCK)
-	Resubmit       *prometheus.CounterVec // result: ok | known | nonce_too_low | error
-	Stuck          prometheus.Counter     // transitions to STUCK
-	Reorgs         prometheus.Counter     // receipts whose block left the canonical chain
-	Finalized      *prometheus.CounterVec // state: CONFIRMED | FAILED_FINAL
-	Remediations   *prometheus.CounterVec // action
+	LeaseAcquire  *prometheus.CounterVec // result: acquired | renewed | not_leader | error
+	LeaseFenced   prometheus.Counter     // critical writes refused by the fence
+	QueueDepth    *prometheus.GaugeVec   // worker: requests waiting in the writer's queue
+	TxCreate      *prometheus.CounterVec // result: allocated | existing | not_leader | busy | error
+	TxSubmit      *prometheus.CounterVec // result: ok | known | nonce_too_low | error
+	ReceiptCheck  *prometheus.CounterVec // result: found | not_found | error
+	PendingOldest *prometheus.GaugeVec   // submitter: age of the oldest pending tx, seconds
+	Pending       *prometheus.GaugeVec   // submitter: pending txs (ALLOCATED + TRACKING + STUCK)
+	Resubmit      *prometheus.CounterVec // result: ok | known | nonce_too_low | error
+	Stuck         prometheus.Counter     // transitions to STUCK
+	Reorgs        prometheus.Counter     // receipts whose block left the canonical chain
+	Finalized     *prometheus.CounterVec // state: CONFIRMED | FAILED_FINAL
+	Remediations  *prometheus.CounterVec // action
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not registered).

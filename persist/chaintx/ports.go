@@ -39,10 +39,10 @@ type NewTx struct {
 
 // AllocResult is what one writer batch did.
 type AllocResult struct {
-	Answers   []Tx     // one per request, in order: the new tx, or the one its request_id already names
-	Existing  []bool   // per request: the request_id existed (no nonce used)
-	Allocated []Tx     // every tx allocated (new requests and former CREATED rows), nonce order
-	Next      uint64   // the cursor after the batch
+	Answers   []Tx   // one per request, in order: the new tx, or the one its request_id already names
+	Existing  []bool // per request: the request_id existed (no nonce used)
+	Allocated []Tx   // every tx allocated (new requests and former CREATED rows), nonce order
+	Next      uint64 // the cursor after the batch
 }
 
 // Assign is the writer's nonce policy, called by Store.Allocate inside its

@@ -51,7 +51,7 @@ type Signed struct {
 
 // Receipt is the minimal evidence of inclusion (spec §3.6).
 type Receipt struct {
-	TxHash      Hash   // which of the tx's signed transactions was mined
+	TxHash      Hash // which of the tx's signed transactions was mined
 	Kind        SignedKind
 	BlockNumber uint64
 	BlockHash   Hash

@@ -144,7 +144,9 @@ func (n *Node) call(method string, args ...any) error {
 }
 
 // Mine mines blocks now.
-func (n *Node) Mine(blocks int) error { return n.call("anvil_mine", hexutil.EncodeUint64(uint64(blocks))) }
+func (n *Node) Mine(blocks int) error {
+	return n.call("anvil_mine", hexutil.EncodeUint64(uint64(blocks)))
+}
 
 // Automine turns mining on every transaction on or off.
 func (n *Node) Automine(on bool) error { return n.call("evm_setAutomine", on) }
@@ -160,7 +162,9 @@ func (n *Node) Drop(h chaintx.Hash) error { return n.call("anvil_dropTransaction
 func (n *Node) Reorg(depth int) error { return n.call("anvil_reorg", depth, []any{}) }
 
 // SetCode puts runtime code at an address (e.g. "0x60006000fd": always revert).
-func (n *Node) SetCode(a chaintx.Address, code string) error { return n.call("anvil_setCode", string(a), code) }
+func (n *Node) SetCode(a chaintx.Address, code string) error {
+	return n.call("anvil_setCode", string(a), code)
+}
 
 // SetBalance sets an account's balance in wei.
 func (n *Node) SetBalance(a chaintx.Address, wei *big.Int) error {

@@ -186,4 +186,3 @@ func (s *Store) FinalityCandidates(ctx context.Context, sub chaintx.Address, lim
 	return loadTxs(ctx, s.pool, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND state IN ('TRACKING', 'STUCK')
 		AND receipt_hash IS NOT NULL ORDER BY receipt_block, nonce LIMIT $2`, string(sub), limit)
 }
-
