@@ -74,7 +74,7 @@ func newEnv(t testing.TB) *env {
 	if e.chain, err = n.Client.ChainID(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = n.Automine(true); _ = n.IntervalMining(0) })
+	t.Cleanup(func() { _ = n.IntervalMining(0); _ = n.Automine(true) }) // in this order: interval 0 turns mining off
 	return e
 }
 
@@ -173,3 +173,5 @@ func (e *env) completions() []chaintx.Completion {
 	}
 	return cs
 }
+
+func itoa(n uint64) string { return big.NewInt(0).SetUint64(n).String() }

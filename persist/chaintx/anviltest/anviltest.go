@@ -235,3 +235,17 @@ func hexKey(k *ecdsa.PrivateKey) string { return hexutil.Encode(crypto.FromECDSA
 func Addr(i int) chaintx.Address {
 	return evm.Normalize(common.HexToAddress(fmt.Sprintf("0x7e57%036x", i)))
 }
+
+// Sender returns the sender and nonce of a transaction.
+func (n *Node) Sender(h chaintx.Hash) (chaintx.Address, uint64, error) {
+	var tx struct {
+		From  string         `json:"from"`
+		Nonce hexutil.Uint64 `json:"nonce"`
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Client.RPC(ctx, &tx, "eth_getTransactionByHash", string(h)); err != nil {
+		return "", 0, err
+	}
+	return chaintx.Address(strings.ToLower(tx.From)), uint64(tx.Nonce), nil
+}
