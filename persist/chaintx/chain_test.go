@@ -292,7 +292,9 @@ func TestPileupMetricsMoveWhenMiningStops(t *testing.T) {
 	}
 	pending := func() float64 { return testutil.ToFloat64(cfg.Metrics.Pending.WithLabelValues(string(sub))) }
 	oldest := func() float64 { return testutil.ToFloat64(cfg.Metrics.PendingOldest.WithLabelValues(string(sub))) }
-	resub := func() float64 { return testutil.ToFloat64(cfg.Metrics.Resubmit.WithLabelValues("known")) + testutil.ToFloat64(cfg.Metrics.Resubmit.WithLabelValues("ok")) }
+	resub := func() float64 {
+		return testutil.ToFloat64(cfg.Metrics.Resubmit.WithLabelValues("known")) + testutil.ToFloat64(cfg.Metrics.Resubmit.WithLabelValues("ok"))
+	}
 	waitFor(t, 5*time.Second, "pending gauge at 5", func() bool { return pending() == 5 })
 	a := oldest()
 	waitFor(t, 5*time.Second, "oldest pending age growing", func() bool { return oldest() > a+0.3 })
