@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/ubscore/ubscore/persist/chaintx"
 	"github.com/ubscore/ubscore/persist/chaintx/anviltest"
 	"github.com/ubscore/ubscore/persist/chaintx/pgstore"
@@ -40,12 +42,29 @@ func TestNoncesNeverRepeatAcrossLeaderKills(t *testing.T) {
 	var mu sync.Mutex
 	var gen int
 	nodes := make([]*chaintx.Manager, 2)
+	pools := make([]*pgxpool.Pool, 2)
+	t.Cleanup(func() {
+		for i, m := range nodes {
+			m.Close()
+			pools[i].Close()
+		}
+	})
 	startNode := func(slot int) {
 		gen++
-		cfg := e.fast(key, fmt.Sprintf("node-%d", gen), pgstore.New(e.newPool()))
+		pool, err := pgxpool.New(context.Background(), e.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pools[slot] = pool // a dead node's pool is closed: connections stay bounded
+		cfg := e.fast(key, fmt.Sprintf("node-%d", gen), pgstore.New(pool))
 		cfg.Lease = chaintx.LeaseConfig{Duration: time.Second, RenewInterval: 150 * time.Millisecond}
 		cfg.Finality = 1
-		nodes[slot] = e.start(cfg)
+		m, err := chaintx.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Start()
+		nodes[slot] = m
 	}
 	startNode(0)
 	startNode(1)
@@ -65,6 +84,7 @@ func TestNoncesNeverRepeatAcrossLeaderKills(t *testing.T) {
 			for slot, m := range nodes {
 				if _, ok := m.Leader(sub); ok {
 					m.Close()
+					pools[slot].Close()
 					startNode(slot)
 					killed++
 					break

@@ -14,13 +14,14 @@ import (
 // This file is the conservation check of spec 7.2 (MON-003), exact to the
 // unit even while transfers move. Per asset:
 //
-//	funding + spot + inFlight == deposits + adjustments
+//	funding + spot + inFlight + withdrawn == deposits + adjustments
 //
 //	funding     = Σ balances_tb.available                 (Postgres snapshot P)
 //	deposits    = Σ funding_deposits.amount                (P)
 //	spot        = Σ SPOT avail+frozen, fee account incl.   (core read C)
 //	adjustments = net operator adjustments into SPOT       (C)
 //	inFlight    = Σ over moving transfers of amount × (withdrawn − deposited − refunded)
+//	withdrawn   = Σ on-chain withdrawals PENDING or COMPLETED (P; invariant_withdrawals.go)
 //
 // Each flag of a moving transfer is read on the side its operation changes,
 // in the same read as that side's total: a FUNDING operation from P (its
@@ -103,7 +104,8 @@ type AssetBalance struct {
 	InFlightFSM *big.Int // the spec's Σ amount in SOURCE_DONE, TARGET_PENDING, COMPENSATING (informational)
 	Deposits    *big.Int // Σ funding_deposits.amount
 	Adjustments *big.Int // SpotSnapshot.Adjustments
-	Diff        *big.Int // Funding + Spot + InFlight − (Deposits + Adjustments); 0 when OK
+	Withdrawn   *big.Int // Σ on-chain withdrawals debited from FUNDING and not refunded (in flight or completed)
+	Diff        *big.Int // Funding + Spot + InFlight + Withdrawn − (Deposits + Adjustments); 0 when OK
 	OK          bool     // Diff == 0 and no anomaly of this asset
 }
 
@@ -191,7 +193,7 @@ func evaluate(assets []AssetID, snap SpotSnapshot, asked []string, mark int64, p
 	for a, v := range snap.Adjustments {
 		sums.add(sums.adjust, a, big.NewInt(int64(v)))
 	}
-	sums.funding, sums.deposits, sums.fsm = p.funding, p.deposits, p.inFlightFSM
+	sums.funding, sums.deposits, sums.fsm, sums.withdrawn = p.funding, p.deposits, p.inFlightFSM, p.withdrawn
 	rep.Assets, rep.OK = sums.balance(assets, rep.Anomalies)
 	if len(rep.Anomalies) > 0 {
 		rep.OK = false
@@ -201,7 +203,7 @@ func evaluate(assets []AssetID, snap SpotSnapshot, asked []string, mark int64, p
 
 // sums are the per-asset terms, asset units.
 type sums struct {
-	funding, spot, inFlight, fsm, deposits, adjust map[AssetID]*big.Int
+	funding, spot, inFlight, fsm, deposits, adjust, withdrawn map[AssetID]*big.Int
 }
 
 func newSums() *sums {
@@ -217,7 +219,7 @@ func (s *sums) add(m map[AssetID]*big.Int, a AssetID, v *big.Int) {
 
 // balance evaluates the equation for assets (nil: every asset of any term).
 func (s *sums) balance(assets []AssetID, anomalies []Anomaly) ([]AssetBalance, bool) {
-	terms := []map[AssetID]*big.Int{s.funding, s.spot, s.inFlight, s.fsm, s.deposits, s.adjust}
+	terms := []map[AssetID]*big.Int{s.funding, s.spot, s.inFlight, s.fsm, s.deposits, s.adjust, s.withdrawn}
 	if len(assets) == 0 {
 		for _, m := range terms {
 			for a := range m {
@@ -238,9 +240,10 @@ func (s *sums) balance(assets []AssetID, anomalies []Anomaly) ([]AssetBalance, b
 	allOK := true
 	for _, a := range assets {
 		b := AssetBalance{Asset: a, Funding: get(s.funding, a), Spot: get(s.spot, a), InFlight: get(s.inFlight, a),
-			InFlightFSM: get(s.fsm, a), Deposits: get(s.deposits, a), Adjustments: get(s.adjust, a)}
+			InFlightFSM: get(s.fsm, a), Deposits: get(s.deposits, a), Adjustments: get(s.adjust, a), Withdrawn: get(s.withdrawn, a)}
 		lhs := new(big.Int).Add(b.Funding, b.Spot)
 		lhs.Add(lhs, b.InFlight)
+		lhs.Add(lhs, b.Withdrawn)
 		rhs := new(big.Int).Add(b.Deposits, b.Adjustments)
 		b.Diff = lhs.Sub(lhs, rhs)
 		b.OK = b.Diff.Sign() == 0 && !slices.ContainsFunc(anomalies, func(x Anomaly) bool { return x.Asset == a })

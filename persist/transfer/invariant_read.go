@@ -68,6 +68,7 @@ type fundingSide struct {
 	funding     map[AssetID]*big.Int
 	deposits    map[AssetID]*big.Int
 	inFlightFSM map[AssetID]*big.Int
+	withdrawn   map[AssetID]*big.Int // invariant_withdrawals.go
 	moving      []movingTransfer
 }
 
@@ -90,6 +91,9 @@ func readFundingSide(ctx context.Context, pool *pgxpool.Pool, asked []string, ma
 			}
 			if p.inFlightFSM, err = sumByAsset(ctx, tx, `SELECT asset_id, sum(amount)::text FROM transfers_tb
 				WHERE state IN (20, 30, -20) GROUP BY asset_id`); err != nil {
+				return err
+			}
+			if p.withdrawn, err = sumWithdrawn(ctx, tx); err != nil {
 				return err
 			}
 			p.moving, err = readMoving(ctx, tx, asked, mark)

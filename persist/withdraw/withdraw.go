@@ -1,0 +1,288 @@
+package withdraw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/persist/chaintx"
+	"github.com/ubscore/ubscore/persist/chaintx/pgstore"
+)
+
+// State of a withdrawal.
+type State string
+
+const (
+	Pending   State = "PENDING"   // debited; its managed tx is CREATED .. TRACKING, or STUCK
+	Completed State = "COMPLETED" // its managed tx is CONFIRMED
+	Cancelled State = "CANCELLED" // its managed tx is FAILED_FINAL; refunded to FUNDING
+)
+
+// Code is a refusal's stable code.
+type Code string
+
+const (
+	CodeInvalidAsset        Code = "INVALID_ASSET"            // not withdrawable to a chain
+	CodeInvalidAddress      Code = "INVALID_ADDRESS"          // malformed, zero, or a bad EIP-55 checksum
+	CodeInvalidAmount       Code = "INVALID_AMOUNT"           // not positive
+	CodeAmountTooSmall      Code = "AMOUNT_TOO_SMALL"         // below the asset's minimum
+	CodeAmountTooLarge      Code = "AMOUNT_TOO_LARGE"         // above the asset's maximum
+	CodeNotRepresentable    Code = "AMOUNT_NOT_REPRESENTABLE" // does not convert exactly to the chain's unit
+	CodeAccountNotFound     Code = "ACCOUNT_NOT_FOUND"
+	CodeAccountFrozen       Code = "ACCOUNT_FROZEN"
+	CodeAccountDisabled     Code = "ACCOUNT_DISABLED"
+	CodeInsufficientBalance Code = "INSUFFICIENT_BALANCE"
+	CodeNotFound            Code = "WITHDRAWAL_NOT_FOUND"
+)
+
+// Error is a refusal: nothing changed.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+func refuse(c Code, format string, a ...any) *Error {
+	return &Error{Code: c, Message: fmt.Sprintf(format, a...)}
+}
+
+// Asset is a withdrawable asset.
+type Asset struct {
+	Symbol        string
+	ID            core.AssetID
+	Scale         int        // the exchange's decimals (balances_tb units are 10^-Scale)
+	ChainDecimals int        // the chain's decimals (18 for ETH: wei)
+	Min, Max      core.Units // per withdrawal, exchange units; 0 = no bound
+}
+
+// ToChain converts exchange units to the chain's unit, exactly or not at all.
+func (a Asset) ToChain(u core.Units) (*big.Int, bool) {
+	v := big.NewInt(int64(u))
+	d := a.ChainDecimals - a.Scale
+	if d >= 0 {
+		return v.Mul(v, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d)), nil)), true
+	}
+	q, r := new(big.Int).QuoRem(v, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(-d)), nil), new(big.Int))
+	return q, r.Sign() == 0 && q.Sign() > 0
+}
+
+// Withdrawal is one row of withdrawals, with its managed tx's public state.
+type Withdrawal struct {
+	ID        int64
+	UserID    core.UserID
+	Asset     core.AssetID
+	Amount    core.Units // exchange units
+	ValueWei  *big.Int   // chain units
+	Address   chaintx.Address
+	CID       string
+	Submitter chaintx.Address
+	TxID      chaintx.TxID
+	State     State
+	TxState   chaintx.State // the managed tx's state (no confirmation counts)
+	TxHash    chaintx.Hash  // the mined tx's hash once known, else the original's ("" before ALLOCATED)
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Config wires a Service.
+type Config struct {
+	Pool      *pgxpool.Pool
+	Submitter chaintx.Address // the hot wallet
+	Assets    []Asset
+	// ParseAddress validates a user's address (evm.ParseAddress).
+	ParseAddress func(string) (chaintx.Address, error)
+	// Nudge is told after a withdrawal is stored (Manager.Nudge); may be nil.
+	Nudge func(chaintx.Address)
+	// GasLimit of a withdrawal tx; default 21000 (a plain value transfer:
+	// contract recipients that need more gas revert, and are refunded).
+	GasLimit uint64
+}
+
+// Service creates and reads withdrawals.
+type Service struct {
+	cfg   Config
+	bySym map[string]Asset
+	byID  map[core.AssetID]Asset
+}
+
+// New returns the service.
+func New(cfg Config) *Service {
+	if cfg.GasLimit == 0 {
+		cfg.GasLimit = 21000
+	}
+	s := &Service{cfg: cfg, bySym: map[string]Asset{}, byID: map[core.AssetID]Asset{}}
+	for _, a := range cfg.Assets {
+		s.bySym[a.Symbol], s.byID[a.ID] = a, a
+	}
+	return s
+}
+
+// Asset returns the withdrawable asset of a symbol.
+func (s *Service) Asset(sym string) (Asset, bool) { a, ok := s.bySym[sym]; return a, ok }
+
+// AssetByID returns the withdrawable asset of an id.
+func (s *Service) AssetByID(id core.AssetID) (Asset, bool) { a, ok := s.byID[id]; return a, ok }
+
+// Request is a user's withdrawal request (amount already parsed at the asset's scale).
+type Request struct {
+	User    core.UserID
+	Asset   string
+	Amount  core.Units
+	Address string
+	CID     string // optional idempotency key
+}
+
+// Create validates, debits FUNDING and stores the withdrawal with its
+// CREATED managed tx in one transaction. A repeated cid answers the first
+// withdrawal with duplicate = true (whatever the other fields say).
+func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicate bool, err error) {
+	a, ok := s.bySym[r.Asset]
+	if !ok {
+		return w, false, refuse(CodeInvalidAsset, "asset %q cannot be withdrawn to a chain", r.Asset)
+	}
+	addr, perr := s.cfg.ParseAddress(r.Address)
+	if perr != nil {
+		return w, false, refuse(CodeInvalidAddress, "%v", perr)
+	}
+	switch {
+	case r.Amount <= 0:
+		return w, false, refuse(CodeInvalidAmount, "amount must be positive")
+	case a.Min > 0 && r.Amount < a.Min:
+		return w, false, refuse(CodeAmountTooSmall, "below the minimum withdrawal")
+	case a.Max > 0 && r.Amount > a.Max:
+		return w, false, refuse(CodeAmountTooLarge, "above the maximum withdrawal")
+	}
+	wei, exact := a.ToChain(r.Amount)
+	if !exact {
+		return w, false, refuse(CodeNotRepresentable, "amount is not a whole number of the chain's smallest unit")
+	}
+	if r.CID != "" {
+		if w, err := s.byCID(ctx, r.User, r.CID); err == nil {
+			return w, true, nil
+		} else if !errors.Is(err, errNone) {
+			return w, false, err
+		}
+	}
+	var id int64
+	err = pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		if err := debit(ctx, tx, r.User, a.ID, r.Amount); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT nextval('withdrawals_id_seq')`).Scan(&id); err != nil {
+			return err
+		}
+		txID, err := pgstore.InsertCreated(ctx, tx, chaintx.NewTx{Submitter: s.cfg.Submitter, RequestID: "wd-" + strconv.FormatInt(id, 10),
+			Payload: chaintx.Payload{To: addr, Value: wei, GasLimit: s.cfg.GasLimit}})
+		if err != nil {
+			return err
+		}
+		var cid *string
+		if r.CID != "" {
+			cid = &r.CID
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO withdrawals (withdrawal_id, user_id, asset_id, amount, value_wei, address, cid, submitter, tx_id, state)
+			VALUES ($1, $2, $3, $4, $5::numeric, $6, $7, $8, $9, 'PENDING')`,
+			id, int64(r.User), int32(a.ID), int64(r.Amount), wei.String(), string(addr), cid, string(s.cfg.Submitter), int64(txID))
+		return err
+	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && r.CID != "" { // a concurrent request with the same cid won
+		w, err := s.byCID(ctx, r.User, r.CID)
+		return w, err == nil, err
+	}
+	if err != nil {
+		return w, false, err
+	}
+	if s.cfg.Nudge != nil {
+		s.cfg.Nudge(s.cfg.Submitter)
+	}
+	w, err = s.Get(ctx, id)
+	return w, false, err
+}
+
+// debit takes amount from the user's ACTIVE FUNDING account, or refuses.
+func debit(ctx context.Context, tx pgx.Tx, user core.UserID, asset core.AssetID, amount core.Units) error {
+	var status string
+	var avail int64
+	err := tx.QueryRow(ctx, `SELECT status, available FROM balances_tb WHERE user_id = $1 AND asset_id = $2 FOR UPDATE`,
+		int64(user), int32(asset)).Scan(&status, &avail)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return refuse(CodeAccountNotFound, "no FUNDING account for this asset")
+	case err != nil:
+		return err
+	case status == "FROZEN":
+		return refuse(CodeAccountFrozen, "FUNDING account frozen")
+	case status == "DISABLED":
+		return refuse(CodeAccountDisabled, "FUNDING account disabled")
+	case avail < int64(amount):
+		return refuse(CodeInsufficientBalance, "insufficient FUNDING balance")
+	}
+	_, err = tx.Exec(ctx, `UPDATE balances_tb SET available = available - $3, version = version + 1, updated_at = now()
+		WHERE user_id = $1 AND asset_id = $2`, int64(user), int32(asset), int64(amount))
+	return err
+}
+
+var errNone = errors.New("withdraw: none")
+
+const cols = `w.withdrawal_id, w.user_id, w.asset_id, w.amount, w.value_wei::text, w.address, COALESCE(w.cid, ''), w.submitter,
+	w.tx_id, w.state, m.state, COALESCE(m.receipt_hash, m.tx_hash, ''), w.created_at, w.updated_at`
+
+func scan(r pgx.CollectableRow) (Withdrawal, error) {
+	var w Withdrawal
+	var wei string
+	err := r.Scan(&w.ID, &w.UserID, &w.Asset, &w.Amount, &wei, &w.Address, &w.CID, &w.Submitter, &w.TxID, &w.State,
+		&w.TxState, &w.TxHash, &w.CreatedAt, &w.UpdatedAt)
+	w.ValueWei, _ = new(big.Int).SetString(wei, 10)
+	return w, err
+}
+
+func (s *Service) query(ctx context.Context, where string, args ...any) ([]Withdrawal, error) {
+	rows, err := s.cfg.Pool.Query(ctx, `SELECT `+cols+` FROM withdrawals w JOIN managed_tx m ON m.tx_id = w.tx_id `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("withdraw: %w", err)
+	}
+	return pgx.CollectRows(rows, scan)
+}
+
+func first(ws []Withdrawal, err error) (Withdrawal, error) {
+	if err != nil {
+		return Withdrawal{}, err
+	}
+	if len(ws) == 0 {
+		return Withdrawal{}, errNone
+	}
+	return ws[0], nil
+}
+
+func (s *Service) byCID(ctx context.Context, u core.UserID, cid string) (Withdrawal, error) {
+	return first(s.query(ctx, `WHERE w.user_id = $1 AND w.cid = $2`, int64(u), cid))
+}
+
+// Get returns a withdrawal (refusal WITHDRAWAL_NOT_FOUND if none).
+func (s *Service) Get(ctx context.Context, id int64) (Withdrawal, error) {
+	w, err := first(s.query(ctx, `WHERE w.withdrawal_id = $1`, id))
+	if errors.Is(err, errNone) {
+		return w, refuse(CodeNotFound, "no such withdrawal")
+	}
+	return w, err
+}
+
+// List returns a page (1-based) of the user's withdrawals, newest first, and their total.
+func (s *Service) List(ctx context.Context, u core.UserID, page, size int) ([]Withdrawal, int64, error) {
+	var total int64
+	if err := s.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM withdrawals WHERE user_id = $1`, int64(u)).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	ws, err := s.query(ctx, `WHERE w.user_id = $1 ORDER BY w.withdrawal_id DESC LIMIT $2 OFFSET $3`, int64(u), size, (page-1)*size)
+	return ws, total, err
+}
