@@ -55,6 +55,7 @@ const (
 	featNone      feature = iota
 	featTransfers         // ServerConfig.Transfers
 	featFaults            // ServerConfig.Faults (--enable-fault-injection)
+	featChain             // ServerConfig.Chain (--chain-rpc)
 )
 
 func (s *Server) has(f feature) bool {
@@ -63,6 +64,8 @@ func (s *Server) has(f feature) bool {
 		return s.transfers != nil
 	case featFaults:
 		return s.faults != nil
+	case featChain:
+		return s.chain != nil
 	}
 	return true
 }
@@ -99,6 +102,14 @@ var routes = []route{
 	mkRoute("GET", "/health/ready", (*Server).readiness),
 	mkRoute("GET", "/health", (*Server).health),
 	mkRoute("GET", "/metrics", (*Server).serveMetrics),
+	needing(featChain, mkRoute("POST", "/api/v1/withdrawals", (*Server).postWithdrawal)),
+	needing(featChain, mkRoute("GET", "/api/v1/withdrawals", (*Server).listWithdrawals)),
+	needing(featChain, mkRoute("GET", "/api/v1/withdrawals/{id}", (*Server).getWithdrawal)),
+	needing(featChain, mkRoute("POST", "/admin/v1/tx", (*Server).postTx)),
+	needing(featChain, mkRoute("GET", "/admin/v1/tx/by-request", (*Server).getTxByRequest)), // literal paths before {id}
+	needing(featChain, mkRoute("GET", "/admin/v1/tx/completions", (*Server).txCompletions)),
+	needing(featChain, mkRoute("GET", "/admin/v1/tx/{id}", (*Server).getTx)),
+	needing(featChain, mkRoute("POST", "/admin/v1/tx/{id}/remediate", (*Server).remediateTx)),
 }
 
 func needing(f feature, r route) route {

@@ -78,6 +78,9 @@ type ServerConfig struct {
 	// Faults, if set, serves /admin/v1/faults (fault injection for tests;
 	// only with --enable-fault-injection); without it the route does not exist.
 	Faults FaultInjector
+	// Chain, if set, serves withdrawals to a chain and the managed-tx admin
+	// API (gateway/chain.go); without it those routes do not exist.
+	Chain *ChainConfig
 }
 
 // Server is the HTTP API. Create it with NewServer; it is safe for
@@ -96,6 +99,7 @@ type Server struct {
 	// transfers and faults are optional (nil: their routes do not exist).
 	transfers TransferService
 	faults    FaultInjector
+	chain     *ChainConfig // nil: no chain routes
 	maxBody   int
 	tokens    *tokenCache
 	states    sync.Pool // *reqState
@@ -130,7 +134,8 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 	s := &Server{backend: cfg.Backend, auth: cfg.Auth, reg: cfg.Registry, log: cfg.Logger,
 		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, archive: cfg.Archive,
-		now: cfg.Now, maxBody: cfg.MaxBodyBytes, transfers: cfg.Transfers, faults: cfg.Faults}
+		now: cfg.Now, maxBody: cfg.MaxBodyBytes, transfers: cfg.Transfers, faults: cfg.Faults,
+		chain: cfg.Chain}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

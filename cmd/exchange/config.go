@@ -67,6 +67,9 @@ type Config struct {
 	// InvariantInterval is the period of the conservation check (MON-003)
 	// (--invariant-interval; 0 = only on GET /admin/v1/invariants).
 	InvariantInterval time.Duration
+
+	// Chain is the chain side: withdrawals and managed txs (chain.go; off without --chain-rpc).
+	Chain chainFlags
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -153,6 +156,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.IntVar(&cfg.TransferPerDay, "transfer-per-day", 100, "internal transfers per user per UTC day (0 = no limit)")
 	fs.BoolVar(&cfg.TransferBatching, "transfer-batching", true, "run the Postgres steps of concurrent internal transfers in shared transactions")
 	fs.DurationVar(&cfg.InvariantInterval, "invariant-interval", 10*time.Second, "period of the FUNDING+SPOT conservation check (0 = on request only)")
+	cfg.Chain.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -163,8 +167,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if fs.NArg() > 0 {
 		return Config{}, usageError{fmt.Errorf("unexpected argument %q (subcommands: token)", fs.Arg(0))}
 	}
-	if err := applyEnv(fs, serverFlags, getenv); err != nil {
+	if err := applyEnv(fs, append(serverFlags, chainEnv...), getenv); err != nil {
 		return Config{}, err
+	}
+	if err := cfg.Chain.validate(); err != nil {
+		return Config{}, usageError{err}
 	}
 	if _, _, err := net.SplitHostPort(cfg.HTTPAddr); err != nil {
 		return Config{}, usageError{fmt.Errorf("--http %q: %w", cfg.HTTPAddr, err)}

@@ -155,6 +155,20 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	} else if cfg.FaultInjection {
 		log.Warn("--enable-fault-injection ignored: internal transfers need Postgres")
 	}
+	chain, err := startChain(cfg, pool, m, &migrated, log)
+	if err != nil {
+		if xfers != nil {
+			xfers.close()
+		}
+		stopSink()
+		sinkWG.Wait()
+		_ = pl.Close()
+		return err
+	}
+	if chain != nil {
+		defer chain.close()
+		scfg.Chain = chain.gateway()
+	}
 	srv := gateway.NewServer(scfg)
 	hs := srv.HTTPServer()
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)

@@ -120,6 +120,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	for i := range cfg.Workers {
 		m.workers = append(m.workers, newWorker(m, i))
+		m.met.QueueDepth.WithLabelValues(itoa(i)).Set(0) // every worker's series exists from the start
 	}
 	return m, nil
 }

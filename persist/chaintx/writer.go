@@ -179,12 +179,11 @@ func (w *worker) allocate(ctx context.Context, s Address, ops []*op) {
 	if len(res.Allocated) > 0 {
 		w.cache[s] = res.Next
 	}
+	m.met.TxCreate.WithLabelValues("allocated").Add(float64(len(res.Allocated))) // new requests and CREATED rows
 	for i, o := range ops {
-		label := "allocated"
 		if res.Existing[i] {
-			label = "existing"
+			m.met.TxCreate.WithLabelValues("existing").Inc()
 		}
-		m.met.TxCreate.WithLabelValues(label).Inc()
 		o.done <- opResult{tx: res.Answers[i], existing: res.Existing[i]}
 	}
 	for _, t := range res.Allocated {

@@ -1,0 +1,134 @@
+package main
+
+// A withdrawal end to end over HTTP against the real binary, Postgres and
+// anvil: FUNDING deposit, POST /api/v1/withdrawals, TRACKING visible through
+// the API before the final state, CONFIRMED -> COMPLETED with the value at
+// the address on chain, the conservation check exact before, during and
+// after, and the admin tx API (poll only, no confirmation counts).
+
+import (
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ubscore/ubscore/persist/chaintx"
+	"github.com/ubscore/ubscore/persist/chaintx/anviltest"
+	"github.com/ubscore/ubscore/persist/chaintx/evm"
+	"github.com/ubscore/ubscore/persist/pgtest"
+)
+
+func TestWithdrawalEndToEnd(t *testing.T) {
+	node := anviltest.StartT(t)
+	pg := pgtest.NewDB(t)
+	key, hot := node.NewKey(t)
+	keyFile := filepath.Join(t.TempDir(), "hot.key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := e2eStart(t, t.TempDir(), pg, "--chain-rpc", node.URL, "--chain-key-file", keyFile, "--chain-finality", "2",
+		"--chain-resubmit-interval", "1s", "--invariant-interval", "0")
+	if strings.Contains(s.Logs(), strings.TrimPrefix(key, "0x")) {
+		t.Fatal("the private key appears in the logs")
+	}
+	x := newXT(t, s, pg)
+	user := x.user()
+	tok := x.tok(user)
+	x.deposit(user, "ETH", "1")
+	conserved := func(when string) {
+		t.Helper()
+		st, b := s.do("GET", "/admin/v1/invariants", x.admin, nil)
+		if st != 200 || b["ok"] != true {
+			t.Fatalf("conservation %s: %d %v", when, st, b)
+		}
+	}
+	conserved("before")
+
+	to := anviltest.Addr(0xe2e)
+	if st, b := s.do("POST", "/api/v1/withdrawals", tok, map[string]any{"asset": "ETH", "amount": "0.25", "address": "0xnot"}); st != 400 || b["code"] != "INVALID_ADDRESS" {
+		t.Fatalf("bad address: %d %v", st, b)
+	}
+	if err := node.Automine(false); err != nil {
+		t.Fatal(err)
+	}
+	st, w := s.do("POST", "/api/v1/withdrawals", tok, map[string]any{"asset": "ETH", "amount": "0.25",
+		"address": evm.Checksummed(to), "cid": "w1"})
+	if st != 202 || w["state"] != "PENDING" || w["amount"] != "0.25000000" || w["value_wei"] != "250000000000000000" {
+		t.Fatalf("withdraw: %d %v", st, w)
+	}
+	id := fmt.Sprint(w["withdrawal_id"])
+	if st, dup := s.do("POST", "/api/v1/withdrawals", tok, map[string]any{"asset": "ETH", "amount": "0.25",
+		"address": evm.Checksummed(to), "cid": "w1"}); st != 202 || dup["duplicate"] != true || fmt.Sprint(dup["withdrawal_id"]) != id {
+		t.Fatalf("repeated cid: %d %v", st, dup)
+	}
+	if st, b := s.do("GET", "/api/v1/withdrawals/"+id, x.tok(x.user()), nil); st != 404 || b["code"] != "WITHDRAWAL_NOT_FOUND" {
+		t.Fatalf("another user's withdrawal: %d %v", st, b)
+	}
+	poll := func(what string, pred func(map[string]any) bool) map[string]any {
+		t.Helper()
+		end := time.Now().Add(20 * time.Second)
+		for {
+			st, b := s.do("GET", "/api/v1/withdrawals/"+id, tok, nil)
+			if st == 200 && pred(b) {
+				return b
+			}
+			if time.Now().After(end) {
+				t.Fatalf("withdrawal %s never %s: %d %v", id, what, st, b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	w = poll("TRACKING", func(b map[string]any) bool { return b["tx_state"] == string(chaintx.Tracking) })
+	if w["state"] != "PENDING" {
+		t.Fatalf("tracking: %v", w)
+	}
+	conserved("in flight")
+	txID := fmt.Sprint(w["tx_id"])
+	st, tx := s.do("GET", "/admin/v1/tx/"+txID, x.admin, nil)
+	if st != 200 || tx["state"] != "TRACKING" || tx["request_id"] != "wd-"+id || tx["submitter"] != evm.Checksummed(hot) {
+		t.Fatalf("admin tx: %d %v", st, tx)
+	}
+	for k := range tx {
+		if strings.Contains(k, "confirmation") || strings.Contains(k, "block") {
+			t.Fatalf("answer exposes %q", k)
+		}
+	}
+	if err := node.Mine(3); err != nil {
+		t.Fatal(err)
+	}
+	w = poll("COMPLETED", func(b map[string]any) bool { return b["state"] == "COMPLETED" })
+	if w["tx_state"] != "CONFIRMED" {
+		t.Fatalf("completed: %v", w)
+	}
+	bal, err := node.Balance(to)
+	if err != nil || bal.Cmp(big.NewInt(250_000_000_000_000_000)) != 0 {
+		t.Fatalf("on chain the address holds %v wei (%v)", bal, err)
+	}
+	conserved("after")
+	if b := x.bal(user); b["ETH"].Funding != 75_000_000 { // 0.75 ETH at scale 8
+		t.Fatalf("funding after: %+v", b["ETH"])
+	}
+	st, cs := s.do("GET", "/admin/v1/tx/completions?after=0&limit=10", x.admin, nil)
+	list, _ := cs["completions"].([]any)
+	if st != 200 || len(list) != 1 || list[0].(map[string]any)["status"] != "CONFIRMED" {
+		t.Fatalf("completions: %d %v", st, cs)
+	}
+	st, h := s.do("GET", "/api/v1/withdrawals", tok, nil)
+	if ws, _ := h["withdrawals"].([]any); st != 200 || len(ws) != 1 {
+		t.Fatalf("history: %d %v", st, h)
+	}
+	st, byReq := s.do("GET", "/admin/v1/tx/by-request?submitter="+evm.Checksummed(hot)+"&request_id=wd-"+id, x.admin, nil)
+	if st != 200 || fmt.Sprint(byReq["tx_id"]) != txID {
+		t.Fatalf("by-request: %d %v", st, byReq)
+	}
+	st, metrics := s.doRaw("GET", "/metrics", "", nil)
+	for _, name := range []string{"ubs_chain_lease_acquire_total", "ubs_chain_tx_create_total", "ubs_chain_tx_submit_total",
+		"ubs_chain_receipt_check_total", "ubs_chain_pending_oldest_age_seconds", "ubs_chain_writer_queue_depth"} {
+		if st != 200 || !strings.Contains(string(metrics), name) {
+			t.Fatalf("/metrics lacks %s", name)
+		}
+	}
+}
