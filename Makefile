@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 DATA    ?= ./data
 
-.PHONY: run test test-long fuzz bench bench-quick bench-micro bench-median bench-wrk lint build clean
+.PHONY: run chain-node test test-long fuzz bench bench-quick bench-micro bench-median bench-wrk lint build clean
 
 ## build: compile every binary into ./bin
 build:
@@ -16,8 +16,14 @@ build:
 run: build
 	./bin/exchange --data-dir $(DATA)
 
+## chain-node: anvil (Foundry's dev chain, npm @foundry-rs/anvil-linux-amd64, pinned in
+## testdata/chain/package-lock.json) for the chain tests; skipped without npm (those tests then skip, or fail under CI)
+chain-node:
+	@if command -v npm >/dev/null; then npm ci --prefix testdata/chain --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: the anvil-backed tests will skip (CI=1: fail)"; fi
+
 ## test: the default suite, race detector on, -short, under 10 minutes on 2 cores
-test:
+test: chain-node
 	$(GO) vet $(PKGS)
 	$(GO) test -race -short -tags invariants -timeout 9m $(PKGS)
 	# the 1M-command determinism property run (no race detector: ~1 min)
@@ -25,8 +31,8 @@ test:
 	# bench-quick (bench all --quick), checked like the tiny profile: ~1 min
 	UBS_BENCH_QUICK_TEST=1 $(GO) test -count 1 -run '^TestAllQuick$$' -timeout 5m ./cmd/bench
 
-## test-long: the long suites (1M-command determinism, many crash rounds)
-test-long:
+## test-long: the long suites (1M-command determinism, many crash rounds, the 1,000-tx leader-kill soak)
+test-long: chain-node
 	$(GO) test -race -tags invariants -timeout 60m $(PKGS)
 
 ## fuzz: run every fuzz target for FUZZTIME each
@@ -38,6 +44,7 @@ fuzz:
 	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzParseUnits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bench -run '^$$' -fuzz '^FuzzFrameResponse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./persist/chaintx/evm -run '^$$' -fuzz '^FuzzParseAddress$$' -fuzztime $(FUZZTIME)
 
 ## bench: every scenario beside its ceiling (<= 10 min): bench-out/report.md, report.json, plots
 bench:

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -70,10 +69,15 @@ func (s *Store) Allocate(ctx context.Context, l chaintx.Lease, reqs []chaintx.Ne
 		if len(created)+len(fresh) == 0 {
 			return nil
 		}
+		// The cursor row exists before it is locked, so two writers of a new
+		// submitter serialize on it too (the nonce's unique index is the last guard).
+		if _, err := tx.Exec(ctx, `INSERT INTO submitter_nonce_cursor (submitter, next_nonce, fencing_token) VALUES ($1, 0, $2)
+			ON CONFLICT (submitter) DO NOTHING`, string(l.Submitter), l.Token); err != nil {
+			return err
+		}
 		var dbNext int64
-		err := tx.QueryRow(ctx, `SELECT next_nonce FROM submitter_nonce_cursor WHERE submitter = $1 FOR UPDATE`,
-			string(l.Submitter)).Scan(&dbNext)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err := tx.QueryRow(ctx, `SELECT next_nonce FROM submitter_nonce_cursor WHERE submitter = $1 FOR UPDATE`,
+			string(l.Submitter)).Scan(&dbNext); err != nil {
 			return err
 		}
 		all := make([]*chaintx.Tx, 0, len(created)+len(fresh))
