@@ -118,7 +118,8 @@ func BenchmarkCreateBatchedVsNaive(b *testing.B) {
 	d := 3 * time.Second
 	for _, nsub := range []int{1, 16} {
 		signers := randomSigners(b, nsub)
-		m, err := chaintx.New(chaintx.Config{Store: store, Chain: stubChain{}, Signers: signers, NodeID: "bench",
+		workers, _ := strconv.Atoi(os.Getenv("UBS_BENCH_WORKERS")) // 0: the default
+		m, err := chaintx.New(chaintx.Config{Store: store, Chain: stubChain{}, Signers: signers, NodeID: "bench", Workers: workers,
 			Lease: chaintx.LeaseConfig{Duration: time.Hour}, TrackInterval: time.Hour, Logger: quiet()})
 		if err != nil {
 			b.Fatal(err)
@@ -142,7 +143,7 @@ func BenchmarkCreateBatchedVsNaive(b *testing.B) {
 				n := req("n", round, c, i)
 				l := leases[n.Submitter]
 				signer := signers[c%nsub]
-				res, err := store.Allocate(ctx, l, []chaintx.NewTx{n}, 0, func(db uint64, txs []*chaintx.Tx) (uint64, error) {
+				res, err := allocOne(store, l, []chaintx.NewTx{n}, 0, func(db uint64, txs []*chaintx.Tx) (uint64, error) {
 					nonce := db
 					h, raw, err := signer.Sign(chaintx.Unsigned{Nonce: nonce, Payload: txs[0].Payload,
 						Fees: chaintx.Fees{MaxFee: big.NewInt(2_000_000_000), MaxTip: big.NewInt(1_000_000_000)}})
@@ -153,7 +154,7 @@ func BenchmarkCreateBatchedVsNaive(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				return store.Submitted(ctx, l, []chaintx.SubmitResult{{ID: res.Allocated[0].ID}}, time.Hour)
+				return submittedOne(store, l, []chaintx.SubmitResult{{ID: res.Allocated[0].ID}}, time.Hour)
 			})
 			if err != nil {
 				b.Fatal(err)

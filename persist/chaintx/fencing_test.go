@@ -118,11 +118,11 @@ func TestOldLeaderEveryCriticalWriteFenced(t *testing.T) {
 		do   func(l chaintx.Lease) error
 	}{
 		{"allocate (nonce, cursor, signed raw)", func(l chaintx.Lease) error {
-			_, err := e.store.Allocate(ctx, l, []chaintx.NewTx{transfer(sub, fmt.Sprint("new-", l.Token), anviltest.Addr(3), 4)}, 10, assign)
+			_, err := allocOne(e.store, l, []chaintx.NewTx{transfer(sub, fmt.Sprint("new-", l.Token), anviltest.Addr(3), 4)}, 10, assign)
 			return err
 		}},
 		{"submitted (state, schedule)", func(l chaintx.Lease) error {
-			return e.store.Submitted(ctx, l, []chaintx.SubmitResult{{ID: pendingTx.ID}}, -time.Hour) // due for the claim below
+			return submittedOne(e.store, l, []chaintx.SubmitResult{{ID: pendingTx.ID}}, -time.Hour) // due for the claim below
 		}},
 		{"claim resubmit (schedule)", func(l chaintx.Lease) error {
 			_, err := e.store.ClaimResubmit(ctx, l, -time.Hour, 10) // -1h: due again at once for the next check

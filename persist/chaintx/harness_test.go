@@ -175,3 +175,21 @@ func (e *env) completions() []chaintx.Completion {
 }
 
 func itoa(n uint64) string { return big.NewInt(0).SetUint64(n).String() }
+
+// allocOne is Store.Allocate of one group.
+func allocOne(s chaintx.Store, l chaintx.Lease, reqs []chaintx.NewTx, maxCreated int, assign chaintx.Assign) (chaintx.AllocResult, error) {
+	res, err := s.Allocate(context.Background(), []chaintx.AllocGroup{{Lease: l, Reqs: reqs, MaxCreated: maxCreated, Assign: assign}})
+	if err != nil {
+		return chaintx.AllocResult{}, err
+	}
+	return res[0], res[0].Err
+}
+
+// submittedOne is Store.Submitted of one group.
+func submittedOne(s chaintx.Store, l chaintx.Lease, rs []chaintx.SubmitResult, after time.Duration) error {
+	errs, err := s.Submitted(context.Background(), []chaintx.SubmitGroup{{Lease: l, Results: rs}}, after)
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}

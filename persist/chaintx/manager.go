@@ -342,3 +342,12 @@ func (m *Manager) send(ctx context.Context, raw []byte) (result, errText string)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// submitted records one submitter's broadcasts (Store.Submitted of one group).
+func (m *Manager) submitted(ctx context.Context, l Lease, rs []SubmitResult) error {
+	errs, err := m.cfg.Store.Submitted(ctx, []SubmitGroup{{Lease: l, Results: rs}}, m.cfg.ResubmitInterval)
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}

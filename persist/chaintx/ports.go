@@ -37,12 +37,27 @@ type NewTx struct {
 	Payload   Payload
 }
 
-// AllocResult is what one writer batch did.
+// AllocGroup is one submitter's part of a writer batch.
+type AllocGroup struct {
+	Lease      Lease
+	Reqs       []NewTx
+	MaxCreated int    // CREATED rows of the submitter to allocate too, at most
+	Assign     Assign // the nonce policy (below)
+}
+
+// AllocResult is what one group of a writer batch did.
 type AllocResult struct {
+	Err       error  // ErrFenced: this group wrote nothing (the others of the batch did)
 	Answers   []Tx   // one per request, in order: the new tx, or the one its request_id already names
 	Existing  []bool // per request: the request_id existed (no nonce used)
 	Allocated []Tx   // every tx allocated (new requests and former CREATED rows), nonce order
 	Next      uint64 // the cursor after the batch
+}
+
+// SubmitGroup are one submitter's broadcasts to record.
+type SubmitGroup struct {
+	Lease   Lease
+	Results []SubmitResult
 }
 
 // Assign is the writer's nonce policy, called by Store.Allocate inside its
@@ -88,15 +103,18 @@ type Store interface {
 	Remediations(ctx context.Context, id TxID) ([]Remediation, error)
 	Stats(ctx context.Context, submitter Address) (PendingStats, error)
 
-	// Allocate runs one writer batch in one transaction: requests whose
-	// request_id exists already answer that tx and use no nonce; the rest
-	// and up to maxCreated CREATED rows of the submitter get nonces from
-	// assign; rows, signed raws and the cursor are written. Fenced.
-	Allocate(ctx context.Context, l Lease, reqs []NewTx, maxCreated int, assign Assign) (AllocResult, error)
+	// Allocate runs one writer batch, every group in ONE transaction (one
+	// commit for many submitters): per group, requests whose request_id
+	// exists already answer that tx and use no nonce; the rest and up to
+	// MaxCreated CREATED rows of the submitter get nonces from Assign; rows,
+	// signed raws and the cursor are written. Fenced per group: a fenced
+	// group's result has Err = ErrFenced and wrote nothing.
+	Allocate(ctx context.Context, gs []AllocGroup) ([]AllocResult, error)
 	// Submitted records broadcasts (attempt + 1): ALLOCATED -> TRACKING on
 	// success, last_error otherwise; the next resubmission is due after
-	// resubmitAfter. Fenced.
-	Submitted(ctx context.Context, l Lease, rs []SubmitResult, resubmitAfter time.Duration) error
+	// resubmitAfter. One transaction, fenced per group: the returned slice
+	// has ErrFenced for each group that wrote nothing.
+	Submitted(ctx context.Context, gs []SubmitGroup, resubmitAfter time.Duration) ([]error, error)
 	// ClaimResubmit claims (next_resubmit_at moved by interval, attempt + 1)
 	// the submitter's pending txs without a receipt whose next_resubmit_at is
 	// due, before anything is sent. Fenced.

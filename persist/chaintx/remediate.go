@@ -161,5 +161,5 @@ func (m *Manager) placeholders(ctx context.Context, l Lease, t Tx, rem Remediati
 		m.met.TxSubmit.WithLabelValues(res).Inc()
 		rs = append(rs, SubmitResult{ID: p.ID, Err: errText})
 	}
-	return m.cfg.Store.Submitted(ctx, l, rs, m.cfg.ResubmitInterval)
+	return m.submitted(ctx, l, rs)
 }

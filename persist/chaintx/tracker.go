@@ -66,7 +66,7 @@ func (m *Manager) resubmit(ctx context.Context, l Lease) error {
 		m.log.Info("chaintx: resubmitted", "submitter", t.Submitter, "tx_id", t.ID, "nonce", *t.Nonce,
 			"tx_hash", t.Latest().Hash, "fencing_token", l.Token, "result", res, "attempt", t.SubmitAttempts)
 	}
-	return m.cfg.Store.Submitted(ctx, l, rs, m.cfg.ResubmitInterval)
+	return m.submitted(ctx, l, rs)
 }
 
 // checkReceipts is the ReceiptChecker: every signed tx of a nonce is asked

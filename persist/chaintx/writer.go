@@ -2,7 +2,6 @@ package chaintx
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -32,7 +31,12 @@ type worker struct {
 	mu    sync.Mutex
 	poked map[Address]bool
 	cache map[Address]uint64 // nonce cache: next nonce after this worker's last committed batch (spec §3.4)
+	sendQ chan []*group      // committed batches for the sender (run owns it)
 }
+
+// senderDepth bounds the committed batches waiting for their broadcast; a
+// full queue stalls the worker (back-pressure, no unbounded growth).
+const senderDepth = 4
 
 func newWorker(m *Manager, idx int) *worker {
 	return &worker{m: m, idx: idx, q: make(chan *op, m.cfg.QueueSize), poke: make(chan struct{}, 1),
@@ -63,6 +67,17 @@ func (w *worker) nudge(s Address) {
 }
 
 func (w *worker) run(ctx context.Context) {
+	// The sender broadcasts each committed batch (in commit order, so in
+	// nonce order per submitter) while the worker allocates the next one.
+	w.sendQ = make(chan []*group, senderDepth)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for gs := range w.sendQ {
+			w.broadcast(ctx, gs)
+		}
+	}()
+	defer func() { close(w.sendQ); <-sent }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -78,9 +93,7 @@ func (w *worker) run(ctx context.Context) {
 			}
 			clear(w.poked)
 			w.mu.Unlock()
-			for _, s := range subs {
-				w.allocate(ctx, s, nil)
-			}
+			w.allocate(ctx, subs, map[Address][]*op{})
 		}
 	}
 }
@@ -118,105 +131,153 @@ func (w *worker) batch(ctx context.Context, first *op) {
 		}
 		bySub[o.req.Submitter] = append(bySub[o.req.Submitter], o)
 	}
-	for _, s := range order {
-		w.allocate(ctx, s, bySub[s])
-	}
+	w.allocate(ctx, order, bySub)
 }
 
-// allocate runs one writer transaction for submitter s: the requests ops
-// and (room permitting) its CREATED rows; then broadcasts what it allocated.
-func (w *worker) allocate(ctx context.Context, s Address, ops []*op) {
+// group is one submitter's part of a writer batch.
+type group struct {
+	l   Lease
+	ops []*op
+	res AllocResult
+}
+
+// allocate runs ONE writer transaction for the submitters subs (in order):
+// the requests bySub[s] and (room permitting) each one's CREATED rows;
+// then broadcasts what it allocated and records that in one more.
+func (w *worker) allocate(ctx context.Context, subs []Address, bySub map[Address][]*op) {
 	m := w.m
-	answer := func(err error, label string) {
+	answer := func(ops []*op, err error, label string) {
 		m.met.TxCreate.WithLabelValues(label).Add(float64(len(ops)))
 		for _, o := range ops {
 			o.done <- opResult{err: err}
 		}
 	}
-	l, ok := m.lease(s)
-	if !ok {
-		answer(ErrNotLeader, "not_leader")
+	var groups []*group
+	for _, s := range subs {
+		l, ok := m.lease(s)
+		if !ok {
+			answer(bySub[s], ErrNotLeader, "not_leader")
+			continue
+		}
+		groups = append(groups, &group{l: l, ops: bySub[s]})
+	}
+	if len(groups) == 0 {
 		return
 	}
-	signer := m.signers[s]
 	fees, err := m.currentFees(ctx)
 	if err != nil {
-		answer(fmt.Errorf("chaintx: fees: %w", err), "error")
+		for _, g := range groups {
+			answer(g.ops, fmt.Errorf("chaintx: fees: %w", err), "error")
+		}
 		return
 	}
-	// chain end of max(chain, cache, db); the node being unreachable does
-	// not stop allocation (the database cursor alone never repeats a nonce).
-	chainNext, cerr := m.cfg.Chain.PendingNonce(ctx, s)
-	if cerr != nil {
-		m.log.Warn("chaintx: pending nonce unavailable; allocating from cache and database", "submitter", s, "err", cerr)
+	gs := make([]AllocGroup, len(groups))
+	for i, g := range groups {
+		gs[i] = w.allocGroup(ctx, g, fees)
+	}
+	res, err := m.cfg.Store.Allocate(ctx, gs)
+	if err != nil {
+		for _, g := range groups {
+			delete(w.cache, g.l.Submitter) // spec §3.4: a failed batch must not leave the cache ahead
+			answer(g.ops, err, "error")
+		}
+		m.log.Warn("chaintx: writer batch failed", "err", err)
+		return
+	}
+	live := groups[:0]
+	for i, g := range groups {
+		g.res = res[i]
+		if g.res.Err != nil {
+			delete(w.cache, g.l.Submitter)
+			m.fenced(g.l, "allocate", g.res.Err)
+			answer(g.ops, g.res.Err, "error")
+			continue
+		}
+		if len(g.res.Allocated) > 0 {
+			w.cache[g.l.Submitter] = g.res.Next
+		}
+		m.met.TxCreate.WithLabelValues("allocated").Add(float64(len(g.res.Allocated))) // new requests and CREATED rows
+		for j, o := range g.ops {
+			if g.res.Existing[j] {
+				m.met.TxCreate.WithLabelValues("existing").Inc()
+			}
+			o.done <- opResult{tx: g.res.Answers[j], existing: g.res.Existing[j]}
+		}
+		for _, t := range g.res.Allocated {
+			m.log.Info("chaintx: allocated", "submitter", t.Submitter, "tx_id", t.ID, "nonce", *t.Nonce, "tx_hash", t.Hash,
+				"fencing_token", g.l.Token, "state_before", Created, "state_after", Allocated)
+		}
+		live = append(live, g)
+	}
+	w.sendQ <- live
+}
+
+// allocGroup is the store's view of g: its requests and the nonce policy
+// max(chain, cache, db) with signing at allocation.
+func (w *worker) allocGroup(ctx context.Context, g *group, fees Fees) AllocGroup {
+	m, s := w.m, g.l.Submitter
+	// The chain end of max(chain, cache, db); the node being unreachable
+	// does not stop allocation (the database cursor alone never repeats a nonce).
+	chainNext, err := m.cfg.Chain.PendingNonce(ctx, s)
+	if err != nil {
+		m.log.Warn("chaintx: pending nonce unavailable; allocating from cache and database", "submitter", s, "err", err)
 		chainNext = 0
 	}
 	cacheNext := w.cache[s]
-	reqs := make([]NewTx, len(ops))
-	for i, o := range ops {
+	signer := m.signers[s]
+	reqs := make([]NewTx, len(g.ops))
+	for i, o := range g.ops {
 		reqs[i] = o.req
 	}
-	assign := func(dbNext uint64, txs []*Tx) (uint64, error) {
-		next := max(chainNext, cacheNext, dbNext)
-		for i, t := range txs {
-			n := next + uint64(i)
-			h, raw, err := signer.Sign(Unsigned{Nonce: n, Payload: t.Payload, Fees: fees})
-			if err != nil {
-				return 0, fmt.Errorf("chaintx: sign: %w", err)
+	return AllocGroup{Lease: g.l, Reqs: reqs, MaxCreated: max(0, m.cfg.MaxBatch-len(g.ops)),
+		Assign: func(dbNext uint64, txs []*Tx) (uint64, error) {
+			next := max(chainNext, cacheNext, dbNext)
+			for i, t := range txs {
+				n := next + uint64(i)
+				h, raw, err := signer.Sign(Unsigned{Nonce: n, Payload: t.Payload, Fees: fees})
+				if err != nil {
+					return 0, fmt.Errorf("chaintx: sign: %w", err)
+				}
+				t.Nonce, t.Hash = &n, h
+				t.Signed = []Signed{{Hash: h, Raw: raw, Kind: KindOriginal, MaxFee: fees.MaxFee, MaxTip: fees.MaxTip}}
 			}
-			t.Nonce, t.Hash = &n, h
-			t.Signed = []Signed{{Hash: h, Raw: raw, Kind: KindOriginal, MaxFee: fees.MaxFee, MaxTip: fees.MaxTip}}
-		}
-		return next + uint64(len(txs)), nil
-	}
-	res, err := m.cfg.Store.Allocate(ctx, l, reqs, m.cfg.MaxBatch-len(ops), assign)
-	if err != nil {
-		delete(w.cache, s) // spec §3.4: a failed batch must not leave the cache ahead
-		m.fenced(l, "allocate", err)
-		answer(err, "error")
-		return
-	}
-	if len(res.Allocated) > 0 {
-		w.cache[s] = res.Next
-	}
-	m.met.TxCreate.WithLabelValues("allocated").Add(float64(len(res.Allocated))) // new requests and CREATED rows
-	for i, o := range ops {
-		if res.Existing[i] {
-			m.met.TxCreate.WithLabelValues("existing").Inc()
-		}
-		o.done <- opResult{tx: res.Answers[i], existing: res.Existing[i]}
-	}
-	for _, t := range res.Allocated {
-		m.log.Info("chaintx: allocated", "submitter", s, "tx_id", t.ID, "nonce", *t.Nonce, "tx_hash", t.Hash,
-			"fencing_token", l.Token, "state_before", Created, "state_after", Allocated)
-	}
-	w.broadcast(ctx, l, res.Allocated)
+			return next + uint64(len(txs)), nil
+		}}
 }
 
-// broadcast sends freshly allocated txs in nonce order and records TRACKING.
-func (w *worker) broadcast(ctx context.Context, l Lease, txs []Tx) {
-	if len(txs) == 0 {
-		return
-	}
+// broadcast sends freshly allocated txs in nonce order per submitter and
+// records TRACKING, for every group in one transaction.
+func (w *worker) broadcast(ctx context.Context, groups []*group) {
 	m := w.m
-	rs := make([]SubmitResult, 0, len(txs))
-	for _, t := range txs {
-		res, errText := m.send(ctx, t.Latest().Raw)
-		m.met.TxSubmit.WithLabelValues(res).Inc()
-		rs = append(rs, SubmitResult{ID: t.ID, Err: errText})
+	if ctx.Err() != nil {
+		return // stopping: the next leader's resubmit scheduler sends them (AllocatedGrace)
+	}
+	var sg []SubmitGroup
+	var gl []*group
+	for _, g := range groups {
+		if len(g.res.Allocated) == 0 {
+			continue
+		}
+		rs := make([]SubmitResult, 0, len(g.res.Allocated))
+		for _, t := range g.res.Allocated {
+			res, errText := m.send(ctx, t.Latest().Raw)
+			m.met.TxSubmit.WithLabelValues(res).Inc()
+			rs = append(rs, SubmitResult{ID: t.ID, Err: errText})
+		}
+		sg, gl = append(sg, SubmitGroup{Lease: g.l, Results: rs}), append(gl, g)
+	}
+	if len(sg) == 0 {
+		return
 	}
 	// The write outlives a cancelled ctx: what was sent must be recorded.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := m.cfg.Store.Submitted(wctx, l, rs, m.cfg.ResubmitInterval); err != nil && !m.fenced(l, "submitted", err) {
+	errs, err := m.cfg.Store.Submitted(wctx, sg, m.cfg.ResubmitInterval)
+	if err != nil {
 		m.log.Warn("chaintx: recording broadcasts failed (the resubmit scheduler sends again)", "err", err)
+		return
 	}
-	if !errors.Is(ctx.Err(), context.Canceled) {
-		for i, t := range txs {
-			if rs[i].Err == "" {
-				m.log.Debug("chaintx: submitted", "submitter", t.Submitter, "tx_id", t.ID, "nonce", *t.Nonce,
-					"tx_hash", t.Hash, "fencing_token", l.Token, "state_before", Allocated, "state_after", Tracking)
-			}
-		}
+	for i, e := range errs {
+		m.fenced(gl[i].l, "submitted", e)
 	}
 }

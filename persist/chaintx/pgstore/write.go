@@ -14,121 +14,162 @@ import (
 // passes fence first; a statement's WHERE also names the state it moves
 // from, so a repeat changes nothing.
 
-// Allocate implements chaintx.Store: one writer batch.
-func (s *Store) Allocate(ctx context.Context, l chaintx.Lease, reqs []chaintx.NewTx, maxCreated int, assign chaintx.Assign) (chaintx.AllocResult, error) {
-	var res chaintx.AllocResult
-	err := s.fenced(ctx, l, func(tx pgx.Tx) error {
-		res = chaintx.AllocResult{Answers: make([]chaintx.Tx, len(reqs)), Existing: make([]bool, len(reqs))}
-		// Second idempotency check, inside the batch (spec §3.10): a
-		// request_id that exists, or repeats an earlier request of this
-		// batch, uses no nonce.
-		var reqIDs []string
-		for _, r := range reqs {
-			if r.RequestID != "" {
-				reqIDs = append(reqIDs, r.RequestID)
+// Allocate implements chaintx.Store: one writer batch, one transaction.
+func (s *Store) Allocate(ctx context.Context, gs []chaintx.AllocGroup) ([]chaintx.AllocResult, error) {
+	leases := make([]chaintx.Lease, len(gs))
+	for i, g := range gs {
+		leases[i] = g.Lease
+	}
+	out := make([]chaintx.AllocResult, len(gs))
+	err := s.fencedMany(ctx, leases, func(tx pgx.Tx, ok []bool) error {
+		for i, g := range gs {
+			if !ok[i] {
+				out[i] = chaintx.AllocResult{Err: chaintx.ErrFenced}
+				continue
 			}
-		}
-		byReq := map[string]chaintx.Tx{}
-		if len(reqIDs) > 0 {
-			old, err := loadTxs(ctx, tx, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND request_id = ANY($2)`,
-				string(l.Submitter), reqIDs)
-			if err != nil {
-				return err
-			}
-			for _, t := range old {
-				byReq[t.RequestID] = t
-			}
-		}
-		var created []chaintx.Tx
-		if maxCreated > 0 {
 			var err error
-			if created, err = loadTxs(ctx, tx, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND state = 'CREATED'
-				ORDER BY tx_id LIMIT $2 FOR UPDATE SKIP LOCKED`, string(l.Submitter), maxCreated); err != nil {
+			if out[i], err = allocateGroup(ctx, tx, g); err != nil {
 				return err
 			}
 		}
-		var fresh []chaintx.Tx // new requests, in order
-		firstOf := map[string]int{}
-		newIdx := make([]int, len(reqs)) // index into fresh, or -1
-		for i, r := range reqs {
-			newIdx[i] = -1
-			if t, ok := byReq[r.RequestID]; ok && r.RequestID != "" {
-				res.Answers[i], res.Existing[i] = t, true
-				continue
-			}
-			if j, ok := firstOf[r.RequestID]; ok && r.RequestID != "" {
-				newIdx[i], res.Existing[i] = j, true
-				continue
-			}
-			if r.RequestID != "" {
-				firstOf[r.RequestID] = len(fresh)
-			}
-			newIdx[i] = len(fresh)
-			fresh = append(fresh, chaintx.Tx{Submitter: r.Submitter, RequestID: r.RequestID, Payload: r.Payload})
-		}
-		if len(created)+len(fresh) == 0 {
-			return nil
-		}
-		// The cursor row exists before it is locked, so two writers of a new
-		// submitter serialize on it too (the nonce's unique index is the last guard).
-		if _, err := tx.Exec(ctx, `INSERT INTO submitter_nonce_cursor (submitter, next_nonce, fencing_token) VALUES ($1, 0, $2)
-			ON CONFLICT (submitter) DO NOTHING`, string(l.Submitter), l.Token); err != nil {
-			return err
-		}
-		var dbNext int64
-		if err := tx.QueryRow(ctx, `SELECT next_nonce FROM submitter_nonce_cursor WHERE submitter = $1 FOR UPDATE`,
-			string(l.Submitter)).Scan(&dbNext); err != nil {
-			return err
-		}
-		all := make([]*chaintx.Tx, 0, len(created)+len(fresh))
-		for i := range created {
-			all = append(all, &created[i])
-		}
-		for i := range fresh {
-			all = append(all, &fresh[i])
-		}
-		next, err := assign(uint64(dbNext), all)
-		if err != nil {
-			return err
-		}
-		if err := writeAllocated(ctx, tx, l, created, fresh, next); err != nil {
-			return err
-		}
-		for i := range reqs {
-			if newIdx[i] >= 0 {
-				res.Answers[i] = fresh[newIdx[i]]
-			}
-		}
-		res.Allocated = append(created, fresh...)
-		res.Next = next
 		return nil
 	})
 	if err != nil {
-		return chaintx.AllocResult{}, fmt.Errorf("pgstore: allocate: %w", err)
+		return nil, fmt.Errorf("pgstore: allocate: %w", err)
 	}
+	return out, nil
+}
+
+// allocateGroup is one submitter's part of Allocate, in its transaction:
+// one round trip reads what the group needs (request_ids that exist, CREATED
+// rows, the cursor, locked, fresh tx ids and the time), assign sets nonces
+// and signs, one more writes everything.
+func allocateGroup(ctx context.Context, tx pgx.Tx, g chaintx.AllocGroup) (chaintx.AllocResult, error) {
+	l, reqs := g.Lease, g.Reqs
+	res := chaintx.AllocResult{Answers: make([]chaintx.Tx, len(reqs)), Existing: make([]bool, len(reqs))}
+	var reqIDs []string
+	for _, r := range reqs {
+		if r.RequestID != "" {
+			reqIDs = append(reqIDs, r.RequestID)
+		}
+	}
+	if len(reqs) == 0 { // a nudge: only CREATED rows, and nothing at all to write when there are none
+		n, err := countCreated(ctx, tx, l.Submitter)
+		if err != nil || n == 0 {
+			return res, err
+		}
+	}
+	b := &pgx.Batch{}
+	// Second idempotency check, inside the batch (spec §3.10): a request_id
+	// that exists, or repeats an earlier request of this batch, uses no nonce.
+	b.Queue(`SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND request_id = ANY($2)`, string(l.Submitter), reqIDs)
+	b.Queue(`SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND state = 'CREATED'
+		ORDER BY tx_id LIMIT $2 FOR UPDATE SKIP LOCKED`, string(l.Submitter), g.MaxCreated)
+	// The cursor row, locked (created first if new, so two writers of a new
+	// submitter serialize on it too; the nonce's unique index is the last guard).
+	b.Queue(`INSERT INTO submitter_nonce_cursor (submitter, next_nonce, fencing_token) VALUES ($1, 0, $2)
+		ON CONFLICT (submitter) DO UPDATE SET submitter = excluded.submitter RETURNING next_nonce`, string(l.Submitter), l.Token)
+	b.Queue(`SELECT now(), array(SELECT nextval('managed_tx_tx_id_seq') FROM generate_series(1, $1))`, len(reqs))
+	br := tx.SendBatch(ctx, b)
+	var existing, created []chaintx.Tx
+	var dbNext int64
+	var now time.Time
+	var ids []int64
+	err := func() error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if existing, err = pgx.CollectRows(rows, scanTx); err != nil {
+			return err
+		}
+		if rows, err = br.Query(); err != nil {
+			return err
+		}
+		if created, err = pgx.CollectRows(rows, scanTx); err != nil {
+			return err
+		}
+		if err := br.QueryRow().Scan(&dbNext); err != nil {
+			return err
+		}
+		return br.QueryRow().Scan(&now, &ids)
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, err
+	}
+	byReq := map[string]chaintx.Tx{}
+	if len(existing) > 0 { // with their signed txs (a repeat's answer shows them)
+		idsOf := make([]int64, len(existing))
+		for i, t := range existing {
+			idsOf[i] = int64(t.ID)
+		}
+		if existing, err = loadTxs(ctx, tx, `SELECT `+txCols+` FROM managed_tx WHERE tx_id = ANY($1)`, idsOf); err != nil {
+			return res, err
+		}
+		for _, t := range existing {
+			byReq[t.RequestID] = t
+		}
+	}
+	var fresh []chaintx.Tx // new requests, in order
+	firstOf := map[string]int{}
+	newIdx := make([]int, len(reqs)) // index into fresh, or -1
+	for i, r := range reqs {
+		newIdx[i] = -1
+		if t, ok := byReq[r.RequestID]; ok && r.RequestID != "" {
+			res.Answers[i], res.Existing[i] = t, true
+			continue
+		}
+		if j, ok := firstOf[r.RequestID]; ok && r.RequestID != "" {
+			newIdx[i], res.Existing[i] = j, true
+			continue
+		}
+		if r.RequestID != "" {
+			firstOf[r.RequestID] = len(fresh)
+		}
+		newIdx[i] = len(fresh)
+		fresh = append(fresh, chaintx.Tx{ID: chaintx.TxID(ids[len(fresh)]), Submitter: r.Submitter, RequestID: r.RequestID, Payload: r.Payload})
+	}
+	if len(created)+len(fresh) == 0 {
+		return res, nil
+	}
+	all := make([]*chaintx.Tx, 0, len(created)+len(fresh))
+	for i := range created {
+		all = append(all, &created[i])
+	}
+	for i := range fresh {
+		all = append(all, &fresh[i])
+	}
+	next, err := g.Assign(uint64(dbNext), all)
+	if err != nil {
+		return res, err
+	}
+	if err := writeAllocated(ctx, tx, l, created, fresh, next, now); err != nil {
+		return res, err
+	}
+	for i := range reqs {
+		if newIdx[i] >= 0 {
+			res.Answers[i] = fresh[newIdx[i]]
+		}
+	}
+	res.Allocated = append(created, fresh...)
+	res.Next = next
 	return res, nil
 }
 
-// writeAllocated writes one batch's rows, signed raws and cursor in one
-// round trip; it fills in ids and times of fresh.
-func writeAllocated(ctx context.Context, tx pgx.Tx, l chaintx.Lease, created, fresh []chaintx.Tx, next uint64) error {
-	if len(fresh) > 0 {
-		rows, err := tx.Query(ctx, `SELECT nextval('managed_tx_tx_id_seq') FROM generate_series(1, $1)`, len(fresh))
-		if err != nil {
-			return err
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return err
-		}
-		for i := range fresh {
-			fresh[i].ID = chaintx.TxID(ids[i])
-		}
-	}
-	var now time.Time
-	if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
-		return err
-	}
+func countCreated(ctx context.Context, tx pgx.Tx, sub chaintx.Address) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM managed_tx WHERE submitter = $1 AND state = 'CREATED' LIMIT 1) x`,
+		string(sub)).Scan(&n)
+	return n, err
+}
+
+// writeAllocated writes one group's rows (fresh ones with their ids set),
+// signed raws and cursor in one round trip, and sets their states and times
+// (now: the transaction's now()).
+func writeAllocated(ctx context.Context, tx pgx.Tx, l chaintx.Lease, created, fresh []chaintx.Tx, next uint64, now time.Time) error {
 	b := &pgx.Batch{}
 	var sIDs []int64
 	var sHash, sKind, sFee, sTip []string
@@ -194,7 +235,31 @@ func writeAllocated(ctx context.Context, tx pgx.Tx, l chaintx.Lease, created, fr
 }
 
 // Submitted implements chaintx.Store.
-func (s *Store) Submitted(ctx context.Context, l chaintx.Lease, rs []chaintx.SubmitResult, after time.Duration) error {
+func (s *Store) Submitted(ctx context.Context, gs []chaintx.SubmitGroup, after time.Duration) ([]error, error) {
+	leases := make([]chaintx.Lease, len(gs))
+	for i, g := range gs {
+		leases[i] = g.Lease
+	}
+	errs := make([]error, len(gs))
+	err := s.fencedMany(ctx, leases, func(tx pgx.Tx, ok []bool) error {
+		for i, g := range gs {
+			if !ok[i] {
+				errs[i] = chaintx.ErrFenced
+				continue
+			}
+			if err := submitted(ctx, tx, g.Lease, g.Results, after); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: submitted: %w", err)
+	}
+	return errs, nil
+}
+
+func submitted(ctx context.Context, tx pgx.Tx, l chaintx.Lease, rs []chaintx.SubmitResult, after time.Duration) error {
 	if len(rs) == 0 {
 		return nil
 	}
@@ -202,18 +267,16 @@ func (s *Store) Submitted(ctx context.Context, l chaintx.Lease, rs []chaintx.Sub
 	for i, r := range rs {
 		ids[i], errs[i] = int64(r.ID), r.Err
 	}
-	return s.fenced(ctx, l, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE managed_tx m SET
-				state = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN 'TRACKING' ELSE m.state END,
-				next_receipt_at = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN now() ELSE m.next_receipt_at END,
-				submit_attempts = m.submit_attempts + 1, last_submit_at = now(),
-				last_error = NULLIF(u.err, ''), next_resubmit_at = now() + make_interval(secs => $4),
-				fencing_token = $3, updated_at = now()
-			FROM unnest($1::bigint[], $2::text[]) AS u(id, err)
-			WHERE m.tx_id = u.id AND m.submitter = $5 AND m.state IN ('ALLOCATED', 'TRACKING', 'STUCK')`,
-			ids, errs, l.Token, after.Seconds(), string(l.Submitter))
-		return err
-	})
+	_, err := tx.Exec(ctx, `UPDATE managed_tx m SET
+			state = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN 'TRACKING' ELSE m.state END,
+			next_receipt_at = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN now() ELSE m.next_receipt_at END,
+			submit_attempts = m.submit_attempts + 1, last_submit_at = now(),
+			last_error = NULLIF(u.err, ''), next_resubmit_at = now() + make_interval(secs => $4),
+			fencing_token = $3, updated_at = now()
+		FROM unnest($1::bigint[], $2::text[]) AS u(id, err)
+		WHERE m.tx_id = u.id AND m.submitter = $5 AND m.state IN ('ALLOCATED', 'TRACKING', 'STUCK')`,
+		ids, errs, l.Token, after.Seconds(), string(l.Submitter))
+	return err
 }
 
 // ClaimResubmit implements chaintx.Store.
@@ -377,15 +440,17 @@ func (s *Store) InsertPlaceholder(ctx context.Context, l chaintx.Lease, t chaint
 			out = old[0]
 			return nil
 		}
-		var cursor int64
-		if err := tx.QueryRow(ctx, `SELECT next_nonce FROM submitter_nonce_cursor WHERE submitter = $1 FOR SHARE`,
-			string(l.Submitter)).Scan(&cursor); err != nil {
+		var cursor, id int64
+		var now time.Time
+		if err := tx.QueryRow(ctx, `SELECT next_nonce, now(), nextval('managed_tx_tx_id_seq') FROM submitter_nonce_cursor
+			WHERE submitter = $1 FOR UPDATE`, string(l.Submitter)).Scan(&cursor, &now, &id); err != nil {
 			return err
 		}
 		if int64(*t.Nonce) >= cursor {
 			return fmt.Errorf("placeholder nonce %d is not below the cursor %d", *t.Nonce, cursor)
 		}
-		if err := writeAllocated(ctx, tx, l, nil, []chaintx.Tx{t}, uint64(cursor)); err != nil {
+		t.ID = chaintx.TxID(id)
+		if err := writeAllocated(ctx, tx, l, nil, []chaintx.Tx{t}, uint64(cursor), now); err != nil {
 			return err
 		}
 		got, err := loadTxs(ctx, tx, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND nonce = $2`,
