@@ -86,6 +86,9 @@ func TestWithdrawalEndToEnd(t *testing.T) {
 		t.Fatalf("tracking: %v", w)
 	}
 	conserved("in flight")
+	if st, inv := s.do("GET", "/admin/v1/invariants", x.admin, nil); st != 200 || !strings.Contains(fmt.Sprint(inv["assets"]), "withdrawn:2.5e+07") {
+		t.Fatalf("the withdrawn term does not show the 0.25 ETH in flight: %v", inv)
+	}
 	txID := fmt.Sprint(w["tx_id"])
 	st, tx := s.do("GET", "/admin/v1/tx/"+txID, x.admin, nil)
 	if st != 200 || tx["state"] != "TRACKING" || tx["request_id"] != "wd-"+id || tx["submitter"] != evm.Checksummed(hot) {

@@ -261,6 +261,7 @@ type assetInvariantJSON struct {
 	InFlightFSM *big.Int `json:"in_flight_by_state"`
 	Deposits    *big.Int `json:"deposits"`
 	Adjustments *big.Int `json:"adjustments"`
+	Withdrawn   *big.Int `json:"withdrawn"` // on-chain withdrawals PENDING or COMPLETED
 	Diff        *big.Int `json:"diff"`
 	OK          bool     `json:"ok"`
 }
@@ -284,7 +285,7 @@ func (t *transfers) Invariants(ctx context.Context) ([]byte, error) {
 		}
 		out.Assets = append(out.Assets, assetInvariantJSON{Asset: name, Funding: a.Funding, Spot: a.Spot,
 			InFlight: a.InFlight, InFlightFSM: a.InFlightFSM, Deposits: a.Deposits, Adjustments: a.Adjustments,
-			Diff: a.Diff, OK: a.OK})
+			Withdrawn: a.Withdrawn, Diff: a.Diff, OK: a.OK})
 	}
 	return json.Marshal(out)
 }
