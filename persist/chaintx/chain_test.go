@@ -80,7 +80,9 @@ func TestDroppedTxResubmittedSameNonceAndPayload(t *testing.T) {
 	e := newEnv(t)
 	key, sub := e.node.NewKey(t)
 	e.automine(false)
-	m := e.start(e.fast(key, "a", e.store))
+	cfg := e.fast(key, "a", e.store)
+	cfg.ResubmitInterval = 300 * time.Millisecond
+	m := e.start(cfg)
 	tx := e.create(m, transfer(sub, "d", anviltest.Addr(11), 6))
 	e.waitState(tx.ID, chaintx.Tracking, 5*time.Second)
 	if err := e.node.Drop(tx.Hash); err != nil {
@@ -135,9 +137,13 @@ func TestMiningStoppedStuckHookThenConfirmedAppendedAgain(t *testing.T) {
 	if v := testutil.ToFloat64(cfg.Metrics.Stuck); v != 1 {
 		t.Fatalf("ubs_chain_stuck_total %v", v)
 	}
-	rs, err := e.store.Remediations(context.Background(), tx.ID)
-	if err != nil || len(rs) != 1 || rs[0].Action != chaintx.ActionNoop || rs[0].NodeID != "a" || rs[0].FencingToken == 0 {
-		t.Fatalf("audit: %+v %v", rs, err)
+	var rs []chaintx.Remediation
+	waitFor(t, 2*time.Second, "the hook's audit row", func() bool { // written after the hook answers
+		rs, _ = e.store.Remediations(context.Background(), tx.ID)
+		return len(rs) > 0
+	})
+	if len(rs) != 1 || rs[0].Action != chaintx.ActionNoop || rs[0].NodeID != "a" || rs[0].FencingToken == 0 {
+		t.Fatalf("audit: %+v", rs)
 	}
 	e.mine(2)
 	e.waitState(tx.ID, chaintx.Confirmed, 5*time.Second)
@@ -254,8 +260,8 @@ func TestPlaceholderFillsNonceGap(t *testing.T) {
 	if _, err := e.pool.Exec(context.Background(), `UPDATE submitter_nonce_cursor SET next_nonce = next_nonce + 2 WHERE submitter = $1`, string(sub)); err != nil {
 		t.Fatal(err)
 	}
-	m.Close() // a fresh node: no nonce cache
-	m = e.start(e.fast(key, "b", e.store))
+	m.Close() // a fresh process of the same node (the lease is still its own): no nonce cache
+	m = e.start(e.fast(key, "a", e.store))
 	waitFor(t, 5*time.Second, "lease", func() bool { _, ok := m.Leader(sub); return ok })
 	gapped := e.create(m, transfer(sub, "p3", anviltest.Addr(15), 2))
 	if *gapped.Nonce != 3 {

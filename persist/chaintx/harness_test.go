@@ -1,9 +1,10 @@
 package chaintx_test
 
 // The harness of the chaintx tests: real Postgres (a database per test,
-// persist/pgtest) and ONE anvil per test package (anviltest), each test with
-// submitters of its own (fresh keys funded on the node), so tests never see
-// each other's nonces. Tests that change anvil's mining restore automine.
+// persist/pgtest) and an anvil per test (anviltest; 0.2 s to start), so
+// tests that stop or control mining run in parallel (at most -parallel,
+// GOMAXPROCS, at once) with those that need it on. Submitters are fresh keys
+// funded on the node.
 
 import (
 	"context"
@@ -11,7 +12,6 @@ import (
 	"log/slog"
 	"math/big"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,32 +25,6 @@ import (
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
-var (
-	nodeOnce sync.Once
-	node     *anviltest.Node
-	nodeErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if node != nil {
-		node.Stop()
-	}
-	os.Exit(code)
-}
-
-func sharedNode(t testing.TB) *anviltest.Node {
-	t.Helper()
-	nodeOnce.Do(func() { node, nodeErr = anviltest.Start() })
-	if nodeErr != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("anvil unavailable (CI=1 makes this fail): %v", nodeErr)
-		}
-		t.Fatal(nodeErr)
-	}
-	return node
-}
-
 type env struct {
 	t     testing.TB
 	url   string
@@ -60,9 +34,10 @@ type env struct {
 	chain *big.Int
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t *testing.T) *env {
 	t.Helper()
-	n := sharedNode(t)
+	t.Parallel()
+	n := anviltest.StartT(t)
 	url := pgtest.NewDB(t)
 	e := &env{t: t, url: url, node: n}
 	e.pool = e.newPool()
@@ -74,17 +49,27 @@ func newEnv(t testing.TB) *env {
 	if e.chain, err = n.Client.ChainID(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = n.IntervalMining(0); _ = n.Automine(true) }) // in this order: interval 0 turns mining off
 	return e
 }
 
-// newPool is a pool of its own (a second "node" gets a second pool).
+// newPool is a pool of its own (a second "node" gets a second pool), of
+// at most 3 connections (parallel tests share the server with other suites).
 func (e *env) newPool() *pgxpool.Pool {
-	p, err := pgxpool.New(context.Background(), e.url)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	p := smallPool(e.t, e.url)
 	e.t.Cleanup(p.Close)
+	return p
+}
+
+func smallPool(t testing.TB, url string) *pgxpool.Pool {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 3
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 

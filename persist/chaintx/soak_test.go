@@ -51,10 +51,7 @@ func TestNoncesNeverRepeatAcrossLeaderKills(t *testing.T) {
 	})
 	startNode := func(slot int) {
 		gen++
-		pool, err := pgxpool.New(context.Background(), e.url)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pool := smallPool(t, e.url)
 		pools[slot] = pool // a dead node's pool is closed: connections stay bounded
 		cfg := e.fast(key, fmt.Sprintf("node-%d", gen), pgstore.New(pool))
 		cfg.Lease = chaintx.LeaseConfig{Duration: time.Second, RenewInterval: 150 * time.Millisecond}
@@ -78,6 +75,9 @@ func TestNoncesNeverRepeatAcrossLeaderKills(t *testing.T) {
 		for killed < kills && !done.Load() {
 			mu.Lock()
 			pause := time.Duration(300+rng.IntN(1000)) * time.Millisecond
+			if testing.Short() {
+				pause /= 3
+			}
 			mu.Unlock()
 			time.Sleep(pause)
 			mu.Lock()
