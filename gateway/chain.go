@@ -99,6 +99,15 @@ func (s *Server) chainError(op string, err error) *APIError {
 	return &APIError{Status: http.StatusInternalServerError, Code: CodeSystemError, Message: "internal failure; retry later"}
 }
 
+// idParam is the route's {id}: a positive integer.
+func idParam(st *reqState) (int64, *APIError) {
+	id, err := strconv.ParseInt(string(st.params[0]), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, BadRequest(CodeInvalidParameter, "id must be a positive integer")
+	}
+	return id, nil
+}
+
 func chainCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), chainTimeout)
 }
@@ -143,9 +152,9 @@ func (s *Server) getWithdrawal(ctx *fasthttp.RequestCtx, st *reqState) *APIError
 	if err := s.noBody(ctx, st); err != nil {
 		return err
 	}
-	id, err := strconv.ParseInt(string(st.params[0]), 10, 64)
-	if err != nil || id <= 0 {
-		return BadRequest(CodeInvalidParameter, "id must be a positive integer")
+	id, perr := idParam(st)
+	if perr != nil {
+		return perr
 	}
 	c, cancel := chainCtx()
 	defer cancel()
@@ -164,12 +173,7 @@ func (s *Server) listWithdrawals(ctx *fasthttp.RequestCtx, st *reqState) *APIErr
 	if err := s.noBody(ctx, st); err != nil {
 		return err
 	}
-	args := ctx.QueryArgs()
-	page, err := intParam(args, "page", 1, 1, 1_000_000)
-	if err != nil {
-		return err
-	}
-	size, err := intParam(args, "size", DefaultTransferPageSize, 1, MaxTransferPageSize)
+	page, size, err := pageParams(ctx)
 	if err != nil {
 		return err
 	}
@@ -285,9 +289,9 @@ func (s *Server) getTx(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if err := s.noBody(ctx, st); err != nil {
 		return err
 	}
-	id, err := strconv.ParseInt(string(st.params[0]), 10, 64)
-	if err != nil || id <= 0 {
-		return BadRequest(CodeInvalidParameter, "id must be a positive integer")
+	id, perr := idParam(st)
+	if perr != nil {
+		return perr
 	}
 	c, cancel := chainCtx()
 	defer cancel()
@@ -355,16 +359,16 @@ func (s *Server) remediateTx(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if st.scratch, aerr = decodeObject(st.body, remediateSchema, v, st.scratch); aerr != nil {
 		return aerr
 	}
-	id, err := strconv.ParseInt(string(st.params[0]), 10, 64)
-	if err != nil || id <= 0 {
-		return BadRequest(CodeInvalidParameter, "id must be a positive integer")
+	id, perr := idParam(st)
+	if perr != nil {
+		return perr
 	}
 	if !v[0].set || !v[1].set || len(v[1].b) == 0 || len(v[1].b) > 512 {
 		return BadRequest(CodeMissingField, "action and reason (1 to 512 bytes) are required")
 	}
-	act, perr := chaintx.ParseAction(string(v[0].b))
-	if perr != nil {
-		return s.chainError("remediate", perr)
+	act, actErr := chaintx.ParseAction(string(v[0].b))
+	if actErr != nil {
+		return s.chainError("remediate", actErr)
 	}
 	c, cancel := chainCtx()
 	defer cancel()

@@ -252,12 +252,7 @@ func (s *Server) listTransfers(ctx *fasthttp.RequestCtx, st *reqState) *APIError
 	if err := s.noBody(ctx, st); err != nil {
 		return err
 	}
-	args := ctx.QueryArgs()
-	page, err := intParam(args, "page", 1, 1, 1_000_000)
-	if err != nil {
-		return err
-	}
-	size, err := intParam(args, "size", DefaultTransferPageSize, 1, MaxTransferPageSize)
+	page, size, err := pageParams(ctx)
 	if err != nil {
 		return err
 	}
@@ -283,6 +278,16 @@ func (s *Server) listTransfers(ctx *fasthttp.RequestCtx, st *reqState) *APIError
 	st.out = append(b, "]}"...)
 	s.reply(ctx, st, http.StatusOK)
 	return nil
+}
+
+// pageParams are ?page= (1-based) and ?size= (<= MaxTransferPageSize) of a history.
+func pageParams(ctx *fasthttp.RequestCtx) (page, size int, err *APIError) {
+	args := ctx.QueryArgs()
+	if page, err = intParam(args, "page", 1, 1, 1_000_000); err != nil {
+		return 0, 0, err
+	}
+	size, err = intParam(args, "size", DefaultTransferPageSize, 1, MaxTransferPageSize)
+	return page, size, err
 }
 
 // intParam reads an optional integer query parameter within [lo, hi].

@@ -155,8 +155,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	} else if cfg.FaultInjection {
 		log.Warn("--enable-fault-injection ignored: internal transfers need Postgres")
 	}
-	chain, err := startChain(cfg, pool, m, &migrated, log)
-	if err != nil {
+	abort := func(err error) error { // stops what runs so far
 		if xfers != nil {
 			xfers.close()
 		}
@@ -164,6 +163,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		sinkWG.Wait()
 		_ = pl.Close()
 		return err
+	}
+	chain, err := startChain(cfg, pool, m, &migrated, log)
+	if err != nil {
+		return abort(err)
 	}
 	if chain != nil {
 		defer chain.close()
@@ -173,13 +176,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	hs := srv.HTTPServer()
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		if xfers != nil {
-			xfers.close()
-		}
-		stopSink()
-		sinkWG.Wait()
-		_ = pl.Close()
-		return err
+		return abort(err)
 	}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(gateway.NewDeadlineListener(ln, 0)) }()

@@ -247,14 +247,20 @@ func (m *Manager) fenced(l Lease, what string, err error) bool {
 }
 
 func (m *Manager) leaseLoop(ctx context.Context) {
-	t := time.NewTicker(m.cfg.Lease.RenewInterval)
+	Every(ctx, m.cfg.Lease.RenewInterval, func() { m.renewAll(ctx) })
+}
+
+// Every runs fn every d until ctx ends (the loops of the manager and of its
+// users, e.g. the withdrawal settler).
+func Every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			m.renewAll(ctx)
+			fn()
 		}
 	}
 }

@@ -15,16 +15,7 @@ import (
 const trackBatch = 500
 
 func (m *Manager) trackLoop(ctx context.Context) {
-	t := time.NewTicker(m.cfg.TrackInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.TrackOnce(ctx)
-		}
-	}
+	Every(ctx, m.cfg.TrackInterval, func() { m.TrackOnce(ctx) })
 }
 
 // TrackOnce runs one pass of the tracker for every submitter this node

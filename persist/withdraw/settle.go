@@ -2,6 +2,7 @@ package withdraw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -59,7 +60,7 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, c chaintx.Completion, lo
 		var asset int32
 		err = tx.QueryRow(ctx, `UPDATE withdrawals SET state = 'CANCELLED', updated_at = now() WHERE tx_id = $1 AND state = 'PENDING'
 			RETURNING user_id, asset_id, amount`, int64(c.TxID)).Scan(&user, &asset, &amount)
-		if err == pgx.ErrNoRows {
+		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err == nil {
@@ -77,16 +78,9 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, c chaintx.Completion, lo
 
 // RunSettler settles every interval until ctx ends.
 func (s *Service) RunSettler(ctx context.Context, feed Feed, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.SettleOnce(ctx, feed, log); err != nil && ctx.Err() == nil {
-				log.Warn("withdraw: settle failed (retried)", "err", err)
-			}
+	chaintx.Every(ctx, every, func() {
+		if _, err := s.SettleOnce(ctx, feed, log); err != nil && ctx.Err() == nil {
+			log.Warn("withdraw: settle failed (retried)", "err", err)
 		}
-	}
+	})
 }
