@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -93,9 +94,10 @@ type Manager struct {
 	fees   Fees
 	feesAt time.Time
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx     context.Context // made in New, cancelled by Close
+	cancel  context.CancelFunc
+	started atomic.Bool // Start ran: the workers take requests
+	wg      sync.WaitGroup
 }
 
 // heldLease is a lease as this node sees it.
@@ -111,6 +113,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger.With("node_id", cfg.NodeID), met: cfg.Metrics,
 		signers: map[Address]Signer{}, leases: map[Address]heldLease{}}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	for _, s := range cfg.Signers {
 		if _, dup := m.signers[s.Address()]; dup {
 			return nil, fmt.Errorf("chaintx: two keys for submitter %s", s.Address())
@@ -130,13 +133,13 @@ func (m *Manager) Submitters() []Address { return append([]Address(nil), m.subs.
 
 // Start runs the lease keeper, the writer workers and the tracker until Close.
 func (m *Manager) Start() {
-	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.renewAll(m.ctx) // be leader (if free) before the first request
 	m.goLoop(m.leaseLoop)
 	for _, w := range m.workers {
 		m.goLoop(w.run)
 	}
 	m.goLoop(m.trackLoop)
+	m.started.Store(true)
 }
 
 func (m *Manager) goLoop(f func(ctx context.Context)) {
@@ -151,9 +154,7 @@ func (m *Manager) goLoop(f func(ctx context.Context)) {
 // they expire (a crash does the same; the next leader takes over with a
 // higher token).
 func (m *Manager) Close() {
-	if m.cancel != nil {
-		m.cancel()
-	}
+	m.cancel()
 	m.wg.Wait()
 }
 
@@ -184,6 +185,13 @@ func (m *Manager) Create(ctx context.Context, n NewTx) (t Tx, existing bool, err
 		return r.tx, r.existing, r.err
 	case <-ctx.Done():
 		return Tx{}, false, ctx.Err() // the worker still answers into the buffered channel
+	case <-m.ctx.Done(): // closing: a request queued after the workers' last drain is never answered
+		select {
+		case r := <-o.done:
+			return r.tx, r.existing, r.err
+		case <-time.After(time.Second):
+			return Tx{}, false, ErrStopped
+		}
 	}
 }
 

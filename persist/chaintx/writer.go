@@ -44,7 +44,7 @@ func newWorker(m *Manager, idx int) *worker {
 }
 
 func (w *worker) enqueue(o *op) error {
-	if w.m.ctx == nil || w.m.ctx.Err() != nil {
+	if !w.m.started.Load() || w.m.ctx.Err() != nil {
 		return ErrStopped
 	}
 	select {
