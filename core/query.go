@@ -70,10 +70,12 @@ func (p *Processor) Depth(id MarketID, limit int, bids, asks []PriceLevel) ([]Pr
 
 // MarketView describes a market.
 type MarketView struct {
-	ID     MarketID
-	Cfg    MarketCfg
-	Status MarketStatus
-	Orders int32 // resting orders
+	ID         MarketID
+	Cfg        MarketCfg
+	Status     MarketStatus
+	HaltReason BreakerReason // why it is HALTED (ReasonNone otherwise)
+	HaltedAt   Seq           // the seq of the command that halted it
+	Orders     int32         // resting orders
 }
 
 // Market returns a market's description.
@@ -82,7 +84,8 @@ func (p *Processor) Market(id MarketID) (MarketView, bool) {
 	if m == nil {
 		return MarketView{}, false
 	}
-	return MarketView{ID: m.id, Cfg: m.cfg, Status: m.status, Orders: m.orders}, true
+	return MarketView{ID: m.id, Cfg: m.cfg, Status: m.status, HaltReason: m.haltReason, HaltedAt: m.haltSeq,
+		Orders: m.orders}, true
 }
 
 // Markets returns every configured market in id order.
