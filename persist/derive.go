@@ -15,7 +15,10 @@ import (
 //   - trades:      one row per EvTrade.
 //   - spot_ledger: one row per EvBalance.
 //   - wal_events:  one row per order audit event (accepted, filled, partially
-//     filled, cancelled, expired).
+//     filled, cancelled, expired after a fill, unfilled remainder).
+//   - circuit_breaker_events: a row per breaker trip (EvMarketHalted,
+//     EvCoreHalted), completed by its resolution (EvMarketResumed,
+//     EvCoreResumed), in seq order.
 //   - orders:      one row per order touched by the batch, collapsed to its
 //     state after the batch's last record (see orderRow): new orders are
 //     inserted whole, older ones updated (fills added, status replaced).
@@ -89,6 +92,20 @@ type orderRow struct {
 	updatedAt  int64 // unix ns
 }
 
+// breakerRow is a circuit_breaker_events change: a trip inserts a row, a
+// resolution completes the open row of its market.
+type breakerRow struct {
+	seq     int64
+	resolve bool
+	market  string // core market id as text, "*" for the core
+	reason  string // trip: the BreakerReason's name
+	context []byte // trip: JSON object
+	user    int64  // resolution: the operator (0 = none)
+	note    string // resolution: the operator's note
+	status  string // resolution of a market: its new status
+	at      int64  // unix ns
+}
+
 // batchRows holds the rows of one batch. Reused across batches.
 type batchRows struct {
 	trades   []tradeRow
@@ -97,6 +114,7 @@ type batchRows struct {
 	payloads []byte // wal_events payloads, back to back
 	orders   []orderRow
 	byID     map[core.OrderID]int // index into orders
+	breakers []breakerRow         // in seq order
 }
 
 func (b *batchRows) reset() {
@@ -105,6 +123,7 @@ func (b *batchRows) reset() {
 	b.events = b.events[:0]
 	b.payloads = b.payloads[:0]
 	b.orders = b.orders[:0]
+	b.breakers = b.breakers[:0]
 	if b.byID == nil {
 		b.byID = make(map[core.OrderID]int)
 	}
@@ -113,7 +132,7 @@ func (b *batchRows) reset() {
 
 // rowCount is the number of rows the batch writes.
 func (b *batchRows) rowCount() int {
-	return len(b.trades) + len(b.ledger) + len(b.events) + len(b.orders)
+	return len(b.trades) + len(b.ledger) + len(b.events) + len(b.orders) + len(b.breakers)
 }
 
 // derive fills b with the rows of recs (contiguous, in seq order). Orders
@@ -159,6 +178,8 @@ func (b *batchRows) record(r *Record) {
 			b.trade(c.Seq, e, at)
 			tradeID, inTrade = int64(e.TradeID), true
 			continue
+		case core.EvMarketHalted, core.EvCoreHalted, core.EvMarketResumed, core.EvCoreResumed:
+			b.breaker(r, e, at)
 		}
 		inTrade = false
 		b.orderEvent(c, e, int32(i), at)
@@ -205,7 +226,7 @@ func (b *batchRows) orderEvent(c *core.Command, e *core.Event, idx int32, at int
 	default:
 		return
 	}
-	if typ := auditType(e.Kind); typ != "" {
+	if typ := auditType(e); typ != "" {
 		b.walEvent(c.Seq, idx, typ, e, at)
 	}
 }
@@ -253,8 +274,11 @@ func refOf(c *core.Command, res *core.Event) (string, bool) {
 	return "", false
 }
 
-// walEvent appends an audit row with its JSON payload (snake_case keys,
-// amounts in smallest units, sides as BUY/SELL).
+// walEvent appends an audit row with its JSON payload: the keys of spec 004
+// 4.2 (snake_case, amounts in smallest units, sides BUY/SELL) after the
+// market, user, order and side every row carries. For a spot book the book
+// price is the order's limit price (original_price: the price it was
+// placed at; binary markets map their YES/NO prices onto one book).
 func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event, at int64) {
 	start := len(b.payloads)
 	p := b.payloads
@@ -265,9 +289,10 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 	switch e.Kind {
 	case core.EvOrderAccepted:
 		p = append(append(append(p, `,"status":"`...), e.Status.String()...), '"')
-		p = jsonInt(append(p, `,"price":`...), int64(e.Price))
+		p = jsonInt(append(p, `,"book_price":`...), int64(e.Price))
+		p = jsonInt(append(p, `,"original_price":`...), int64(e.Price))
 		p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Qty))
-		p = jsonInt(append(p, `,"frozen":`...), int64(e.Amount))
+		p = jsonInt(append(p, `,"frozen_amount":`...), int64(e.Amount))
 		if !e.Key.IsZero() {
 			q, _ := json.Marshal(keyText(e.Key)) // a string always marshals
 			p = append(append(p, `,"client_order_id":`...), q...)
@@ -275,22 +300,22 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 	case core.EvOrderFilled:
 		if e.OtherOrderID != 0 { // a resting order filled by a taker
 			p = append(p, `,"role":"maker"`...)
-			p = jsonInt(append(p, `,"price":`...), int64(e.Price))
 			p = jsonInt(append(p, `,"fill_qty":`...), int64(e.Qty))
-			p = jsonUint(append(p, `,"counter_order_id":`...), uint64(e.OtherOrderID))
+			p = jsonInt(append(p, `,"trade_price":`...), int64(e.Price))
+			p = jsonUint(append(p, `,"counterparty_order_id":`...), uint64(e.OtherOrderID))
 		} else { // the incoming order, filled in full
 			p = append(p, `,"role":"taker"`...)
 			p = jsonInt(append(p, `,"filled_qty":`...), int64(e.Qty))
 		}
 	case core.EvOrderPartiallyFilled:
-		p = jsonInt(append(p, `,"price":`...), int64(e.Price))
 		p = jsonInt(append(p, `,"fill_qty":`...), int64(e.Qty))
-		p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Amount))
-		p = jsonUint(append(p, `,"counter_order_id":`...), uint64(e.OtherOrderID))
+		p = jsonInt(append(p, `,"trade_price":`...), int64(e.Price))
+		p = jsonInt(append(p, `,"new_remaining_qty":`...), int64(e.Amount))
+		p = jsonUint(append(p, `,"counterparty_order_id":`...), uint64(e.OtherOrderID))
 	case core.EvOrderCancelled:
 		p = append(append(append(p, `,"reason":"`...), e.Code.String()...), '"') // OK = the user asked
 		p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Qty))
-		p = jsonInt(append(p, `,"released":`...), int64(e.Amount))
+		p = jsonInt(append(p, `,"frozen_amount":`...), int64(e.Amount))
 	case core.EvOrderExpired:
 		p = jsonInt(append(p, `,"expired_qty":`...), int64(e.Qty))
 		p = jsonInt(append(p, `,"filled_qty":`...), int64(e.Amount))
@@ -301,9 +326,60 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 		start: start, end: len(p), at: at})
 }
 
+// breaker adds the circuit_breaker_events change of a halt or resolution
+// event. A trip's context says which command tripped it and why: the
+// operator (a manual halt), the violations a per-command check found (the
+// EvInvariantViolation before it in the same record), or the context JSON a
+// KindBreakerTrip carries (the periodic check's, recovery's).
+func (b *batchRows) breaker(r *Record, e *core.Event, at int64) {
+	market := "*"
+	if e.Market != 0 {
+		market = strconv.FormatUint(uint64(e.Market), 10)
+	}
+	row := breakerRow{seq: int64(r.Cmd.Seq), market: market, at: at, user: int64(e.User)}
+	switch e.Kind {
+	case core.EvMarketResumed, core.EvCoreResumed:
+		row.resolve, row.note = true, strings.ToValidUTF8(r.Cmd.Text, "\uFFFD")
+		if e.Kind == core.EvMarketResumed {
+			row.status = core.MarketStatus(e.Detail).String()
+		}
+	default:
+		row.reason = core.BreakerReason(e.Detail).String()
+		row.context = breakerContext(r, e)
+	}
+	b.breakers = append(b.breakers, row)
+}
+
+func breakerContext(r *Record, halt *core.Event) []byte {
+	ctx := map[string]any{"seq": r.Cmd.Seq, "command": r.Cmd.Kind.String()}
+	if halt.User != 0 {
+		ctx["by_user"] = halt.User
+	}
+	var viols []map[string]any
+	for i := range r.Events {
+		if v := &r.Events[i]; v.Kind == core.EvInvariantViolation && v.Market == halt.Market {
+			viols = append(viols, map[string]any{"market": v.Market, "asset": v.Asset, "detail": core.ViolName(v.Detail)})
+		}
+	}
+	if viols != nil {
+		ctx["violations"] = viols
+	}
+	if t := r.Cmd.Text; r.Cmd.Kind == core.KindBreakerTrip && t != "" {
+		if json.Valid([]byte(t)) {
+			ctx["check"] = json.RawMessage(t)
+		} else {
+			ctx["check"] = strings.ToValidUTF8(t, "\uFFFD")
+		}
+	}
+	out, _ := json.Marshal(ctx) // plain values always marshal
+	return out
+}
+
 // auditType maps an event to its wal_events type, "" if it is not audited.
-func auditType(k core.EventKind) string {
-	switch k {
+// An expired remainder is ORDER_EXPIRED after at least one fill (spec 004
+// 4.2: an IOC that filled partly), ORDER_UNFILLED without any.
+func auditType(e *core.Event) string {
+	switch e.Kind {
 	case core.EvOrderAccepted:
 		return "ORDER_ACCEPTED"
 	case core.EvOrderFilled:
@@ -313,6 +389,9 @@ func auditType(k core.EventKind) string {
 	case core.EvOrderCancelled:
 		return "ORDER_CANCELLED"
 	case core.EvOrderExpired:
+		if e.Amount == 0 {
+			return "ORDER_UNFILLED"
+		}
 		return "ORDER_EXPIRED"
 	}
 	return ""

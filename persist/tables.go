@@ -3,6 +3,7 @@ package persist
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,7 +119,36 @@ func writeRows(ctx context.Context, tx pgx.Tx, b *batchRows, cb *copyBuf) (missi
 	if err := cb.send(ctx, tx, "wal_events", copyWalEventsSQL); err != nil {
 		return 0, err
 	}
-	return writeOrders(ctx, tx, b.orders, cb)
+	if missing, err = writeOrders(ctx, tx, b.orders, cb); err != nil {
+		return 0, err
+	}
+	return missing, writeBreakers(ctx, tx, b.breakers)
+}
+
+// writeBreakers applies the batch's breaker trips and resolutions in seq
+// order (a trip and its resolution may share a batch). They are rare: one
+// statement each.
+func writeBreakers(ctx context.Context, tx pgx.Tx, rows []breakerRow) error {
+	for i := range rows {
+		r := &rows[i]
+		at := time.Unix(0, r.at).UTC()
+		var err error
+		if !r.resolve {
+			_, err = tx.Exec(ctx, `INSERT INTO circuit_breaker_events (market_id, trigger_reason, context, triggered_at, trigger_seq)
+				VALUES ($1, $2, $3::jsonb, $4, $5)`, r.market, r.reason, string(r.context), at, r.seq)
+		} else {
+			by := pgtype.Text{String: strconv.FormatInt(r.user, 10), Valid: r.user != 0}
+			note := pgtype.Text{String: r.note, Valid: r.note != ""}
+			status := pgtype.Text{String: r.status, Valid: r.status != ""}
+			_, err = tx.Exec(ctx, `UPDATE circuit_breaker_events SET resolved_at = $2, resolved_by = $3,
+				resolution_note = $4, resolved_seq = $5, resolved_status = $6
+				WHERE market_id = $1 AND resolved_at IS NULL`, r.market, at, by, note, r.seq, status)
+		}
+		if err != nil {
+			return fmt.Errorf("persist: circuit_breaker_events at seq %d: %w", r.seq, err)
+		}
+	}
+	return nil
 }
 
 // writeOrders inserts the batch's new orders (COPY: like the rows of the
