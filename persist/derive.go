@@ -95,15 +95,8 @@ type orderRow struct {
 // breakerRow is a circuit_breaker_events change: a trip inserts a row, a
 // resolution completes the open row of its market.
 type breakerRow struct {
-	seq     int64
-	resolve bool
-	market  string // core market id as text, "*" for the core
-	reason  string // trip: the BreakerReason's name
-	context []byte // trip: JSON object
-	user    int64  // resolution: the operator (0 = none)
-	note    string // resolution: the operator's note
-	status  string // resolution of a market: its new status
-	at      int64  // unix ns
+	core.BreakerChange
+	market string // core market id as text, "*" for the core
 }
 
 // batchRows holds the rows of one batch. Reused across batches.
@@ -114,7 +107,8 @@ type batchRows struct {
 	payloads []byte // wal_events payloads, back to back
 	orders   []orderRow
 	byID     map[core.OrderID]int // index into orders
-	breakers []breakerRow         // in seq order
+	breakerRows []breakerRow         // in seq order
+	brk         []core.BreakerChange // scratch of breakers
 }
 
 func (b *batchRows) reset() {
@@ -123,7 +117,7 @@ func (b *batchRows) reset() {
 	b.events = b.events[:0]
 	b.payloads = b.payloads[:0]
 	b.orders = b.orders[:0]
-	b.breakers = b.breakers[:0]
+	b.breakerRows = b.breakerRows[:0]
 	if b.byID == nil {
 		b.byID = make(map[core.OrderID]int)
 	}
@@ -132,7 +126,7 @@ func (b *batchRows) reset() {
 
 // rowCount is the number of rows the batch writes.
 func (b *batchRows) rowCount() int {
-	return len(b.trades) + len(b.ledger) + len(b.events) + len(b.orders) + len(b.breakers)
+	return len(b.trades) + len(b.ledger) + len(b.events) + len(b.orders) + len(b.breakerRows)
 }
 
 // derive fills b with the rows of recs (contiguous, in seq order). Orders
@@ -161,6 +155,7 @@ func (b *batchRows) record(r *Record) {
 	if c.Kind == core.KindPlaceOrder && res != nil && res.Code == core.OK && res.OrderID != 0 {
 		b.newOrder(c, res.OrderID, at)
 	}
+	b.breakers(r)
 	ref, hasRef := refOf(c, res)
 	cause := c.Kind.String()
 	// The BALANCE events right after an EvTrade are that trade's settlement.
@@ -178,8 +173,6 @@ func (b *batchRows) record(r *Record) {
 			b.trade(c.Seq, e, at)
 			tradeID, inTrade = int64(e.TradeID), true
 			continue
-		case core.EvMarketHalted, core.EvCoreHalted, core.EvMarketResumed, core.EvCoreResumed:
-			b.breaker(r, e, at)
 		}
 		inTrade = false
 		b.orderEvent(c, e, int32(i), at)
@@ -326,53 +319,17 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 		start: start, end: len(p), at: at})
 }
 
-// breaker adds the circuit_breaker_events change of a halt or resolution
-// event. A trip's context says which command tripped it and why: the
-// operator (a manual halt), the violations a per-command check found (the
-// EvInvariantViolation before it in the same record), or the context JSON a
-// KindBreakerTrip carries (the periodic check's, recovery's).
-func (b *batchRows) breaker(r *Record, e *core.Event, at int64) {
-	market := "*"
-	if e.Market != 0 {
-		market = strconv.FormatUint(uint64(e.Market), 10)
-	}
-	row := breakerRow{seq: int64(r.Cmd.Seq), market: market, at: at, user: int64(e.User)}
-	switch e.Kind {
-	case core.EvMarketResumed, core.EvCoreResumed:
-		row.resolve, row.note = true, strings.ToValidUTF8(r.Cmd.Text, "\uFFFD")
-		if e.Kind == core.EvMarketResumed {
-			row.status = core.MarketStatus(e.Detail).String()
+// breakers adds the circuit_breaker_events changes of one record.
+func (b *batchRows) breakers(r *Record) {
+	n := len(b.brk)
+	b.brk = core.BreakerChanges(&r.Cmd, r.Events, b.brk)
+	for i := n; i < len(b.brk); i++ {
+		m := "*"
+		if id := b.brk[i].Market; id != 0 {
+			m = strconv.FormatUint(uint64(id), 10)
 		}
-	default:
-		row.reason = core.BreakerReason(e.Detail).String()
-		row.context = breakerContext(r, e)
+		b.breakerRows = append(b.breakerRows, breakerRow{BreakerChange: b.brk[i], market: m})
 	}
-	b.breakers = append(b.breakers, row)
-}
-
-func breakerContext(r *Record, halt *core.Event) []byte {
-	ctx := map[string]any{"seq": r.Cmd.Seq, "command": r.Cmd.Kind.String()}
-	if halt.User != 0 {
-		ctx["by_user"] = halt.User
-	}
-	var viols []map[string]any
-	for i := range r.Events {
-		if v := &r.Events[i]; v.Kind == core.EvInvariantViolation && v.Market == halt.Market {
-			viols = append(viols, map[string]any{"market": v.Market, "asset": v.Asset, "detail": core.ViolName(v.Detail)})
-		}
-	}
-	if viols != nil {
-		ctx["violations"] = viols
-	}
-	if t := r.Cmd.Text; r.Cmd.Kind == core.KindBreakerTrip && t != "" {
-		if json.Valid([]byte(t)) {
-			ctx["check"] = json.RawMessage(t)
-		} else {
-			ctx["check"] = strings.ToValidUTF8(t, "\uFFFD")
-		}
-	}
-	out, _ := json.Marshal(ctx) // plain values always marshal
-	return out
 }
 
 // auditType maps an event to its wal_events type, "" if it is not audited.
