@@ -101,12 +101,12 @@ type breakerRow struct {
 
 // batchRows holds the rows of one batch. Reused across batches.
 type batchRows struct {
-	trades   []tradeRow
-	ledger   []ledgerRow
-	events   []walEventRow
-	payloads []byte // wal_events payloads, back to back
-	orders   []orderRow
-	byID     map[core.OrderID]int // index into orders
+	trades      []tradeRow
+	ledger      []ledgerRow
+	events      []walEventRow
+	payloads    []byte // wal_events payloads, back to back
+	orders      []orderRow
+	byID        map[core.OrderID]int // index into orders
 	breakerRows []breakerRow         // in seq order
 	brk         []core.BreakerChange // scratch of breakers
 }
