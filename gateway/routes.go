@@ -20,6 +20,8 @@ const (
 
 func accessOf(path []byte) access {
 	switch {
+	case string(path) == matchingHealthPath:
+		return accessPublic // load balancers call it without a token, like /health
 	case hasSegPrefix(path, "/api"):
 		return accessUser
 	case hasSegPrefix(path, "/admin"):
@@ -67,6 +69,9 @@ func (s *Server) has(f feature) bool {
 	return true
 }
 
+// matchingHealthPath is spec 004 §7.3's health endpoint: under /api, yet public.
+const matchingHealthPath = "/api/v1/health/matching"
+
 // maxParams is the most "{}" segments in a route.
 const maxParams = 2
 
@@ -86,6 +91,10 @@ var routes = []route{
 	mkRoute("POST", "/admin/v1/markets/{market}/halt", (*Server).halt),
 	mkRoute("POST", "/admin/v1/markets/{market}/resume", (*Server).resume),
 	mkRoute("POST", "/admin/v1/accounts/{user_id}/status", (*Server).accountStatus),
+	mkRoute("GET", "/admin/v1/circuit-breaker", (*Server).listBreakers),
+	mkRoute("POST", "/admin/v1/markets/{market}/breaker/resolve", (*Server).resolveMarketBreaker),
+	mkRoute("POST", "/admin/v1/core/breaker/resolve", (*Server).resolveCoreBreaker),
+	mkRoute("GET", matchingHealthPath, (*Server).healthMatching),
 	needing(featTransfers, mkRoute("POST", "/api/v1/internal_transfer", (*Server).postTransfer)),
 	needing(featTransfers, mkRoute("GET", "/api/v1/internal_transfer/{req_id}", (*Server).getTransfer)),
 	needing(featTransfers, mkRoute("GET", "/api/v1/internal_transfers", (*Server).listTransfers)),

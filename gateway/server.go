@@ -78,6 +78,9 @@ type ServerConfig struct {
 	// Faults, if set, serves /admin/v1/faults (fault injection for tests;
 	// only with --enable-fault-injection); without it the route does not exist.
 	Faults FaultInjector
+	// Breakers, if set, is the breaker history GET /admin/v1/circuit-breaker
+	// lists beside the halts in force (which come from the core).
+	Breakers *BreakerLog
 }
 
 // Server is the HTTP API. Create it with NewServer; it is safe for
@@ -96,6 +99,7 @@ type Server struct {
 	// transfers and faults are optional (nil: their routes do not exist).
 	transfers TransferService
 	faults    FaultInjector
+	breakers  *BreakerLog
 	maxBody   int
 	tokens    *tokenCache
 	states    sync.Pool // *reqState
@@ -130,7 +134,8 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 	s := &Server{backend: cfg.Backend, auth: cfg.Auth, reg: cfg.Registry, log: cfg.Logger,
 		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, archive: cfg.Archive,
-		now: cfg.Now, maxBody: cfg.MaxBodyBytes, transfers: cfg.Transfers, faults: cfg.Faults}
+		now: cfg.Now, maxBody: cfg.MaxBodyBytes, transfers: cfg.Transfers, faults: cfg.Faults,
+		breakers: cfg.Breakers}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
