@@ -42,6 +42,32 @@ func (p *Processor) AccountStatusOf(user UserID) (AccountStatus, bool) {
 	return p.accounts[a].status, true
 }
 
+// AssetScale returns a configured asset's decimal scale.
+func (p *Processor) AssetScale(id AssetID) (uint8, bool) {
+	if id == 0 || id > MaxAssets || !p.assets[id].configured {
+		return 0, false
+	}
+	return p.assets[id].scale, true
+}
+
+// Assets returns the ids of the configured assets, ascending.
+func (p *Processor) Assets() []AssetID {
+	var out []AssetID
+	for id := AssetID(1); id <= MaxAssets; id++ {
+		if p.assets[id].configured {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// OpsFull reports whether a first-seen spot deposit or withdraw would be
+// refused with TOO_MANY_OPS now.
+func (p *Processor) OpsFull() bool { return p.liveOps() >= opsSoftLimit }
+
+// CanCreateAccount reports whether user has an account or one could be created.
+func (p *Processor) CanCreateAccount(user UserID) bool { return p.canCreateAccount(user) }
+
 // Users returns the number of accounts (including the fee account).
 func (p *Processor) Users() int { return len(p.accounts) }
 

@@ -31,29 +31,57 @@ type BreakerEvent struct {
 // (Apply, on the view goroutine and at the start-up warm-up) and read by
 // GET /admin/v1/circuit-breaker. Safe for concurrent use.
 type BreakerLog struct {
+	// OnChange, if set before the first Apply, sees every change as it is
+	// recorded (alerts and metrics), on Apply's goroutine.
+	OnChange func(core.BreakerChange)
+
 	mu      sync.Mutex
 	events  []BreakerEvent // oldest first
 	scratch []core.BreakerChange
 }
 
-// Apply records the breaker changes of one command.
-func (l *BreakerLog) Apply(c *core.Command, evs []core.Event) {
+// Apply records the breaker changes of one command. It runs for every
+// command on the view goroutine: without a halt or resume event it returns
+// before taking the lock.
+func (l *BreakerLog) Apply(c *core.Command, evs []core.Event) { l.apply(c, evs, true) }
+
+// Replay records the changes of a command applied before this process
+// started (the start-up warm-up from the WAL): no OnChange.
+func (l *BreakerLog) Replay(c *core.Command, evs []core.Event) { l.apply(c, evs, false) }
+
+func (l *BreakerLog) apply(c *core.Command, evs []core.Event, live bool) {
+	if !hasBreakerEvent(evs) {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.scratch = core.BreakerChanges(c, evs, l.scratch[:0])
 	for _, b := range l.scratch {
+		if live && l.OnChange != nil {
+			l.OnChange(b)
+		}
 		if !b.Resolve {
 			l.add(BreakerEvent{Trip: b})
 			continue
 		}
 		for i := len(l.events) - 1; i >= 0; i-- {
-			if e := &l.events[i]; e.Resolution == nil && e.Trip.Market == b.Market {
+			if e := &l.events[i]; e.Resolution == nil && e.Trip.Market == b.Market && e.Trip.Seq < b.Seq {
 				r := b
 				e.Resolution = &r
 				break
 			}
 		}
 	}
+}
+
+func hasBreakerEvent(evs []core.Event) bool {
+	for i := range evs {
+		switch evs[i].Kind {
+		case core.EvMarketHalted, core.EvCoreHalted, core.EvMarketResumed, core.EvCoreResumed:
+			return true
+		}
+	}
+	return false
 }
 
 func (l *BreakerLog) add(e BreakerEvent) {
@@ -67,7 +95,15 @@ func (l *BreakerLog) add(e BreakerEvent) {
 		}
 		l.events = append(l.events[:drop], l.events[drop+1:]...)
 	}
-	l.events = append(l.events, e)
+	// In seq order: the warm-up replays older commands after the live ones
+	// of the first moments (recovery's own trips).
+	i := len(l.events)
+	for i > 0 && l.events[i-1].Trip.Seq > e.Trip.Seq {
+		i--
+	}
+	l.events = append(l.events, BreakerEvent{})
+	copy(l.events[i+1:], l.events[i:])
+	l.events[i] = e
 }
 
 // Events returns the recorded events, newest first.

@@ -57,6 +57,7 @@ const (
 	featNone      feature = iota
 	featTransfers         // ServerConfig.Transfers
 	featFaults            // ServerConfig.Faults (--enable-fault-injection)
+	featCoreFaults        // ServerConfig.CoreFaults (--enable-fault-injection)
 )
 
 func (s *Server) has(f feature) bool {
@@ -65,6 +66,8 @@ func (s *Server) has(f feature) bool {
 		return s.transfers != nil
 	case featFaults:
 		return s.faults != nil
+	case featCoreFaults:
+		return s.coreFault
 	}
 	return true
 }
@@ -104,6 +107,7 @@ var routes = []route{
 	needing(featTransfers, mkRoute("POST", "/admin/v1/transfers/resume", (*Server).resumeTransfers)),
 	needing(featFaults, mkRoute("POST", "/admin/v1/faults", (*Server).injectFault)),
 	needing(featFaults, mkRoute("DELETE", "/admin/v1/faults", (*Server).clearFaults)),
+	needing(featCoreFaults, mkRoute("POST", "/admin/v1/faults/core", (*Server).injectCoreFault)),
 	mkRoute("GET", "/health/live", (*Server).live),
 	mkRoute("GET", "/health/ready", (*Server).readiness),
 	mkRoute("GET", "/health", (*Server).health),

@@ -78,6 +78,9 @@ type ServerConfig struct {
 	// Faults, if set, serves /admin/v1/faults (fault injection for tests;
 	// only with --enable-fault-injection); without it the route does not exist.
 	Faults FaultInjector
+	// CoreFaults serves POST /admin/v1/faults/core (sequenced core fault
+	// commands; only with --enable-fault-injection, whose core accepts them).
+	CoreFaults bool
 	// Breakers, if set, is the breaker history GET /admin/v1/circuit-breaker
 	// lists beside the halts in force (which come from the core).
 	Breakers *BreakerLog
@@ -100,6 +103,7 @@ type Server struct {
 	transfers TransferService
 	faults    FaultInjector
 	breakers  *BreakerLog
+	coreFault bool
 	maxBody   int
 	tokens    *tokenCache
 	states    sync.Pool // *reqState
@@ -135,7 +139,7 @@ func NewServer(cfg ServerConfig) *Server {
 	s := &Server{backend: cfg.Backend, auth: cfg.Auth, reg: cfg.Registry, log: cfg.Logger,
 		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, archive: cfg.Archive,
 		now: cfg.Now, maxBody: cfg.MaxBodyBytes, transfers: cfg.Transfers, faults: cfg.Faults,
-		breakers: cfg.Breakers}
+		breakers: cfg.Breakers, coreFault: cfg.CoreFaults}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

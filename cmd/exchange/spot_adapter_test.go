@@ -61,3 +61,61 @@ func TestSpotAdapter(t *testing.T) {
 		t.Fatalf("unknown user: %+v", st)
 	}
 }
+
+// TestSpec5_SpotAdapterWhileCoreHalted: while the core is halted a new
+// deposit or withdraw is a recorded CORE_HALTED refusal, hence
+// EXPLICIT_FAIL (the transfer compensates instead of retrying forever, and
+// its retry gets the same answer); a refund is refused unrecorded, hence
+// retried until the core is resolved; the account state says CORE_HALTED
+// so new transfers are refused before FUNDING moves.
+func TestSpec5_SpotAdapterWhileCoreHalted(t *testing.T) {
+	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true, Logger: quietLogger(),
+		Core: core.Config{AllowFaults: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	var cfg Config
+	cfg.Assets, cfg.Markets = defaultInstruments()
+	if _, err := installConfig(pl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	a := &spotAdapter{pl: pl, timeout: 5 * time.Second}
+	ctx := context.Background()
+	const user, usdt = core.UserID(5), core.AssetID(1)
+	if o := a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100); o.Kind != transfer.Success {
+		t.Fatal(o)
+	}
+	if o := a.Withdraw(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Success {
+		t.Fatal(o)
+	}
+	r := journal.NewReply()
+	trip := core.Command{Kind: core.KindBreakerTrip, Flags: uint8(core.ReasonManualHalt)}
+	if _, err := pl.Submit(&trip, r); err != nil || pl.Wait(r) != nil || r.Result().Code != core.OK {
+		t.Fatalf("trip: %v %v", err, r.Result().Code)
+	}
+	for i := 0; i < 2; i++ {
+		if o := a.Deposit(ctx, "01JDEP00000000000000000003", user, usdt, 7); o.Kind != transfer.ExplicitFail || o.Code != "CORE_HALTED" {
+			t.Fatalf("deposit while halted (try %d): %v", i, o)
+		}
+	}
+	if o := a.Withdraw(ctx, "01JWD000000000000000000004", user, usdt, 7); o.Kind != transfer.ExplicitFail {
+		t.Fatalf("withdraw while halted: %v", o)
+	}
+	if o := a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Unknown || o.Code != "CORE_HALTED" {
+		t.Fatalf("refund while halted: %v", o)
+	}
+	if st, err := a.AccountState(ctx, user, usdt); err != nil || st.Unavailable != transfer.CodeCoreHalted {
+		t.Fatalf("account state %+v %v", st, err)
+	}
+	resume := core.Command{Kind: core.KindResumeCore, User: 1000}
+	if _, err := pl.Submit(&resume, r); err != nil || pl.Wait(r) != nil || r.Result().Code != core.OK {
+		t.Fatalf("resume: %v %v", err, r.Result().Code)
+	}
+	if o := a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Success {
+		t.Fatalf("refund after the resolution: %v", o)
+	}
+	if o := a.Deposit(ctx, "01JDEP00000000000000000003", user, usdt, 7); o.Kind != transfer.ExplicitFail {
+		t.Fatalf("the recorded refusal changed: %v", o)
+	}
+}
