@@ -54,10 +54,10 @@ type route struct {
 type feature uint8
 
 const (
-	featNone      feature = iota
-	featTransfers         // ServerConfig.Transfers
-	featFaults            // ServerConfig.Faults (--enable-fault-injection)
-	featCoreFaults        // ServerConfig.CoreFaults (--enable-fault-injection)
+	featNone       feature = iota
+	featTransfers          // ServerConfig.Transfers
+	featFaults             // ServerConfig.Faults (--enable-fault-injection)
+	featCoreFaults         // ServerConfig.CoreFaults (--enable-fault-injection)
 )
 
 func (s *Server) has(f feature) bool {
