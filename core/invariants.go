@@ -49,28 +49,35 @@ func bookShapeOK(m *market) bool {
 // checkScratch holds the full check's per-account accumulators, kept between
 // checks so a check of a large state allocates nothing after the first.
 type checkScratch struct {
-	held    [][inlineAssets]Units // per account: frozen held by resting orders, assets 1..inlineAssets
-	heldExt map[[2]uint64]Units   // (account, asset) -> held, assets above inlineAssets
-	openPer []int32               // per account: resting orders found
+	acct    []acctCheck         // per account: what its resting orders hold
+	heldExt map[[2]uint64]Units // (account, asset) -> held, assets above inlineAssets
+	fp      uint64              // sum of the resting orders' index fingerprints
+}
+
+// acctCheck is one account's accumulator: one cache line per account touched.
+type acctCheck struct {
+	held [inlineAssets]Units // frozen held by resting orders, assets 1..inlineAssets
+	open int32               // resting orders found
 }
 
 func (sc *checkScratch) reset(accounts int) {
-	if cap(sc.held) < accounts {
-		sc.held = make([][inlineAssets]Units, accounts, accounts+accounts/4)
-		sc.openPer = make([]int32, accounts, accounts+accounts/4)
+	if cap(sc.acct) < accounts {
+		sc.acct = make([]acctCheck, accounts, accounts+accounts/4)
 	}
-	sc.held, sc.openPer = sc.held[:accounts], sc.openPer[:accounts]
-	clear(sc.held)
-	clear(sc.openPer)
+	sc.acct = sc.acct[:accounts]
+	clear(sc.acct)
 	if sc.heldExt == nil {
 		sc.heldExt = map[[2]uint64]Units{}
 	}
 	clear(sc.heldExt)
+	sc.fp = 0
 }
 
 func (sc *checkScratch) hold(acct int32, asset AssetID, v Units) {
+	a := &sc.acct[acct]
+	a.open++
 	if i := int(asset) - 1; uint(i) < inlineAssets {
-		sc.held[acct][i] += v
+		a.held[i] += v
 		return
 	}
 	sc.heldExt[[2]uint64{uint64(acct), uint64(asset)}] += v
@@ -78,9 +85,32 @@ func (sc *checkScratch) hold(acct int32, asset AssetID, v Units) {
 
 func (sc *checkScratch) heldOf(acct int32, asset AssetID) Units {
 	if i := int(asset) - 1; uint(i) < inlineAssets {
-		return sc.held[acct][i]
+		return sc.acct[acct].held[i]
 	}
 	return sc.heldExt[[2]uint64{uint64(acct), uint64(asset)}]
+}
+
+// indexFingerprint mixes an (order id, pool slot) pair into 64 bits
+// (splitmix64's finalizer over both): summed over the books and over the
+// order index, equal sums mean equal sets but for a 2^-64 chance.
+func indexFingerprint(id uint64, slot int32) uint64 {
+	x := id*0x9E3779B97F4A7C15 ^ (uint64(uint32(slot)) + 0x632BE59BD9B4E019)
+	x ^= x >> 30
+	x *= 0xBF58476D1CE4E5B9
+	x ^= x >> 27
+	x *= 0x94D049BB133111EB
+	return x ^ x>>31
+}
+
+// fingerprint sums indexFingerprint over the map's entries, in table order.
+func (m *idMap) fingerprint() uint64 {
+	var sum uint64
+	for i := range m.slots {
+		if s := &m.slots[i]; s.v != 0 {
+			sum += indexFingerprint(s.key, int32(s.v-1))
+		}
+	}
+	return sum
 }
 
 // CheckInvariants runs the full check over all state and returns every
@@ -109,8 +139,13 @@ func (p *Processor) CheckInvariantsEach(after func(MarketID)) []Violation {
 			after(id)
 		}
 	}
-	if resting != p.orderIdx.len() {
-		out = append(out, viol(0, 0, ViolBookIndex)) // an order indexed but in no book: cross-market
+	// The order index holds exactly the resting orders, each at its slot:
+	// the same count, and the same sum of fingerprints of (id, slot) pairs
+	// over the books (checkSide) as over the index, read in its own order
+	// instead of one random lookup per order. A difference this misses has
+	// a probability of 2^-64.
+	if resting != p.orderIdx.len() || sc.fp != p.orderIdx.fingerprint() {
+		out = append(out, viol(0, 0, ViolBookIndex)) // cross-market: the index is shared
 	}
 	return p.checkBalances(sc, out)
 }
@@ -161,11 +196,24 @@ func (p *Processor) checkBalances(sc *checkScratch, out []Violation) []Violation
 	openBad := false
 	for ai := range p.accounts {
 		acc := &p.accounts[ai]
-		if acc.openOrders != sc.openPer[ai] {
+		if acc.openOrders != sc.acct[ai].open {
 			openBad = true
 		}
-		for i, b := range acc.inl {
-			p.checkBalance(sc, int32(ai), AssetID(i+1), b, &sums, report)
+		held := &sc.acct[ai].held
+		for i := range acc.inl { // the inline assets, without a call per balance
+			b := &acc.inl[i]
+			s, ok1 := addUnits(sums[i+1], b.Avail)
+			s, ok2 := addUnits(s, b.Frozen)
+			sums[i+1] = s
+			if b.Avail|b.Frozen < 0 {
+				report(AssetID(i+1), ViolNegativeBalance)
+			}
+			if !ok1 || !ok2 {
+				report(AssetID(i+1), ViolConservation)
+			}
+			if b.Frozen != held[i] {
+				report(AssetID(i+1), ViolFrozenMismatch)
+			}
 		}
 		for j, b := range p.balExt[ai] {
 			p.checkBalance(sc, int32(ai), AssetID(j+inlineAssets+1), b, &sums, report)
@@ -199,51 +247,95 @@ func (p *Processor) checkBalance(sc *checkScratch, ai int32, asset AssetID, b Ba
 	}
 }
 
+// checkLanes is how many levels' FIFOs checkSide walks at once. Following a
+// FIFO is a chain of dependent loads, each usually a cache miss on a large
+// book; the lanes' chains are independent, so the CPU overlaps their misses
+// (measured with BenchmarkFullCheck: see the README).
+const checkLanes = 8
+
+// checkLane is one FIFO being walked.
+type checkLane struct {
+	li    int   // level index
+	oi    int32 // the next order to visit (-1: the FIFO ended)
+	prev  int32 // the order visited before it
+	qty   Units // remaining quantity summed so far
+	count int32 // orders visited
+	ok    bool
+}
+
 // checkSide verifies one book side: sorted distinct levels, each level's
-// count and quantity equal to its linked orders (when aggregates), every
-// order indexed and holding at least what its remainder can cost. With sc it
-// adds each order's frozen to the owner's held and counts open orders.
+// FIFO well linked (prev, head, tail) and, when aggregates, its count and
+// quantity equal to its orders; every order resting where it should and
+// holding at least what its remainder can cost. With sc it adds each
+// order's frozen to the owner's held, counts open orders, and adds the
+// order's index fingerprint; without it, it looks each order up in the
+// index.
 func (p *Processor) checkSide(m *market, s *bookSide, sc *checkScratch, aggregates bool) (int, bool) {
 	ok := true
-	n := 0
+	for li := 1; li < len(s.levels); li++ {
+		if !s.better(s.levels[li].price, s.levels[li-1].price) {
+			ok = false
+		}
+	}
 	maxRate := m.maxRate()
-	for li := range s.levels {
-		lv := &s.levels[li]
-		if li > 0 && !s.better(lv.price, s.levels[li-1].price) {
-			ok = false
-		}
-		var qty Units
-		var count int32
-		prev := int32(-1)
-		for oi := lv.head; oi >= 0; oi = p.pool.slots[oi].next {
-			o := &p.pool.slots[oi]
-			if o.prev != prev || !o.inBook || o.price != lv.price || o.market != m.id || !p.indexedAt(o.id, oi) ||
-				o.remaining() <= 0 || int(o.acct) >= len(p.accounts) || count > MaxOrdersPerBook {
-				return n, false
+	var lanes [checkLanes]checkLane
+	live, nextLevel, n := 0, 0, 0
+	for ; live < checkLanes && nextLevel < len(s.levels); live++ {
+		lanes[live] = checkLane{li: nextLevel, oi: s.levels[nextLevel].head, prev: -1, ok: true}
+		nextLevel++
+	}
+	for live > 0 {
+		for k := 0; k < live; {
+			l := &lanes[k]
+			if l.oi >= 0 && l.count <= MaxOrdersPerBook {
+				p.checkOrder(m, s, l, sc, maxRate)
+				k++
+				continue
 			}
-			if !p.holdsEnough(m, o, maxRate) {
+			lv := &s.levels[l.li] // this FIFO ended (or never ends: a cycle)
+			if !l.ok || l.oi >= 0 || lv.tail != l.prev || l.count == 0 ||
+				(aggregates && (l.count != lv.count || l.qty != lv.qty)) {
 				ok = false
 			}
-			if !o.key.IsZero() && p.clientIdx[clientKey{o.user, o.key}] != o.id {
-				ok = false
+			n += int(l.count)
+			if nextLevel < len(s.levels) {
+				*l = checkLane{li: nextLevel, oi: s.levels[nextLevel].head, prev: -1, ok: true}
+				nextLevel++
+				k++
+				continue
 			}
-			if sc != nil {
-				sc.hold(o.acct, o.frozenAsset(m), o.frozen)
-				sc.openPer[o.acct]++
-			}
-			var sumOK bool
-			if qty, sumOK = addUnits(qty, o.remaining()); !sumOK {
-				return n, false
-			}
-			count++
-			prev = oi
+			live--
+			lanes[k] = lanes[live]
 		}
-		if lv.tail != prev || count == 0 || (aggregates && (count != lv.count || qty != lv.qty)) {
-			ok = false
-		}
-		n += int(count)
 	}
 	return n, ok
+}
+
+// checkOrder visits the order lane l is at and moves l to the next one.
+func (p *Processor) checkOrder(m *market, s *bookSide, l *checkLane, sc *checkScratch, maxRate Rate) {
+	oi := l.oi
+	o := &p.pool.slots[oi]
+	if o.prev != l.prev || !o.inBook || o.price != s.levels[l.li].price || o.market != m.id ||
+		o.remaining() <= 0 || int(o.acct) >= len(p.accounts) || (sc == nil && !p.indexedAt(o.id, oi)) {
+		l.ok, l.oi = false, -1 // a broken FIFO: stop following it
+		return
+	}
+	if !p.holdsEnough(m, o, maxRate) {
+		l.ok = false
+	}
+	if !o.key.IsZero() && p.clientIdx[clientKey{o.user, o.key}] != o.id {
+		l.ok = false
+	}
+	if sc != nil {
+		sc.hold(o.acct, o.frozenAsset(m), o.frozen)
+		sc.fp += indexFingerprint(uint64(o.id), oi)
+	}
+	var sumOK bool
+	if l.qty, sumOK = addUnits(l.qty, o.remaining()); !sumOK {
+		l.ok = false
+	}
+	l.count++
+	l.prev, l.oi = oi, o.next
 }
 
 // holdsEnough reports whether resting order o holds at least what its
