@@ -43,6 +43,9 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 		}
 		st := &p.assets[a]
 		st.configured, st.scale = true, r.u8()
+		if st.scale > MaxBaseScale {
+			return nil, ErrSnapshot
+		}
 		st.credited, st.debited = Units(r.sv()), Units(r.sv())
 		st.total = st.credited - st.debited
 		if ver > 1 {
