@@ -10,12 +10,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ubscore/ubscore/core"
-	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
@@ -30,17 +28,7 @@ func TestOpsForgetter(t *testing.T) {
 	if err := persist.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.Close()
-	var cfg Config
-	cfg.Assets, cfg.Markets = defaultInstruments()
-	if _, err := installConfig(pl, cfg); err != nil {
-		t.Fatal(err)
-	}
-	a := &spotAdapter{pl: pl, timeout: 5 * time.Second}
+	pl, a := startSpot(t, core.Config{})
 	// Ten transfers FUNDING -> SPOT, each deposited in the core; the 4th
 	// is still moving (TARGET_PENDING), the 8th terminal but only just.
 	ids := make([]string, 10)

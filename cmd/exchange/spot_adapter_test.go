@@ -10,21 +10,28 @@ import (
 	"github.com/ubscore/ubscore/persist/transfer"
 )
 
-// TestSpotAdapter: the SPOT side of internal transfers over the real
-// pipeline — success, idempotent repeats, certain refusals as EXPLICIT_FAIL,
-// a refund that undoes a withdraw once, and the account state from the view.
-func TestSpotAdapter(t *testing.T) {
-	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true, Logger: quietLogger()})
+// startSpot starts a pipeline with the built-in instruments (closed when
+// the test ends) and a SPOT adapter over it.
+func startSpot(t *testing.T, cc core.Config) (*journal.Pipeline, *spotAdapter) {
+	t.Helper()
+	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true, Logger: quietLogger(), Core: cc})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pl.Close()
+	t.Cleanup(func() { pl.Close() })
 	var cfg Config
 	cfg.Assets, cfg.Markets = defaultInstruments()
 	if _, err := installConfig(pl, cfg); err != nil {
 		t.Fatal(err)
 	}
-	a := &spotAdapter{pl: pl, timeout: 5 * time.Second}
+	return pl, &spotAdapter{pl: pl, timeout: 5 * time.Second}
+}
+
+// TestSpotAdapter: the SPOT side of internal transfers over the real
+// pipeline — success, idempotent repeats, certain refusals as EXPLICIT_FAIL,
+// a refund that undoes a withdraw once, and the account state from the view.
+func TestSpotAdapter(t *testing.T) {
+	_, a := startSpot(t, core.Config{})
 	ctx := context.Background()
 	const user, usdt = core.UserID(5), core.AssetID(1)
 	want := func(what string, got transfer.Outcome, kind transfer.OutcomeKind, code string) {
@@ -69,18 +76,7 @@ func TestSpotAdapter(t *testing.T) {
 // retried until the core is resolved; the account state says CORE_HALTED
 // so new transfers are refused before FUNDING moves.
 func TestSpec5_SpotAdapterWhileCoreHalted(t *testing.T) {
-	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true, Logger: quietLogger(),
-		Core: core.Config{AllowFaults: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pl.Close()
-	var cfg Config
-	cfg.Assets, cfg.Markets = defaultInstruments()
-	if _, err := installConfig(pl, cfg); err != nil {
-		t.Fatal(err)
-	}
-	a := &spotAdapter{pl: pl, timeout: 5 * time.Second}
+	pl, a := startSpot(t, core.Config{AllowFaults: true})
 	ctx := context.Background()
 	const user, usdt = core.UserID(5), core.AssetID(1)
 	if o := a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100); o.Kind != transfer.Success {
