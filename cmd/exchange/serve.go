@@ -389,8 +389,8 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 // yet (all of them on a fresh data dir; the rest after a crash in the middle
 // of a first start), with their assets (configuring an asset again with the
 // same scale is a no-op). It returns how many markets it installed. Markets
-// the core already has are never reconfigured: a changed --config on an
-// existing data dir only adds markets.
+// the core already has are never reconfigured: checkInstruments has refused
+// to start with a config that changes or removes any.
 func installConfig(pl *journal.Pipeline, cfg Config) (int, error) {
 	have := map[core.MarketID]bool{}
 	if err := pl.Read(func(p *core.Processor) error {
