@@ -157,13 +157,15 @@ func TestBreakerLogBounded(t *testing.T) {
 			Detail: uint8(core.ReasonManualHalt)}})
 	}
 	trip(1, 1) // stays open
+	seq := core.Seq(1)
 	for i := 0; i < MaxBreakerEvents+10; i++ {
-		trip(core.Seq(i+2), 2)
-		l.Apply(&core.Command{Kind: core.KindResumeMarket}, []core.Event{{Seq: core.Seq(i + 2), Kind: core.EvMarketResumed, Market: 2}})
+		trip(seq+1, 2)
+		l.Apply(&core.Command{Kind: core.KindResumeMarket}, []core.Event{{Seq: seq + 2, Kind: core.EvMarketResumed, Market: 2}})
+		seq += 2
 	}
 	ev := l.Events()
 	if len(ev) != MaxBreakerEvents || ev[len(ev)-1].Trip.Market != 1 || ev[len(ev)-1].Resolution != nil ||
-		ev[0].Trip.Seq != MaxBreakerEvents+11 || ev[0].Resolution == nil {
+		ev[0].Trip.Seq != seq-1 || ev[0].Resolution == nil || ev[0].Resolution.Seq != seq {
 		t.Fatalf("%d events, oldest %+v, newest %+v", len(ev), ev[len(ev)-1], ev[0])
 	}
 }
