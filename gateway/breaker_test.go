@@ -169,3 +169,23 @@ func TestBreakerLogBounded(t *testing.T) {
 		t.Fatalf("%d events, oldest %+v, newest %+v", len(ev), ev[len(ev)-1], ev[0])
 	}
 }
+
+// TestBreakerLogReplayOrder: the start-up warm-up replays older commands
+// after recovery's own live trips; they land in seq order and an old
+// resolution never resolves the newer trip.
+func TestBreakerLogReplayOrder(t *testing.T) {
+	var l BreakerLog
+	alerts := 0
+	l.OnChange = func(core.BreakerChange) { alerts++ }
+	halt := func(seq core.Seq) []core.Event {
+		return []core.Event{{Seq: seq, Kind: core.EvMarketHalted, Market: 1, Detail: uint8(core.ReasonRecoveryFailed)}}
+	}
+	l.Apply(&core.Command{Kind: core.KindBreakerTrip}, halt(100))
+	l.Replay(&core.Command{Kind: core.KindHaltMarket}, halt(10))
+	l.Replay(&core.Command{Kind: core.KindResumeMarket}, []core.Event{{Seq: 20, Kind: core.EvMarketResumed, Market: 1}})
+	ev := l.Events()
+	if len(ev) != 2 || ev[0].Trip.Seq != 100 || ev[0].Resolution != nil || ev[1].Trip.Seq != 10 ||
+		ev[1].Resolution == nil || alerts != 1 {
+		t.Fatalf("events %+v, alerts %d", ev, alerts)
+	}
+}
