@@ -147,7 +147,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var ready atomic.Bool
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
 		Observer: m, Metrics: m.handler(), Ready: ready.Load, Breakers: prot.breakers, CoreFaults: cfg.FaultInjection}
-	stopProt := prot.start(pl, pool, &migrated, cfg)
 	var xfers *transfers
 	if pool != nil {
 		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated}
@@ -178,6 +177,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = pl.Close()
 		return err
 	}
+	stopProt := prot.start(pl, pool, &migrated, cfg)
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(gateway.NewDeadlineListener(ln, 0)) }()
 	ready.Store(true)
