@@ -235,6 +235,9 @@ func runStory(t *testing.T, st faultStory, killAfter map[int]bool) {
 	if v := r.s.metric(fmt.Sprintf(`ubs_circuit_breaker_triggered_total{reason=%q}`, want)); v != 1 {
 		t.Fatalf("%s: trips counted %v", st.name, v)
 	}
+	if v := r.s.metric("ubs_invariant_violations_total"); !killAfter[1] && v < 1 {
+		t.Fatalf("%s: violations counted %v", st.name, v)
+	}
 	if killAfter[2] {
 		r.restart()
 	}

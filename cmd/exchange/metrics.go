@@ -49,7 +49,7 @@ func newMetrics() *metrics {
 	m.orders = f.counter("ubs_orders_accepted_total", "Orders accepted by the core.")
 	m.trades = f.counter("ubs_trades_total", "Trades executed.")
 	m.rejections = f.counterVec("ubs_rejections_total", "Commands rejected by the core, by reason code.", "code")
-	m.violations = f.counter("ubs_invariant_violations_total", "Invariant violations detected (each halts a market or the core).")
+	m.violations = f.counter("ubs_invariant_violations_total", "Invariant violations detected by a per-command check or the periodic full check (each halts a market or the core).")
 	f.gaugeFunc("ubs_durable_seq", "Highest seq fsynced in the WAL.", m.seqOf((*journal.Pipeline).DurableSeq))
 	f.gaugeFunc("ubs_applied_seq", "Highest seq applied by the processor.", m.seqOf((*journal.Pipeline).AppliedSeq))
 	f.gaugeFunc("ubs_acked_seq", "Highest seq answered.", m.seqOf((*journal.Pipeline).AckedSeq))

@@ -26,9 +26,10 @@ type protection struct {
 	breakers *gateway.BreakerLog
 	ret      *journal.Retention
 
-	trips     *prometheus.CounterVec // reason
-	checkTime prometheus.Histogram
-	pl        atomic.Pointer[journal.Pipeline]
+	trips      *prometheus.CounterVec // reason
+	checkTime  prometheus.Histogram
+	violations prometheus.Counter // metrics.violations: also what the periodic check finds
+	pl         atomic.Pointer[journal.Pipeline]
 }
 
 // checkBuckets are the full check's duration buckets in seconds (spec 004
@@ -36,7 +37,7 @@ type protection struct {
 var checkBuckets = []float64{1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5}
 
 func newProtection(m *metrics, reg *gateway.Registry, ret *journal.Retention, log *slog.Logger) *protection {
-	p := &protection{log: log, reg: reg, breakers: &gateway.BreakerLog{}, ret: ret}
+	p := &protection{log: log, reg: reg, breakers: &gateway.BreakerLog{}, ret: ret, violations: m.violations}
 	f := promFactory{m.reg}
 	p.trips = f.counterVec("ubs_circuit_breaker_triggered_total", "Circuit breaker trips (a market or the core halted), by reason.", "reason")
 	for _, r := range core.BreakerReasons() {
@@ -75,7 +76,10 @@ func (p *protection) marketName(id core.MarketID) string {
 // server only if the pipeline does.
 func (p *protection) runChecker(ctx context.Context, pl *journal.Pipeline, interval time.Duration) {
 	err := pl.RunChecker(ctx, journal.CheckerConfig{Interval: interval, Replica: journal.CheckOnView,
-		OnCheck: func(d time.Duration, _ core.Seq, _ []core.Violation) { p.checkTime.Observe(d.Seconds()) }})
+		OnCheck: func(d time.Duration, _ core.Seq, open []core.Violation) {
+			p.checkTime.Observe(d.Seconds())
+			p.violations.Add(float64(len(open)))
+		}})
 	if err != nil && ctx.Err() == nil {
 		p.log.Error("core check: stopped", "err", err)
 	}
