@@ -514,3 +514,24 @@ func itoa(i int) string {
 	}
 	return string(b)
 }
+
+// TestSpec6_PerTradeCheckRollsBackTheOrder: spec 004 §6.2's per-trade check
+// (both sides' balances non-negative after each fill): a fill that leaves
+// the taker's balance negative rolls the whole order back (the maker's
+// order rests untouched, no trade is reported) and halts the core.
+func TestSpec6_PerTradeCheckRollsBackTheOrder(t *testing.T) {
+	d := newDrv(t)
+	d.fund(1, 100, 10_000)
+	d.fund(2, 1, 10_000)
+	maker := result(d.ok(sell(1, 1, 100, 5)))
+	d.ok(Command{Kind: KindFault, Flags: uint8(FaultNegativeBalance), User: 2, Asset: 1, Amount: 101}) // user 2: -100 base
+	tradesBefore := d.p.nextTradeID
+	evs := d.code(buy(2, 1, 100, 5), CodeInvariantViolation)
+	if hasEvent(evs, EvTrade, nil) || d.p.nextTradeID != tradesBefore || !d.p.Halted() ||
+		d.p.CoreBreaker().Reason != ReasonNegativeBalance {
+		t.Fatalf("events %+v, breaker %+v", evs, d.p.CoreBreaker())
+	}
+	if o, ok := d.p.Order(maker.OrderID); !ok || o.Filled != 0 {
+		t.Fatalf("maker order %+v %v", o, ok)
+	}
+}
