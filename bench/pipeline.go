@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -53,7 +54,11 @@ type PipelineConfig struct {
 	Progress      func(acked core.Seq)
 	ProgressEvery time.Duration  // DefaultProgressEvery if 0
 	Logger        *slog.Logger   // journal's logger; discards if nil
-	Journal       journal.Config // RingSize, MaxBatch, SnapshotEvery, NoSync... (Dir, Now, OnAck are set here)
+	Journal       journal.Config // RingSize, MaxBatch, SnapshotEvery, NoSync, ReadView... (Dir, Now, OnAck are set here)
+	// Check, with Interval > 0, runs the periodic full invariant check
+	// (journal.RunChecker) during the run, as the exchange does
+	// (--core-check-interval); CheckOnView needs Journal.ReadView.
+	Check journal.CheckerConfig
 }
 
 // PipelineResult is the scenario's outcome; its JSON form is the bench's
@@ -74,6 +79,10 @@ type PipelineResult struct {
 	Elapsed   time.Duration `json:"-"`
 	AckMaxUs  float64       `json:"-"`
 	ClockSkew time.Duration `json:"-"` // uncertainty of the Enq clock calibration
+	// Checks is how many periodic full checks ran (Config.Check), and
+	// CheckMaxUs the longest one.
+	Checks     int     `json:"-"`
+	CheckMaxUs float64 `json:"-"`
 }
 
 // keepWholeWAL forbids WAL front truncation, so `replay verify` can re-derive
@@ -139,9 +148,21 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 	}
 	calibrating.Store(false)
 
+	var checks int
+	var checkMax time.Duration
+	stopCheck := func() error { return nil }
+	if cfg.Check.Interval > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cc := cfg.Check
+		cc.OnCheck = func(d time.Duration, _ core.Seq, _ []core.Violation) { checks, checkMax = checks+1, max(checkMax, d) }
+		done := make(chan error, 1)
+		go func() { done <- pl.RunChecker(ctx, cc) }()
+		stopCheck = func() error { cancel(); return <-done }
+	}
 	errs := produce(pl, w, cfg, int64(cfg.Commands-first))
 	waitErr := waitAcked(pl, lat, cfg)
 	elapsed := time.Since(start)
+	waitErr = errors.Join(waitErr, stopCheck())
 	perr := errs()
 	cerr := pl.Close()
 	if err := errors.Join(waitErr, perr, cerr); err != nil {
@@ -166,6 +187,8 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 		Elapsed:        elapsed,
 		AckMaxUs:       float64(lat.hist.Max()) / 1e3,
 		ClockSkew:      skew,
+		Checks:         checks,
+		CheckMaxUs:     float64(checkMax.Microseconds()),
 	}, nil
 }
 

@@ -104,8 +104,8 @@ func (p *Processor) balanceSlots(a int32) AssetID {
 
 // move changes account a's balance of asset by (dAvail, dFrozen), keeps the
 // asset's running total, and emits a BALANCE event. Callers validated the
-// command first; a negative or overflowing result here is a bug, recorded as a
-// balance-level invariant violation (the core halts after this command).
+// command first; a negative or overflowing result here is a bug: a failed
+// balance-level check, so the command is rolled back (rollback.go).
 func (p *Processor) move(a int32, asset AssetID, dAvail, dFrozen Units) {
 	if dAvail|dFrozen == 0 {
 		return
@@ -126,13 +126,13 @@ func (p *Processor) move(a int32, asset AssetID, dAvail, dFrozen Units) {
 }
 
 // moveBroken is move's cold path: the new balance overflowed or went
-// negative. It records the violation and returns what move stores (0 for an
-// overflowed field, as addUnits gives).
+// negative. It records the failure and returns what move stores (0 for an
+// overflowed field, as addUnits gives) until the command is discarded.
 func (p *Processor) moveBroken(b *Balance, asset AssetID, dAvail, dFrozen Units) (Units, Units) {
 	av, ok1 := addUnits(b.Avail, dAvail)
 	fr, ok2 := addUnits(b.Frozen, dFrozen)
 	if !ok1 || !ok2 || av < 0 || fr < 0 {
-		p.violate(0, asset, ViolNegativeBalance)
+		p.fail(0, asset, ViolNegativeBalance)
 	}
 	return av, fr
 }

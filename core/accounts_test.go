@@ -94,22 +94,23 @@ func TestHighAssetIDsBehaveAsLowOnes(t *testing.T) {
 }
 
 // TestMoveBrokenBalance drives move's cold path directly (no valid command
-// reaches it): a debit below zero or an overflow records a balance-level
-// violation, halts the core, and still stores and reports the move, with 0
-// for an overflowed field; a clean move records nothing.
+// reaches it): a debit below zero or an overflow records a failed
+// balance-level check (NEGATIVE_BALANCE, the core's breaker) for finish to
+// roll the command back, and still stores and reports the move, with 0 for
+// an overflowed field; a clean move records nothing.
 func TestMoveBrokenBalance(t *testing.T) {
 	for _, tc := range []struct {
-		name           string
-		start          Balance
-		dAvail, dFroz  Units
-		want           Balance
-		wantViolations int
+		name          string
+		start         Balance
+		dAvail, dFroz Units
+		want          Balance
+		wantBroken    bool
 	}{
-		{"clean", Balance{10, 5}, -10, -5, Balance{0, 0}, 0},
-		{"negative avail", Balance{10, 5}, -11, 0, Balance{-1, 5}, 1},
-		{"negative frozen", Balance{10, 5}, 0, -6, Balance{10, -1}, 1},
-		{"overflow avail", Balance{MaxUnits, 0}, 1, 0, Balance{0, 0}, 1},
-		{"overflow frozen", Balance{1, MaxUnits - 1}, -1, 2, Balance{0, 0}, 1},
+		{"clean", Balance{10, 5}, -10, -5, Balance{0, 0}, false},
+		{"negative avail", Balance{10, 5}, -11, 0, Balance{-1, 5}, true},
+		{"negative frozen", Balance{10, 5}, 0, -6, Balance{10, -1}, true},
+		{"overflow avail", Balance{MaxUnits, 0}, 1, 0, Balance{0, 0}, true},
+		{"overflow frozen", Balance{1, MaxUnits - 1}, -1, 2, Balance{0, 0}, true},
 	} {
 		p := New(Config{})
 		a := p.ensureAccount(7)
@@ -119,25 +120,16 @@ func TestMoveBrokenBalance(t *testing.T) {
 		if got := p.balance(a, 2); got != tc.want {
 			t.Errorf("%s: balance %+v, want %+v", tc.name, got, tc.want)
 		}
-		var viol, halted, bal int
-		for _, e := range p.events {
-			switch e.Kind {
-			case EvInvariantViolation:
-				viol++
-				if e.Detail != ViolNegativeBalance || e.Asset != 2 || bal != 0 {
-					t.Errorf("%s: violation event %+v (after the balance event: %v)", tc.name, e, bal != 0)
-				}
-			case EvCoreHalted:
-				halted++
-			case EvBalance:
-				bal++
-				if e.User != 7 || e.DAvail != tc.dAvail || e.DFrozen != tc.dFroz {
-					t.Errorf("%s: balance event %+v", tc.name, e)
-				}
-			}
+		want := Rollback{}
+		if tc.wantBroken {
+			want = Rollback{Reason: ReasonNegativeBalance, Asset: 2, Detail: ViolNegativeBalance}
 		}
-		if viol != tc.wantViolations || halted != tc.wantViolations || bal != 1 || p.Halted() != (tc.wantViolations > 0) {
-			t.Errorf("%s: %d violations, %d halts, %d balance events, halted %v", tc.name, viol, halted, bal, p.Halted())
+		if p.broken != want {
+			t.Errorf("%s: broken %+v, want %+v", tc.name, p.broken, want)
+		}
+		if len(p.events) != 1 || p.events[0].Kind != EvBalance || p.events[0].User != 7 ||
+			p.events[0].DAvail != tc.dAvail || p.events[0].DFrozen != tc.dFroz || p.Halted() {
+			t.Errorf("%s: events %+v, halted %v", tc.name, p.events, p.Halted())
 		}
 	}
 }

@@ -76,38 +76,6 @@ func (p *Processor) marketOf(id MarketID) *market {
 	return p.markets[id]
 }
 
-func (p *Processor) haltMarket(c *Command) Code {
-	m := p.marketOf(c.Market)
-	if m == nil {
-		return CodeInvalidMarket
-	}
-	if m.status != MarketHalted {
-		m.status = MarketHalted
-		p.emit(Event{Kind: EvMarketHalted, Market: m.id})
-	}
-	return OK
-}
-
-// resumeMarket lifts a halt only if the market's books and the balances pass
-// the full invariant check: a violation is never repaired, only resolved.
-func (p *Processor) resumeMarket(c *Command) Code {
-	m := p.marketOf(c.Market)
-	if m == nil {
-		return CodeInvalidMarket
-	}
-	if m.status != MarketHalted {
-		return CodeNotHalted
-	}
-	for _, v := range p.CheckInvariants() {
-		if v.Market == m.id || v.Market == 0 {
-			return CodeInvariantViolation
-		}
-	}
-	m.status = MarketActive
-	p.emit(Event{Kind: EvMarketResumed, Market: m.id})
-	return OK
-}
-
 func (p *Processor) setAccountStatus(c *Command) Code {
 	if c.Status > Disabled {
 		return CodeInvalidStatus
@@ -121,19 +89,9 @@ func (p *Processor) setAccountStatus(c *Command) Code {
 	return OK
 }
 
-// violate records an invariant violation: a book-level one (market != 0)
-// halts that market, a balance-level one halts the core. Nothing is repaired.
-func (p *Processor) violate(m MarketID, asset AssetID, detail uint8) {
-	p.emit(Event{Kind: EvInvariantViolation, Market: m, Asset: asset, Code: CodeInvariantViolation, Detail: detail})
-	if m != 0 {
-		if mk := p.marketOf(m); mk != nil && mk.status != MarketHalted {
-			mk.status = MarketHalted
-			p.emit(Event{Kind: EvMarketHalted, Market: m, Code: CodeInvariantViolation})
-		}
-		return
-	}
-	if !p.halted {
-		p.halted = true
-		p.emit(Event{Kind: EvCoreHalted, Code: CodeInvariantViolation})
-	}
+// violate records a violation the full check found and trips the breaker
+// of its market (or of the core). Nothing is repaired.
+func (p *Processor) violate(v Violation) {
+	p.emit(Event{Kind: EvInvariantViolation, Market: v.Market, Asset: v.Asset, Code: CodeInvariantViolation, Detail: v.Detail})
+	p.trip(v.Market, v.Reason, 0)
 }

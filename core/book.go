@@ -73,12 +73,14 @@ func (s *bookSide) best() int { return len(s.levels) - 1 }
 
 // market is one order book plus its config. Owned by the processor goroutine.
 type market struct {
-	id     MarketID
-	cfg    MarketCfg
-	status MarketStatus
-	bids   bookSide
-	asks   bookSide
-	orders int32 // resting orders in both sides; <= MaxOrdersPerBook
+	id         MarketID
+	cfg        MarketCfg
+	status     MarketStatus  // changed only along status.go's edges
+	haltReason BreakerReason // why it is HALTED (ReasonNone otherwise)
+	haltSeq    Seq           // the seq of the command that halted it
+	bids       bookSide
+	asks       bookSide
+	orders     int32 // resting orders in both sides; <= MaxOrdersPerBook
 }
 
 func (m *market) side(s Side) *bookSide {
@@ -136,7 +138,7 @@ func (p *Processor) unlink(m *market, oi int32) {
 	s := m.side(o.side)
 	i, ok := s.find(o.price)
 	if !ok {
-		p.violate(m.id, 0, ViolBookIndex)
+		p.fail(m.id, 0, ViolBookIndex)
 		return
 	}
 	lv := &s.levels[i]
@@ -153,6 +155,9 @@ func (p *Processor) unlink(m *market, oi int32) {
 	lv.count--
 	lv.qty -= o.remaining()
 	if lv.count == 0 {
+		if lv.qty != 0 { // its total drifted from its orders: never drop that silently
+			p.fail(m.id, 0, ViolLevelDrift)
+		}
 		s.levels = append(s.levels[:i], s.levels[i+1:]...)
 	}
 	o.inBook = false

@@ -22,8 +22,8 @@ func (p *Processor) ownOrder(c *Command) (int32, Code) {
 	if o.user != c.User || (c.Market != 0 && c.Market != o.market) {
 		return -1, CodeOrderNotFound
 	}
-	if p.markets[o.market].status == MarketHalted {
-		return -1, CodeMarketHalted
+	if code := p.markets[o.market].status.allowsCancels(); code != OK {
+		return -1, code
 	}
 	return oi, OK
 }
@@ -52,6 +52,9 @@ func (p *Processor) modifyOrder(c *Command) Code {
 	}
 	o := &p.pool.slots[oi]
 	m := p.markets[o.market]
+	if code := m.status.allowsOrders(); code != OK {
+		return code
+	}
 	a := &p.accounts[o.acct]
 	switch a.status {
 	case Frozen:

@@ -11,6 +11,9 @@ package core
 // A field is present iff it is non-zero, so each command has exactly one
 // encoding (decode(encode(c)) == c and encode(decode(b)) == b). Key fields are
 // a length byte (1..32) and the key's bytes up to its last non-zero byte.
+// Text (the last field, operator commands only) is a uvarint length
+// (1..MaxTextLen) and that many bytes; WAL entries written before it existed
+// never set its bit, so they decode unchanged.
 const CommandVersion = 1
 
 // field bits, in encoding order.
@@ -40,11 +43,12 @@ const (
 	fCfgMax
 	fCfgMaker
 	fCfgTaker
+	fText
 	fieldCount
 )
 
 // MaxCommandSize bounds an encoded command.
-const MaxCommandSize = 2 + 10 + 10 + 4 + 7*1 + 3*10 + 2*5 + 4*10 + 33 + 2*5 + 1 + 6*10
+const MaxCommandSize = 2 + 10 + 10 + 4 + 7*1 + 3*10 + 2*5 + 4*10 + 33 + 2*5 + 1 + 6*10 + 2 + MaxTextLen
 
 // EncodeCommand appends the canonical encoding of c to dst.
 func EncodeCommand(dst []byte, c *Command) []byte {
@@ -88,6 +92,9 @@ func EncodeCommand(dst []byte, c *Command) []byte {
 			present |= 1 << (fCfgTick + i)
 		}
 	}
+	if c.Text != "" {
+		present |= 1 << fText
+	}
 	w.uv(present)
 	for i, v := range u8s {
 		if present&(1<<i) != 0 {
@@ -116,6 +123,10 @@ func EncodeCommand(dst []byte, c *Command) []byte {
 		if present&(1<<(fCfgTick+i)) != 0 {
 			w.sv(v)
 		}
+	}
+	if present&(1<<fText) != 0 {
+		w.uv(uint64(len(c.Text)))
+		w.raw([]byte(c.Text))
 	}
 	return w.b
 }
@@ -171,8 +182,11 @@ func DecodeCommand(b []byte, c *Command) error {
 	if present&(1<<fKey) != 0 {
 		d.key(&c.Key)
 	}
-	if present>>fCfgBase != 0 {
+	if present>>fCfgBase&(1<<(fText-fCfgBase)-1) != 0 {
 		d.cfgFields(&c.Cfg, present)
+	}
+	if present&(1<<fText) != 0 {
+		c.Text = d.text()
 	}
 	if d.bad || d.i != len(b) {
 		*c = Command{}
@@ -307,6 +321,18 @@ func (d *cmdDecoder) key(k *Key) {
 	}
 	copy(k[:], d.b[d.i+1:d.i+1+n])
 	d.i += 1 + n
+}
+
+// text reads Text: a length 1..MaxTextLen and that many bytes.
+func (d *cmdDecoder) text() string {
+	n := d.uv()
+	if d.bad || n == 0 || n > MaxTextLen || uint64(len(d.b)-d.i) < n {
+		d.bad = true
+		return ""
+	}
+	s := string(d.b[d.i : d.i+int(n)])
+	d.i += int(n)
+	return s
 }
 
 // cfgFields reads the market config fields present (KindConfigMarket).

@@ -90,6 +90,14 @@ func decodeCommandRef(b []byte, c *Command) error {
 	}
 	c.Cfg.Tick, c.Cfg.Lot, c.Cfg.MinQty, c.Cfg.MaxQty = Price(cs[0]), Units(cs[1]), Units(cs[2]), Units(cs[3])
 	c.Cfg.MakerFee, c.Cfg.TakerFee = Rate(cs[4]), Rate(cs[5])
+	if has(fText) {
+		n := r.uv()
+		if n == 0 || n > MaxTextLen || n > uint64(len(r.b)) {
+			return ErrDecode
+		}
+		c.Text = string(r.b[:n])
+		r.b = r.b[n:]
+	}
 	if r.err != nil || len(r.b) != 0 {
 		*c = Command{}
 		return ErrDecode

@@ -50,6 +50,8 @@ const (
 	CodeInvalidKey
 	CodeSelfTradePrevented
 	CodeAccountNotFound
+	CodeMarketSuspended
+	CodeCancelledByOperator
 	codeCount
 )
 
@@ -97,6 +99,8 @@ var codeNames = [codeCount]string{
 	CodeInvalidKey:             "INVALID_KEY",
 	CodeSelfTradePrevented:     "SELF_TRADE_PREVENTED",
 	CodeAccountNotFound:        "ACCOUNT_NOT_FOUND",
+	CodeMarketSuspended:        "MARKET_SUSPENDED",
+	CodeCancelledByOperator:    "CANCELLED_BY_OPERATOR",
 }
 
 // String returns the stable API code, e.g. "INSUFFICIENT_BALANCE".

@@ -14,17 +14,23 @@ const (
 	KindSpotRefund       Kind = 8  // User, Asset, Amount > 0, Key = req_id of the withdraw it undoes
 	KindAdjust           Kind = 9  // User, Asset, Amount != 0 (signed), Key = reference
 	KindSetAccountStatus Kind = 10 // User, Status
-	KindHaltMarket       Kind = 11 // Market
-	KindResumeMarket     Kind = 12 // Market (only if the market's full invariant check passes)
+	KindHaltMarket       Kind = 11 // Market, User = the operator: a breaker trip with reason MANUAL_HALT
+	KindResumeMarket     Kind = 12 // Market, Flags = target status | ResumeRebuild, User = operator, Text = note (breaker.go)
 	KindTick             Kind = 13 // Flags&TickFullCheck: run the full invariant check
 	KindSnapshot         Kind = 14 // ask the driver to snapshot the state as of this seq
 	KindDebugPanic       Kind = 15 // panics inside apply when Config.AllowDebugPanic (poison tests)
-	kindMax                   = KindDebugPanic
+	KindBreakerTrip      Kind = 16 // Market (0 = the core), Flags = BreakerReason, User = operator or 0, Text = context JSON
+	KindResumeCore       Kind = 17 // User = operator, Text = note: lifts a core halt if the full check passes
+	KindCancelAll        Kind = 18 // Market, Qty = most orders to cancel (1..MaxCancelSlice): operator, HALTED/SUSPENDED market
+	KindFault            Kind = 19 // Flags = Fault, Market, Side, User, Asset, Amount: only with Config.AllowFaults (fault.go)
+	KindForgetOps        Kind = 20 // Key = req_id: forget its spot deposit / withdraw / refund records (the transfer is terminal)
+	kindMax                   = KindForgetOps
 )
 
 var kindNames = [...]string{"", "CONFIG_ASSET", "CONFIG_MARKET", "PLACE_ORDER", "CANCEL_ORDER",
 	"MODIFY_ORDER", "SPOT_DEPOSIT", "SPOT_WITHDRAW", "SPOT_REFUND", "ADJUST", "SET_ACCOUNT_STATUS",
-	"HALT_MARKET", "RESUME_MARKET", "TICK", "SNAPSHOT", "DEBUG_PANIC"}
+	"HALT_MARKET", "RESUME_MARKET", "TICK", "SNAPSHOT", "DEBUG_PANIC", "BREAKER_TRIP", "RESUME_CORE",
+	"CANCEL_ALL", "FAULT", "FORGET_OPS"}
 
 // Valid reports whether k is a kind the codec can journal and replay.
 func (k Kind) Valid() bool { return k >= 1 && k <= kindMax }
@@ -77,4 +83,12 @@ type Command struct {
 	Amount   Units // transfers and adjustments; signed only for KindAdjust
 	Key      Key
 	Cfg      MarketCfg // KindConfigMarket only
+	// Text is free text of operator commands (a breaker resolution's note,
+	// a breaker trip's context JSON), at most MaxTextLen bytes; empty for
+	// every trading command. The core stores none of it: it is in the WAL
+	// for the audit trail (the sink's circuit_breaker_events).
+	Text string
 }
+
+// MaxTextLen bounds Command.Text.
+const MaxTextLen = 1024

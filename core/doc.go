@@ -9,7 +9,14 @@
 //   - the same command sequence from the same snapshot yields byte-identical
 //     state (see StateHash) and byte-identical events;
 //   - every command is validated in full before anything is mutated, so a command
-//     either applies whole or is rejected with a stable Code and changes nothing.
+//     either applies whole or is rejected with a stable Code and changes nothing;
+//     a command whose own per-command checks fail anyway (a bug, corrupt state)
+//     panics with a *Rollback, and the driver discards it (rollback.go).
+//
+// Runtime protection (spec 004): a circuit breaker per market and for the
+// whole core (breaker.go, status.go), the full invariant check
+// (invariants.go), and fault commands for the fault-injection suite
+// (fault.go).
 //
 // Money is int64 in each asset's smallest unit (Units). Prices are quote units per
 // one whole base unit (10^BaseScale base units); a market's tick × lot is required

@@ -18,18 +18,20 @@ const (
 	EvTransfer             EventKind = 11 // spot deposit/withdraw/refund/adjust result: CmdKind, User, Asset, Amount, Key, Code, Flags=1 if repeat
 	EvAssetConfigured      EventKind = 12
 	EvMarketConfigured     EventKind = 13
-	EvMarketHalted         EventKind = 14 // Code = reason (OK = operator)
-	EvMarketResumed        EventKind = 15
+	EvMarketHalted         EventKind = 14 // Market, Detail = BreakerReason, Code = OK (MANUAL_HALT) or INVARIANT_VIOLATION, User = operator
+	EvMarketResumed        EventKind = 15 // Market left HALTED or SUSPENDED: Detail = its new MarketStatus, User = operator
 	EvAccountStatus        EventKind = 16 // User, Status
 	EvInvariantViolation   EventKind = 17 // Market (0 = balance level), Asset, Code=CodeInvariantViolation, Detail
-	EvCoreHalted           EventKind = 18
+	EvCoreHalted           EventKind = 18 // Detail = BreakerReason, User = operator (or 0)
 	EvSnapshotRequested    EventKind = 19
+	EvCoreResumed          EventKind = 20 // the core halt was resolved: User = operator
+	EvOpsForgotten         EventKind = 21 // Key = req_id, Qty = records forgotten
 )
 
 var eventNames = [...]string{"", "RESULT", "ORDER_ACCEPTED", "ORDER_REJECTED", "TRADE", "ORDER_MATCHED",
 	"ORDER_PARTIALLY_FILLED", "ORDER_CANCELLED", "ORDER_EXPIRED", "ORDER_MODIFIED", "BALANCE",
 	"TRANSFER", "ASSET_CONFIGURED", "MARKET_CONFIGURED", "MARKET_HALTED", "MARKET_RESUMED",
-	"ACCOUNT_STATUS", "INVARIANT_VIOLATION", "CORE_HALTED", "SNAPSHOT_REQUESTED"}
+	"ACCOUNT_STATUS", "INVARIANT_VIOLATION", "CORE_HALTED", "SNAPSHOT_REQUESTED", "CORE_RESUMED", "OPS_FORGOTTEN"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) && k != 0 {
@@ -45,8 +47,16 @@ const (
 	ViolFrozenMismatch  uint8 = 3 // account frozen != what open orders hold
 	ViolBookIndex       uint8 = 4 // level totals / order index disagree with the orders
 	ViolCrossedBook     uint8 = 5
-	ViolOrderAccounting uint8 = 6
+	ViolOrderAccounting uint8 = 6 // a fill found an order holding less than it costs
+	ViolOpenOrders      uint8 = 7 // an account's open-order count != its resting orders
+	ViolLevelDrift      uint8 = 8 // a price level emptied with a quantity left (its total drifted)
 )
+
+var violNames = [...]string{"", "NEGATIVE_BALANCE", "CONSERVATION", "FROZEN_MISMATCH", "BOOK_INDEX",
+	"CROSSED_BOOK", "ORDER_ACCOUNTING", "OPEN_ORDERS", "LEVEL_DRIFT"}
+
+// ViolName is the stable name of a Viol* detail ("UNKNOWN" for others).
+func ViolName(d uint8) string { return enumName(violNames[:], d) }
 
 // Event is one output of the processor. A command's events are produced
 // together and may leave the process (response, Postgres row, replica) only

@@ -115,7 +115,7 @@ func (p *Processor) fill(m *market, ti, mi int32, lv *level, q Units) {
 	cfg := &m.cfg
 	n, ok := notional(price, q, cfg.BaseScale)
 	if !ok {
-		p.violate(m.id, 0, ViolOrderAccounting)
+		p.fail(m.id, 0, ViolOrderAccounting)
 	}
 	makerFee, takerFee := feeOf(n, cfg.MakerFee), feeOf(n, cfg.TakerFee)
 	buyer, seller, buyerFee, sellerFee := t, mk, takerFee, makerFee
@@ -124,7 +124,7 @@ func (p *Processor) fill(m *market, ti, mi int32, lv *level, q Units) {
 	}
 	spend := n + buyerFee
 	if buyer.frozen < spend || seller.frozen < q {
-		p.violate(m.id, 0, ViolOrderAccounting)
+		p.fail(m.id, 0, ViolOrderAccounting)
 	}
 	buyer.frozen -= spend
 	seller.frozen -= q

@@ -51,8 +51,8 @@ func (p *Processor) checkPlace(c *Command, pl *placement) Code {
 		return CodeInvalidMarket
 	}
 	pl.m = m
-	if m.status == MarketHalted {
-		return CodeMarketHalted
+	if code := m.status.allowsOrders(); code != OK {
+		return code
 	}
 	if c.Side != Buy && c.Side != Sell {
 		return CodeInvalidSide

@@ -8,6 +8,10 @@ type Config struct {
 	// mutation), so tests can prove that a poison command is discarded whole.
 	// Off in production.
 	AllowDebugPanic bool
+	// AllowFaults accepts KindFault (fault.go): sequenced commands that
+	// corrupt one piece of state, for the fault-injection suite. Off in
+	// production (--enable-fault-injection).
+	AllowFaults bool
 }
 
 // Processor is the single-threaded business-logic processor. Every method
@@ -16,11 +20,12 @@ type Config struct {
 type Processor struct {
 	cfg Config
 
-	lastSeq     Seq     // seq of the last applied (or skipped) command
-	lastTime    int64   // monotonic clamp of command time, unix ns
-	nextOrderID OrderID // next id to assign, starts at 1
-	nextTradeID uint64  // next trade id, starts at 1
-	halted      bool    // a balance-level invariant broke: every command is rejected with CORE_HALTED
+	lastSeq     Seq           // seq of the last applied (or skipped) command
+	lastTime    int64         // monotonic clamp of command time, unix ns
+	nextOrderID OrderID       // next id to assign, starts at 1
+	nextTradeID uint64        // next trade id, starts at 1
+	coreHalt    BreakerReason // != ReasonNone: the core's breaker tripped; only the commands haltedAllowed lists apply
+	coreHaltSeq Seq           // seq of the command that tripped it
 
 	assets    [MaxAssets + 1]assetState // index 0 unused
 	markets   [MaxMarkets + 1]*market   // nil = not configured
@@ -31,7 +36,8 @@ type Processor struct {
 	orderIdx  idMap                 // resting order id -> pool index
 	clientIdx map[clientKey]OrderID // (user, client order id) -> resting order id
 	ops       map[opKey]int32       // processed transfer/adjust keys (the ProcessedTransferSet) -> index in opLog
-	opLog     []opEntry             // the ops with their first results, in insertion order (canonical order for snapshots)
+	opLog     []opEntry             // the ops with their first results, in insertion order (canonical order for snapshots); forgotten ones have kind 0
+	opsDead   int                   // forgotten entries still in opLog (compactOps removes them)
 
 	// per-command scratch, reset by Apply
 	events        []Event
@@ -43,6 +49,11 @@ type Processor struct {
 	// and insert checks the hint in O(1) instead of searching again. A stale
 	// or foreign hint fails the check (bookSide.at) and insert searches.
 	levelHint int
+	// broken is the first per-command check that failed during this
+	// command (rollback.go): finish panics with it.
+	broken Rollback
+
+	chk checkScratch // the full check's buffers, reused (not state)
 }
 
 // cmdResult is what the final EvResult of a command reports.
@@ -68,8 +79,8 @@ func New(cfg Config) *Processor {
 // LastSeq is the seq of the last command applied or skipped.
 func (p *Processor) LastSeq() Seq { return p.lastSeq }
 
-// Halted reports whether a balance-level invariant violation halted the core.
-func (p *Processor) Halted() bool { return p.halted }
+// Halted reports whether the core's breaker is tripped (CoreBreaker says why).
+func (p *Processor) Halted() bool { return p.coreHalt != ReasonNone }
 
 // Apply applies one command and returns its events, the last of which is
 // always EvResult. The command's Seq must be LastSeq()+1: a gap is a bug in
@@ -77,13 +88,6 @@ func (p *Processor) Halted() bool { return p.halted }
 func (p *Processor) Apply(c *Command) []Event {
 	p.begin(c)
 	code := p.dispatch(c)
-	return p.finish(c, code)
-}
-
-// Skip records that command c was rejected with code without applying it
-// (a poison command, found by the driver). It advances LastSeq.
-func (p *Processor) Skip(c *Command, code Code) []Event {
-	p.begin(c)
 	return p.finish(c, code)
 }
 
@@ -105,6 +109,11 @@ func (p *Processor) begin(c *Command) {
 
 func (p *Processor) finish(c *Command, code Code) []Event {
 	p.checkCheap()
+	if p.broken.Reason != ReasonNone {
+		rb := p.broken
+		p.broken = Rollback{}
+		panic(&rb)
+	}
 	e := p.newEvent(EvResult)
 	e.CmdKind, e.Code, e.User, e.Market = c.Kind, code, c.User, c.Market
 	e.OrderID, e.Status, e.Qty, e.Key = p.res.orderID, p.res.status, p.res.filled, c.Key
@@ -112,7 +121,7 @@ func (p *Processor) finish(c *Command, code Code) []Event {
 }
 
 func (p *Processor) dispatch(c *Command) Code {
-	if p.halted && c.Kind != KindTick && c.Kind != KindSnapshot {
+	if p.coreHalt != ReasonNone && !haltedAllowed[c.Kind] {
 		return CodeCoreHalted
 	}
 	switch c.Kind {
@@ -141,8 +150,31 @@ func (p *Processor) dispatch(c *Command) Code {
 		return OK
 	case KindDebugPanic:
 		return p.debugPanic(c)
+	case KindBreakerTrip:
+		return p.breakerTrip(c)
+	case KindResumeCore:
+		return p.resumeCore(c)
+	case KindCancelAll:
+		return p.cancelAll(c)
+	case KindFault:
+		return p.fault(c)
+	case KindForgetOps:
+		return p.forgetOps(c)
 	}
 	return CodeUnknownCommand
+}
+
+// haltedAllowed lists the commands a halted core still applies (spec 004
+// §5.3: the state must not change further): the breaker's own commands,
+// operator repairs (adjustments by reference, account status), config of new
+// instruments, bookkeeping, and spot transfers, which answer a repeated
+// req_id from its record and refuse a new one with CORE_HALTED themselves.
+// Trading, cancels and market resolutions wait for the core's resolution.
+var haltedAllowed = [kindMax + 1]bool{
+	KindConfigAsset: true, KindConfigMarket: true, KindSpotDeposit: true, KindSpotWithdraw: true,
+	KindSpotRefund: true, KindAdjust: true, KindSetAccountStatus: true, KindHaltMarket: true,
+	KindTick: true, KindSnapshot: true, KindBreakerTrip: true, KindResumeCore: true, KindFault: true,
+	KindForgetOps: true,
 }
 
 // emit appends an event stamped with the current command's seq and time.
@@ -173,8 +205,9 @@ func (p *Processor) tick(c *Command) Code {
 		return CodeInvalidCommand
 	}
 	if c.Flags&TickFullCheck != 0 {
-		for _, v := range p.CheckInvariants() {
-			p.violate(v.Market, v.Asset, v.Detail)
+		open, _ := p.UnhaltedViolations()
+		for _, v := range open {
+			p.violate(v)
 		}
 	}
 	return OK

@@ -42,6 +42,32 @@ func (p *Processor) AccountStatusOf(user UserID) (AccountStatus, bool) {
 	return p.accounts[a].status, true
 }
 
+// AssetScale returns a configured asset's decimal scale.
+func (p *Processor) AssetScale(id AssetID) (uint8, bool) {
+	if id == 0 || id > MaxAssets || !p.assets[id].configured {
+		return 0, false
+	}
+	return p.assets[id].scale, true
+}
+
+// Assets returns the ids of the configured assets, ascending.
+func (p *Processor) Assets() []AssetID {
+	var out []AssetID
+	for id := AssetID(1); id <= MaxAssets; id++ {
+		if p.assets[id].configured {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// OpsFull reports whether a first-seen spot deposit or withdraw would be
+// refused with TOO_MANY_OPS now.
+func (p *Processor) OpsFull() bool { return p.liveOps() >= opsSoftLimit }
+
+// CanCreateAccount reports whether user has an account or one could be created.
+func (p *Processor) CanCreateAccount(user UserID) bool { return p.canCreateAccount(user) }
+
 // Users returns the number of accounts (including the fee account).
 func (p *Processor) Users() int { return len(p.accounts) }
 
@@ -70,10 +96,12 @@ func (p *Processor) Depth(id MarketID, limit int, bids, asks []PriceLevel) ([]Pr
 
 // MarketView describes a market.
 type MarketView struct {
-	ID     MarketID
-	Cfg    MarketCfg
-	Status MarketStatus
-	Orders int32 // resting orders
+	ID         MarketID
+	Cfg        MarketCfg
+	Status     MarketStatus
+	HaltReason BreakerReason // why it is HALTED (ReasonNone otherwise)
+	HaltedAt   Seq           // the seq of the command that halted it
+	Orders     int32         // resting orders
 }
 
 // Market returns a market's description.
@@ -82,7 +110,8 @@ func (p *Processor) Market(id MarketID) (MarketView, bool) {
 	if m == nil {
 		return MarketView{}, false
 	}
-	return MarketView{ID: m.id, Cfg: m.cfg, Status: m.status, Orders: m.orders}, true
+	return MarketView{ID: m.id, Cfg: m.cfg, Status: m.status, HaltReason: m.haltReason, HaltedAt: m.haltSeq,
+		Orders: m.orders}, true
 }
 
 // Markets returns every configured market in id order.

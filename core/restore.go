@@ -3,25 +3,39 @@ package core
 import "errors"
 
 // ErrSnapshot is returned by Restore for a snapshot that does not decode or
-// does not describe a consistent state.
+// whose structure is inconsistent (an order of an unknown account, a
+// duplicate id, ...).
 var ErrSnapshot = errors.New("core: invalid snapshot")
 
-// Restore builds a processor from a serialization made by AppendSnapshot. It
-// rebuilds every index and runs the full invariant check; a snapshot that
-// decodes but breaks an invariant is refused.
+// Restore builds a processor from a serialization made by AppendSnapshot
+// (version 2, or 1 from before the breaker). It rebuilds every index but
+// checks no invariant: the state is restored exactly as it was stored,
+// drifted aggregates included, and the caller decides what to do about its
+// violations (journal.Recover checks it and falls back to an older base, or
+// starts what is broken halted).
 func Restore(cfg Config, b []byte) (*Processor, error) {
 	p := New(cfg)
 	p.accounts, p.balExt = p.accounts[:0], p.balExt[:0]
 	p.userIdx.reset()
 	r := rbuf{b: b}
-	if r.u8() != SnapshotVersion {
+	ver := r.u8()
+	if ver != 1 && ver != SnapshotVersion {
 		return nil, ErrSnapshot
 	}
 	p.lastSeq = Seq(r.uv())
 	p.lastTime = r.sv()
 	p.nextOrderID = OrderID(r.uv())
 	p.nextTradeID = r.uv()
-	p.halted = r.u8() == 1
+	if ver == 1 {
+		if r.u8() == 1 {
+			p.coreHalt, p.coreHaltSeq = ReasonInvariantBalance, p.lastSeq // v1 kept no reason
+		}
+	} else {
+		p.coreHalt, p.coreHaltSeq = BreakerReason(r.u8()), Seq(r.uv())
+		if p.coreHalt >= reasonCount {
+			return nil, ErrSnapshot
+		}
+	}
 	for n := r.uv(); n > 0 && r.err == nil; n-- {
 		a := r.uv()
 		if a == 0 || a > MaxAssets {
@@ -29,57 +43,49 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 		}
 		st := &p.assets[a]
 		st.configured, st.scale = true, r.u8()
+		if st.scale > MaxBaseScale {
+			return nil, ErrSnapshot
+		}
 		st.credited, st.debited = Units(r.sv()), Units(r.sv())
+		st.total = st.credited - st.debited
+		if ver > 1 {
+			st.total = Units(r.sv())
+		}
 	}
 	// Accounts come after markets in the stream but orders need them; decode
 	// markets into a staging list first.
-	type staged struct {
-		m      *market
-		orders [2][]order
-	}
-	var ms []staged
+	var ms []stagedMarket
 	for n := r.uv(); n > 0 && r.err == nil; n-- {
-		s := staged{m: p.readMarket(&r)}
+		s := stagedMarket{m: p.readMarket(&r, ver)}
+		if s.m == nil {
+			return nil, ErrSnapshot
+		}
 		for side := 0; side < 2 && r.err == nil; side++ {
-			cnt := r.uv()
-			if cnt > MaxOrdersPerBook || cnt > uint64(len(r.b)) {
+			if !s.readSide(&r, ver, Side(side+1)) {
 				return nil, ErrSnapshot
-			}
-			for i := uint64(0); i < cnt && r.err == nil; i++ {
-				s.orders[side] = append(s.orders[side], readOrder(&r, s.m, Side(side+1)))
 			}
 		}
 		ms = append(ms, s)
 	}
-	if err := p.readAccounts(&r); err != nil {
+	openOrders, err := p.readAccounts(&r, ver)
+	if err != nil {
 		return nil, err
 	}
-	for _, s := range ms {
-		if s.m == nil || p.markets[s.m.id] != nil {
-			return nil, ErrSnapshot
-		}
-		p.markets[s.m.id] = s.m
-		for side := range s.orders {
-			for _, o := range s.orders[side] {
-				a := p.accountIdx(o.user)
-				if a < 0 || o.remaining() <= 0 {
-					return nil, ErrSnapshot
-				}
-				oi := p.pool.alloc()
-				o.acct, o.prev, o.next = a, -1, -1
-				p.pool.slots[oi] = o
-				p.insert(s.m, oi)
-			}
+	for i := range ms {
+		if err := p.placeStaged(&ms[i], ver); err != nil {
+			return nil, err
 		}
 	}
-	if err := p.readOps(&r); err != nil {
+	if ver > 1 {
+		for i, n := range openOrders {
+			p.accounts[i].openOrders = n
+		}
+	}
+	if err := p.readOps(&r, ver); err != nil {
 		return nil, err
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return nil, ErrSnapshot
-	}
-	for a := range p.assets {
-		p.assets[a].total = p.assets[a].credited - p.assets[a].debited
 	}
 	for i := range p.opLog {
 		if k, r := p.opLog[i].k, p.opLog[i].r; k.kind == KindAdjust && r.code == OK {
@@ -89,13 +95,129 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	if p.accountIdx(FeeUser) != feeAcct {
 		return nil, ErrSnapshot
 	}
-	if v, _ := p.UnhaltedViolations(); len(v) != 0 {
-		return nil, errors.Join(ErrSnapshot, errors.New("core: snapshot breaks invariants"))
-	}
 	return p, nil
 }
 
-func (p *Processor) readMarket(r *rbuf) *market {
+// stagedMarket is a decoded market waiting for the accounts its orders need.
+type stagedMarket struct {
+	m      *market
+	levels [2][]level // per side, best first: the stored price, qty and count (version 2)
+	lens   [2][]int   // per side and level: how many orders it has (version 2)
+	sides  [2][]order // per side: its orders, best level first, FIFO within a level
+}
+
+// readSide decodes one side of s.m.
+func (s *stagedMarket) readSide(r *rbuf, ver uint8, side Side) bool {
+	si := side - 1
+	if ver == 1 {
+		cnt := r.uv()
+		if cnt > MaxOrdersPerBook || cnt > uint64(len(r.b)) {
+			return false
+		}
+		for i := uint64(0); i < cnt && r.err == nil; i++ {
+			s.sides[si] = append(s.sides[si], readOrder(r, s.m, side))
+		}
+		return r.err == nil
+	}
+	nl := r.uv()
+	if nl > MaxPriceLevels || nl > uint64(len(r.b)) {
+		return false
+	}
+	for l := uint64(0); l < nl && r.err == nil; l++ {
+		lv := level{price: Price(r.sv()), qty: Units(r.sv()), count: int32(r.sv()), head: -1, tail: -1}
+		n := r.uv()
+		if n > MaxOrdersPerBook || n > uint64(len(r.b)) {
+			return false
+		}
+		s.levels[si] = append(s.levels[si], lv)
+		s.lens[si] = append(s.lens[si], int(n))
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			s.sides[si] = append(s.sides[si], readOrder(r, s.m, side))
+		}
+	}
+	return r.err == nil
+}
+
+// placeStaged links a staged market's orders into its book: version 1
+// through insert (which recomputes every aggregate), version 2 exactly as
+// stored (levels with their stored totals and counts, in the stored order).
+func (p *Processor) placeStaged(s *stagedMarket, ver uint8) error {
+	if p.markets[s.m.id] != nil {
+		return ErrSnapshot
+	}
+	p.markets[s.m.id] = s.m
+	for si := range s.sides {
+		if ver == 1 {
+			for _, o := range s.sides[si] {
+				if err := p.restoreOrder(s.m, o, si, 0, true); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		side := s.m.side(Side(si + 1))
+		side.levels = append(side.levels, s.levels[si]...) // best first while linking
+		next := 0
+		for li := range side.levels {
+			for k := 0; k < s.lens[si][li]; k++ {
+				if err := p.restoreOrder(s.m, s.sides[si][next], si, li, false); err != nil {
+					return err
+				}
+				next++
+			}
+		}
+		for i, j := 0, len(side.levels)-1; i < j; i, j = i+1, j-1 { // kept worst..best
+			side.levels[i], side.levels[j] = side.levels[j], side.levels[i]
+		}
+	}
+	return nil
+}
+
+// restoreOrder allocates o and links it: through insert (v1: aggregates
+// recomputed), or at the tail of level li of side si as stored (levels still
+// best first at this point), touching no aggregate.
+func (p *Processor) restoreOrder(m *market, o order, si, li int, viaInsert bool) error {
+	a := p.accountIdx(o.user)
+	if a < 0 || o.remaining() <= 0 {
+		return ErrSnapshot
+	}
+	if _, dup := p.orderIdx.get(uint64(o.id)); dup {
+		return ErrSnapshot
+	}
+	if !o.key.IsZero() {
+		if _, dup := p.clientIdx[clientKey{o.user, o.key}]; dup {
+			return ErrSnapshot
+		}
+	}
+	oi := p.pool.alloc()
+	o.acct, o.prev, o.next = a, -1, -1
+	p.pool.slots[oi] = o
+	if viaInsert {
+		p.insert(m, oi)
+		return nil
+	}
+	s := &m.bids
+	if si == 1 {
+		s = &m.asks
+	}
+	lv := &s.levels[li]
+	slot := &p.pool.slots[oi]
+	slot.prev = lv.tail
+	if lv.tail >= 0 {
+		p.pool.slots[lv.tail].next = oi
+	} else {
+		lv.head = oi
+	}
+	lv.tail = oi
+	slot.inBook = true
+	p.orderIdx.put(uint64(o.id), oi)
+	if !o.key.IsZero() {
+		p.clientIdx[clientKey{o.user, o.key}] = o.id
+	}
+	return nil
+}
+
+func (p *Processor) readMarket(r *rbuf, ver uint8) *market {
 	id := r.uv()
 	if id == 0 || id > MaxMarkets {
 		r.fail()
@@ -107,8 +229,16 @@ func (p *Processor) readMarket(r *rbuf) *market {
 	c.Tick, c.Lot, c.MinQty, c.MaxQty = Price(r.sv()), Units(r.sv()), Units(r.sv()), Units(r.sv())
 	c.MakerFee, c.TakerFee = Rate(r.sv()), Rate(r.sv())
 	m.status = MarketStatus(r.u8())
-	if r.err == nil && (p.validMarketCfg(c) != OK || m.status > MarketHalted) {
+	if ver > 1 {
+		m.haltReason, m.haltSeq = BreakerReason(r.u8()), Seq(r.uv())
+		m.orders = int32(r.sv())
+	} else if m.status == MarketHalted {
+		m.haltReason, m.haltSeq = ReasonManualHalt, 0 // v1 kept no reason
+	}
+	if r.err != nil || p.validMarketCfg(c) != OK || !validStatus(m.status) || m.haltReason >= reasonCount ||
+		(m.status == MarketHalted) != (m.haltReason != ReasonNone) {
 		r.fail()
+		return nil
 	}
 	return m
 }
@@ -129,41 +259,50 @@ func readOrder(r *rbuf, m *market, side Side) order {
 	return o
 }
 
-func (p *Processor) readAccounts(r *rbuf) error {
+// readAccounts decodes the accounts; for version 2 it returns their stored
+// open-order counts (applied once the orders are linked).
+func (p *Processor) readAccounts(r *rbuf, ver uint8) ([]int32, error) {
 	n := r.uv()
 	if n > MaxUsers || n > uint64(len(r.b)) {
-		return ErrSnapshot
+		return nil, ErrSnapshot
 	}
+	var open []int32
 	for ; n > 0 && r.err == nil; n-- {
 		u := UserID(r.uv())
 		if _, dup := p.userIdx.get(u); dup {
-			return ErrSnapshot
+			return nil, ErrSnapshot
 		}
 		a := p.ensureAccount(u)
 		st := AccountStatus(r.u8())
 		if st > Disabled {
-			return ErrSnapshot
+			return nil, ErrSnapshot
 		}
 		p.accounts[a].status = st
+		if ver > 1 {
+			open = append(open, int32(r.sv()))
+		}
 		for k := r.uv(); k > 0 && r.err == nil; k-- {
 			asset := r.uv()
 			if asset == 0 || asset > MaxAssets || !p.assets[asset].configured {
-				return ErrSnapshot
+				return nil, ErrSnapshot
 			}
 			*p.balanceRef(a, AssetID(asset)) = Balance{Avail: Units(r.sv()), Frozen: Units(r.sv())}
 		}
 	}
-	return r.err
+	return open, r.err
 }
 
-func (p *Processor) readOps(r *rbuf) error {
+func (p *Processor) readOps(r *rbuf, ver uint8) error {
 	n := r.uv()
-	if n > MaxProcessedOps || n > uint64(len(r.b)) {
+	if n > MaxProcessedOps+OpsReserve || n > uint64(len(r.b)) {
 		return ErrSnapshot
 	}
 	for ; n > 0 && r.err == nil; n-- {
 		k := opKey{kind: Kind(r.u8()), key: r.key()}
 		rec := opRecord{user: UserID(r.uv()), asset: AssetID(r.uv()), amount: Units(r.sv()), code: Code(r.uv())}
+		if ver > 1 {
+			rec.flags = r.u8()
+		}
 		if k.kind < KindSpotDeposit || k.kind > KindAdjust || k.key.IsZero() || rec.code >= codeCount {
 			return ErrSnapshot
 		}

@@ -439,7 +439,14 @@ func scnRenderEvent(e *Event) string {
 		f("status", e.Status.String())
 	}
 	u("flags", uint64(e.Flags))
-	u("detail", uint64(e.Detail))
+	switch e.Kind {
+	case EvMarketHalted, EvCoreHalted:
+		f("reason", BreakerReason(e.Detail).String())
+	case EvMarketResumed:
+		f("to", MarketStatus(e.Detail).String())
+	default:
+		u("detail", uint64(e.Detail))
+	}
 	if e.AcctSt != 0 {
 		if int(e.AcctSt) < len(scnAcctNames) {
 			f("acct", scnAcctNames[e.AcctSt])
@@ -501,11 +508,7 @@ func scnDepth(p *Processor, id MarketID) []string {
 	if m == nil {
 		return []string{fmt.Sprintf("market=%d unknown", id)}
 	}
-	st := "ACTIVE"
-	if m.status == MarketHalted {
-		st = "HALTED"
-	}
-	out := []string{fmt.Sprintf("market=%d %s orders=%d", id, st, m.orders)}
+	out := []string{fmt.Sprintf("market=%d %s orders=%d", id, m.status, m.orders)}
 	level := func(tag string, lv *level) {
 		for oi := lv.head; oi >= 0; oi = p.pool.slots[oi].next {
 			o := &p.pool.slots[oi]

@@ -8,15 +8,22 @@ import (
 // SnapshotVersion is the first byte of a serialized state.
 //
 // The serialization is canonical — the same state always gives the same
-// bytes — so StateHash is a hash of it. Layout (varints unless noted):
+// bytes — so StateHash is a hash of it. It holds every field of the state,
+// the running aggregates included (level totals and counts, order counts,
+// asset totals): a state whose aggregates drifted from what they sum is
+// stored, hashed and restored as it is, for the check to find, never
+// silently recomputed. Layout (varints unless noted):
 //
-//	version | lastSeq | lastTime | nextOrderID | nextTradeID | halted
-//	assets:   count, then per configured asset: id, scale, credited, debited
-//	markets:  count, then per market: id, cfg, status, bids, asks
-//	          (side: order count, then orders best level first, FIFO within a level)
-//	accounts: count, then in creation order: id, status, n, n x (asset, avail, frozen)
-//	ops:      count, then in insertion order: kind, key, user, asset, amount, code
-const SnapshotVersion = 1
+//	version | lastSeq | lastTime | nextOrderID | nextTradeID | coreHalt (u8) | coreHaltSeq
+//	assets:   count, then per configured asset: id, scale, credited, debited, total
+//	markets:  count, then per market: id, cfg, status, haltReason, haltSeq, orders, bids, asks
+//	          side: level count, then per level best first: price, qty, count, n, n x order (FIFO)
+//	accounts: count, then in creation order: id, status, openOrders, n, n x (asset, avail, frozen)
+//	ops:      count, then the live ones in insertion order: kind, key, user, asset, amount, code, flags
+//
+// Version 1 (before the breaker and the stored aggregates: a halted byte,
+// no totals, orders per side) is still read (restore.go), never written.
+const SnapshotVersion = 2
 
 // AppendSnapshot appends the canonical serialization of the whole state to dst.
 func (p *Processor) AppendSnapshot(dst []byte) []byte {
@@ -26,7 +33,8 @@ func (p *Processor) AppendSnapshot(dst []byte) []byte {
 	w.sv(p.lastTime)
 	w.uv(uint64(p.nextOrderID))
 	w.uv(p.nextTradeID)
-	w.u8(b2u(p.halted))
+	w.u8(uint8(p.coreHalt))
+	w.uv(uint64(p.coreHaltSeq))
 	n := 0
 	for a := range p.assets {
 		if p.assets[a].configured {
@@ -41,6 +49,7 @@ func (p *Processor) AppendSnapshot(dst []byte) []byte {
 			w.u8(st.scale)
 			w.sv(int64(st.credited))
 			w.sv(int64(st.debited))
+			w.sv(int64(st.total))
 		}
 	}
 	n = 0
@@ -60,6 +69,7 @@ func (p *Processor) AppendSnapshot(dst []byte) []byte {
 		acc := &p.accounts[i]
 		w.uv(uint64(acc.id))
 		w.u8(uint8(acc.status))
+		w.sv(int64(acc.openOrders))
 		ext := p.balExt[i]
 		n = 0
 		for _, b := range acc.inl {
@@ -84,15 +94,19 @@ func (p *Processor) AppendSnapshot(dst []byte) []byte {
 			}
 		}
 	}
-	w.uv(uint64(len(p.opLog)))
+	w.uv(uint64(p.liveOps()))
 	for i := range p.opLog {
 		k, r := &p.opLog[i].k, &p.opLog[i].r
+		if k.kind == 0 {
+			continue // forgotten
+		}
 		w.u8(uint8(k.kind))
 		w.key(k.key)
 		w.uv(uint64(r.user))
 		w.uv(uint64(r.asset))
 		w.sv(int64(r.amount))
 		w.uv(uint64(r.code))
+		w.u8(r.flags)
 	}
 	return w.b
 }
@@ -107,14 +121,23 @@ func (p *Processor) appendMarket(w *wbuf, m *market) {
 		w.sv(v)
 	}
 	w.u8(uint8(m.status))
+	w.u8(uint8(m.haltReason))
+	w.uv(uint64(m.haltSeq))
+	w.sv(int64(m.orders))
 	for _, s := range [2]*bookSide{&m.bids, &m.asks} {
-		n := 0
-		for i := range s.levels {
-			n += int(s.levels[i].count)
-		}
-		w.uv(uint64(n))
+		w.uv(uint64(len(s.levels)))
 		for li := len(s.levels) - 1; li >= 0; li-- {
-			for oi := s.levels[li].head; oi >= 0; oi = p.pool.slots[oi].next {
+			lv := &s.levels[li]
+			w.sv(int64(lv.price))
+			w.sv(int64(lv.qty))
+			w.sv(int64(lv.count))
+			n := 0
+			for oi := lv.head; oi >= 0 && n <= MaxOrdersPerBook; oi = p.pool.slots[oi].next {
+				n++
+			}
+			w.uv(uint64(n))
+			for oi := lv.head; oi >= 0 && n > 0; oi = p.pool.slots[oi].next {
+				n--
 				o := &p.pool.slots[oi]
 				w.uv(uint64(o.id))
 				w.uv(uint64(o.user))
@@ -141,11 +164,4 @@ func (w *wbuf) balance(asset AssetID, b Balance) {
 func (p *Processor) StateHash() string {
 	sum := sha256.Sum256(p.AppendSnapshot(nil))
 	return hex.EncodeToString(sum[:])
-}
-
-func b2u(b bool) uint8 {
-	if b {
-		return 1
-	}
-	return 0
 }

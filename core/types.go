@@ -32,17 +32,24 @@ const FeeUser UserID = 0
 
 // Named limits: everything that can grow has one.
 const (
-	MaxAssets                 = 64        // asset ids 1..MaxAssets
-	MaxMarkets                = 256       // market ids 1..MaxMarkets
-	MaxUsers                  = 2_000_000 // accounts the core will create
-	MaxOpenOrdersPerUser      = 1_000     // resting orders per user, all markets
-	MaxOrdersPerBook          = 1_000_000 // resting orders per market
-	MaxPriceLevels            = 100_000   // price levels per book side
-	MaxProcessedOps           = 50_000_000
-	MaxBaseScale              = 18
-	RateDenominator      Rate = 1_000_000
-	MaxFeeRate           Rate = 100_000 // 10%
-	MaxUnits                  = Units(1<<63 - 1)
+	MaxAssets            = 64        // asset ids 1..MaxAssets
+	MaxMarkets           = 256       // market ids 1..MaxMarkets
+	MaxUsers             = 2_000_000 // accounts the core will create
+	MaxOpenOrdersPerUser = 1_000     // resting orders per user, all markets
+	MaxOrdersPerBook     = 1_000_000 // resting orders per market
+	MaxPriceLevels       = 100_000   // price levels per book side
+	// MaxProcessedOps bounds the live processed-ops set (spot transfer req_ids
+	// and adjustment refs): past it a first-seen spot deposit or withdraw is
+	// refused with TOO_MANY_OPS, recorded like any refusal in the reserve
+	// above it (OpsReserve), where refunds and adjustments still fit. The
+	// transfer service forgets the records of terminal transfers
+	// (KindForgetOps), so the set stays far below this.
+	MaxProcessedOps      = 50_000_000
+	OpsReserve           = 1_000_000
+	MaxBaseScale         = 18
+	RateDenominator Rate = 1_000_000
+	MaxFeeRate      Rate = 100_000 // 10%
+	MaxUnits             = Units(1<<63 - 1)
 )
 
 // Side of an order.
@@ -88,12 +95,15 @@ const (
 	Disabled AccountStatus = 2 // only cancels and refunds
 )
 
-// MarketStatus of a market.
+// MarketStatus of a market: one state machine (status.go) that binary
+// markets extend with their lifecycle states. Values are part of the
+// snapshot format and of ResumeMarket commands: append only.
 type MarketStatus uint8
 
 const (
-	MarketActive MarketStatus = 0
-	MarketHalted MarketStatus = 1 // no new orders, cancels or modifies; queries served
+	MarketActive    MarketStatus = 0
+	MarketHalted    MarketStatus = 1 // circuit breaker: no new orders, cancels or modifies; queries served
+	MarketSuspended MarketStatus = 2 // cancels allowed; no new orders or modifies
 )
 
 // OrderStatus of an order as reported in events.
@@ -118,7 +128,7 @@ var (
 	tifNames           = [...]string{"", "GTC", "IOC", "FOK", "POST_ONLY"}
 	stpNames           = [...]string{"CANCEL_RESTING", "EXPIRE_TAKER"}
 	accountStatusNames = [...]string{"ACTIVE", "FROZEN", "DISABLED"}
-	marketStatusNames  = [...]string{"ACTIVE", "HALTED"}
+	marketStatusNames  = [...]string{"ACTIVE", "HALTED", "SUSPENDED"}
 )
 
 func enumName(names []string, i uint8) string {

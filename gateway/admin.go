@@ -11,8 +11,10 @@ import (
 // Admin endpoints (/admin/v1, admin role). Every applied action is logged
 // at Info with the acting admin's user id: an audit trail beside the WAL.
 
-// POST /admin/v1/adjust {user_id, asset, amount, ref}: a signed adjustment
-// of a user's available balance, idempotent by ref. A repeat with the same
+// POST /admin/v1/adjust {user_id, asset, amount, ref, balance?}: a signed
+// adjustment of a user's available balance (or, with "balance": "frozen",
+// of the frozen one: the operator's repair of frozen funds no order holds),
+// idempotent by ref; accepted while the core is halted (an audited repair). A repeat with the same
 // parameters gets the first result again ("repeat": true when it was
 // applied, the first error otherwise); other parameters are 409
 // REQ_ID_CONFLICT.
@@ -52,13 +54,17 @@ func (s *Server) adjust(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	b = appendClientID(b, &c.Key)
 	b = append(b, `,"repeat":`...)
 	b = appendBool(b, repeat)
+	if c.Flags&core.AdjustFrozen != 0 {
+		b = append(b, `,"balance":"frozen"`...)
+	}
 	st.out = append(b, '}')
 	s.reply(ctx, st, http.StatusOK)
 	return nil
 }
 
-// POST /admin/v1/markets/{market}/halt: no new orders, cancels or modifies
-// until resumed; queries still served. Halting a halted market is a no-op.
+// POST /admin/v1/markets/{market}/halt: a breaker trip with reason
+// MANUAL_HALT by this admin: no new orders, cancels or modifies until
+// resolved; queries still served. Halting a halted market is a no-op.
 func (s *Server) halt(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	return s.marketAction(ctx, st, core.KindHaltMarket, "HALTED")
 }
@@ -78,7 +84,7 @@ func (s *Server) marketAction(ctx *fasthttp.RequestCtx, st *reqState, kind core.
 	if err := s.noBody(ctx, st); err != nil {
 		return err
 	}
-	st.cmd = core.Command{Kind: kind, Market: m.ID}
+	st.cmd = core.Command{Kind: kind, Market: m.ID, User: core.UserID(st.claims.UserID)}
 	res, _, err := s.submit(st, &st.cmd)
 	if err != nil {
 		return err

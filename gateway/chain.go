@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"math/big"
 	"net/http"
@@ -398,13 +397,3 @@ func (s *Server) txJSON(t chaintx.Tx) map[string]any {
 	return out
 }
 
-// replyJSON answers v with encoding/json (the chain endpoints' cold paths).
-func (s *Server) replyJSON(ctx *fasthttp.RequestCtx, st *reqState, status int, v any) *APIError {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return s.chainError("encode", err)
-	}
-	st.out = append(st.out[:0], b...)
-	s.reply(ctx, st, status)
-	return nil
-}

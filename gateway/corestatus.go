@@ -38,6 +38,7 @@ import (
 //	ORDER_NOT_FOUND             404     INVARIANT_VIOLATION         409
 //	ACCOUNT_NOT_FOUND           404     MARKET_EXISTS               409
 //	CORE_HALTED                 503     POISON_COMMAND              500
+//	MARKET_SUSPENDED            409     CANCELLED_BY_OPERATOR       409 (an order's cancel reason)
 //
 // (*) POST /order answers a duplicate client_order_id of a live order with
 // that order (200, "duplicate": true); 409 only if it is gone by the time
@@ -88,6 +89,8 @@ var coreStatus = map[core.Code]struct {
 	core.CodeMarketExists:           {409, "the market exists and has orders"},
 	core.CodeCoreHalted:             {503, "the core is halted"},
 	core.CodePoisonCommand:          {500, "the command could not be applied"},
+	core.CodeMarketSuspended:        {409, "the market is suspended: cancels only"},
+	core.CodeCancelledByOperator:    {409, "cancelled by an operator"},
 }
 
 // coreErrors holds one immutable *APIError per core code, so a rejection

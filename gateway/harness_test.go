@@ -30,11 +30,16 @@ type fakeBackend struct {
 	busy    atomic.Bool // Submit answers ErrBusy
 	down    atomic.Bool // Submit and Read answer ErrUnavailable
 	submits atomic.Int64
+	brk     *BreakerLog // fed like the read view feeds it, when set
 }
 
 func newFakeBackend(t testing.TB, reg *Registry) *fakeBackend {
+	return newFakeBackendCfg(t, reg, core.Config{})
+}
+
+func newFakeBackendCfg(t testing.TB, reg *Registry, cfg core.Config) *fakeBackend {
 	t.Helper()
-	b := &fakeBackend{p: core.New(core.Config{}), clock: testNow.UnixNano()}
+	b := &fakeBackend{p: core.New(cfg), clock: testNow.UnixNano()}
 	for _, c := range reg.ConfigCommands() {
 		evs, err := b.Submit(&c, nil)
 		if err != nil || evs[len(evs)-1].Code != core.OK {
@@ -60,6 +65,9 @@ func (b *fakeBackend) Submit(c *core.Command, dst []core.Event) ([]core.Event, e
 	cc.Time = b.clock
 	evs := b.p.Apply(&cc)
 	b.h.Apply(&cc, evs)
+	if b.brk != nil {
+		b.brk.Apply(&cc, evs)
+	}
 	return append(dst[:0], evs...), nil
 }
 

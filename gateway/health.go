@@ -39,13 +39,13 @@ func (s *Server) readiness(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 type marketHealth struct {
 	m      *Market
 	loaded bool // configured in the core
-	halted bool
+	status core.MarketStatus
 	orders int32
 }
 
 // GET /health: {"status", "seq", "markets":[{"market","status","orders","book_loaded"}],
-// "history":{...}}. A market's status is ACTIVE, HALTED or MISSING (in the
-// registry, not in the core).
+// "history":{...}}. A market's status is ACTIVE, SUSPENDED, HALTED or
+// MISSING (in the registry, not in the core).
 func (s *Server) health(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	var (
 		mh         = make([]marketHealth, len(s.reg.markets))
@@ -58,7 +58,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		for i := range s.reg.markets {
 			mh[i].m = &s.reg.markets[i]
 			if v, ok := p.Market(mh[i].m.ID); ok {
-				mh[i].loaded, mh[i].halted, mh[i].orders = true, v.Status == core.MarketHalted, v.Orders
+				mh[i].loaded, mh[i].status, mh[i].orders = true, v.Status, v.Orders
 			}
 		}
 		seq, coreHalted, hs = p.LastSeq(), p.Halted(), h.Stats()
@@ -66,7 +66,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	})
 	overall := HealthHealthy
 	for i := range mh {
-		if !mh[i].loaded || mh[i].halted {
+		if !mh[i].loaded || mh[i].status != core.MarketActive {
 			overall = HealthDegraded
 		}
 	}
@@ -89,12 +89,9 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		status := "ACTIVE"
-		switch {
-		case !mh[i].loaded:
+		status := mh[i].status.String()
+		if !mh[i].loaded {
 			status = "MISSING"
-		case mh[i].halted:
-			status = "HALTED"
 		}
 		b = append(b, `{"market":`...)
 		b = appendStr(b, mh[i].m.Symbol)

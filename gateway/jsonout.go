@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"encoding/json"
+	"net/http"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/ubscore/ubscore/core"
 )
@@ -127,4 +131,17 @@ func statusName(s core.OrderStatus) string {
 		return s.String()
 	}
 	return ""
+}
+
+// replyJSON answers v with encoding/json: for the cold paths (admin, chain,
+// breaker endpoints); the hot paths write their JSON by hand.
+func (s *Server) replyJSON(ctx *fasthttp.RequestCtx, st *reqState, status int, v any) *APIError {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("gateway: encode answer", "err", err)
+		return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+	}
+	st.out = append(st.out[:0], b...)
+	s.reply(ctx, st, status)
+	return nil
 }

@@ -17,6 +17,7 @@ const (
 	jsonString  jsonKind = iota + 1 // a JSON string; decimals travel as strings
 	jsonNumber                      // a JSON number (ids); the handler checks its form
 	jsonDecimal                     // a string or a number, read as a decimal's text (transfer amounts)
+	jsonBool                        // true or false (v.b is the literal)
 )
 
 // jsonField is one member of a request schema.
@@ -172,6 +173,15 @@ func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
 			v.set, v.b = true, b
 			return nil
 		}
+	case (c == 't' || c == 'f') && f.kind == jsonBool:
+		for _, lit := range [...]string{"true", "false"} {
+			if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+				v.set, v.b = true, s.b[s.i:s.i+len(lit)]
+				s.i += len(lit)
+				return nil
+			}
+		}
+		return errJSON("malformed literal")
 	case c == '{' || c == '[' || c == 't' || c == 'f' || c == 'n':
 	default:
 		return errJSON("expected a value")
@@ -182,6 +192,8 @@ func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
 		want = "a number"
 	case jsonDecimal:
 		want = "a decimal string or number"
+	case jsonBool:
+		want = "true or false"
 	}
 	return BadRequest(CodeInvalidFieldType, "field "+f.name+" must be "+want)
 }

@@ -37,13 +37,15 @@ const (
 )
 
 // POST /admin/v1/adjust
-var adjustSchema = []jsonField{{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonString}, {"ref", jsonString}}
+var adjustSchema = []jsonField{{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonString}, {"ref", jsonString},
+	{"balance", jsonString}}
 
 const (
 	afUser = iota
 	afAsset
 	afAmount
 	afRef
+	afBalance // optional: "available" (the default) or "frozen" (the repair of frozen funds no order holds)
 )
 
 // POST /admin/v1/accounts/{user_id}/status
@@ -266,9 +268,18 @@ func parseAdjust(body []byte, reg *Registry, st *reqState) (core.Command, Asset,
 	if st.scratch, err = decodeObject(body, adjustSchema, v, st.scratch); err != nil {
 		return c, Asset{}, err
 	}
-	for i, f := range adjustSchema {
+	for i, f := range adjustSchema[:afBalance] {
 		if !v[i].set {
 			return c, Asset{}, missing(f.name)
+		}
+	}
+	if v[afBalance].set {
+		switch string(v[afBalance].b) {
+		case "available":
+		case "frozen":
+			c.Flags = core.AdjustFrozen
+		default:
+			return c, Asset{}, BadRequest(CodeInvalidParameter, "balance must be available or frozen")
 		}
 	}
 	u, ok := parseUint(v[afUser].b)

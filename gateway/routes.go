@@ -20,6 +20,8 @@ const (
 
 func accessOf(path []byte) access {
 	switch {
+	case string(path) == matchingHealthPath:
+		return accessPublic // load balancers call it without a token, like /health
 	case hasSegPrefix(path, "/api"):
 		return accessUser
 	case hasSegPrefix(path, "/admin"):
@@ -52,10 +54,11 @@ type route struct {
 type feature uint8
 
 const (
-	featNone      feature = iota
-	featTransfers         // ServerConfig.Transfers
-	featFaults            // ServerConfig.Faults (--enable-fault-injection)
-	featChain             // ServerConfig.Chain (--chain-rpc)
+	featNone       feature = iota
+	featTransfers          // ServerConfig.Transfers
+	featFaults             // ServerConfig.Faults (--enable-fault-injection)
+	featChain              // ServerConfig.Chain (--chain-rpc)
+	featCoreFaults         // ServerConfig.CoreFaults (--enable-fault-injection)
 )
 
 func (s *Server) has(f feature) bool {
@@ -66,9 +69,14 @@ func (s *Server) has(f feature) bool {
 		return s.faults != nil
 	case featChain:
 		return s.chain != nil
+	case featCoreFaults:
+		return s.coreFault
 	}
 	return true
 }
+
+// matchingHealthPath is spec 004 §7.3's health endpoint: under /api, yet public.
+const matchingHealthPath = "/api/v1/health/matching"
 
 // maxParams is the most "{}" segments in a route.
 const maxParams = 2
@@ -89,6 +97,10 @@ var routes = []route{
 	mkRoute("POST", "/admin/v1/markets/{market}/halt", (*Server).halt),
 	mkRoute("POST", "/admin/v1/markets/{market}/resume", (*Server).resume),
 	mkRoute("POST", "/admin/v1/accounts/{user_id}/status", (*Server).accountStatus),
+	mkRoute("GET", "/admin/v1/circuit-breaker", (*Server).listBreakers),
+	mkRoute("POST", "/admin/v1/markets/{market}/breaker/resolve", (*Server).resolveMarketBreaker),
+	mkRoute("POST", "/admin/v1/core/breaker/resolve", (*Server).resolveCoreBreaker),
+	mkRoute("GET", matchingHealthPath, (*Server).healthMatching),
 	needing(featTransfers, mkRoute("POST", "/api/v1/internal_transfer", (*Server).postTransfer)),
 	needing(featTransfers, mkRoute("GET", "/api/v1/internal_transfer/{req_id}", (*Server).getTransfer)),
 	needing(featTransfers, mkRoute("GET", "/api/v1/internal_transfers", (*Server).listTransfers)),
@@ -98,6 +110,7 @@ var routes = []route{
 	needing(featTransfers, mkRoute("POST", "/admin/v1/transfers/resume", (*Server).resumeTransfers)),
 	needing(featFaults, mkRoute("POST", "/admin/v1/faults", (*Server).injectFault)),
 	needing(featFaults, mkRoute("DELETE", "/admin/v1/faults", (*Server).clearFaults)),
+	needing(featCoreFaults, mkRoute("POST", "/admin/v1/faults/core", (*Server).injectCoreFault)),
 	mkRoute("GET", "/health/live", (*Server).live),
 	mkRoute("GET", "/health/ready", (*Server).readiness),
 	mkRoute("GET", "/health", (*Server).health),

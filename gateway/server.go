@@ -81,6 +81,12 @@ type ServerConfig struct {
 	// Chain, if set, serves withdrawals to a chain and the managed-tx admin
 	// API (gateway/chain.go); without it those routes do not exist.
 	Chain *ChainConfig
+	// CoreFaults serves POST /admin/v1/faults/core (sequenced core fault
+	// commands; only with --enable-fault-injection, whose core accepts them).
+	CoreFaults bool
+	// Breakers, if set, is the breaker history GET /admin/v1/circuit-breaker
+	// lists beside the halts in force (which come from the core).
+	Breakers *BreakerLog
 }
 
 // Server is the HTTP API. Create it with NewServer; it is safe for
@@ -100,6 +106,8 @@ type Server struct {
 	transfers TransferService
 	faults    FaultInjector
 	chain     *ChainConfig // nil: no chain routes
+	breakers  *BreakerLog
+	coreFault bool
 	maxBody   int
 	tokens    *tokenCache
 	states    sync.Pool // *reqState
@@ -135,7 +143,7 @@ func NewServer(cfg ServerConfig) *Server {
 	s := &Server{backend: cfg.Backend, auth: cfg.Auth, reg: cfg.Registry, log: cfg.Logger,
 		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, archive: cfg.Archive,
 		now: cfg.Now, maxBody: cfg.MaxBodyBytes, transfers: cfg.Transfers, faults: cfg.Faults,
-		chain: cfg.Chain}
+		chain: cfg.Chain, breakers: cfg.Breakers, coreFault: cfg.CoreFaults}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

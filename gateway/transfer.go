@@ -92,6 +92,9 @@ var transferCodeStatus = map[transfer.Code]int{
 	transfer.CodeSystemError:         http.StatusInternalServerError,
 	CodeTransfersHalted:              http.StatusServiceUnavailable,
 	CodeServiceUnavailable:           http.StatusServiceUnavailable,
+	transfer.CodeCoreHalted:          http.StatusServiceUnavailable,
+	transfer.CodeTooManyOps:          http.StatusServiceUnavailable,
+	transfer.CodeTooManyUsers:        http.StatusServiceUnavailable,
 }
 
 func (s *Server) transferError(op string, err error) *APIError {

@@ -504,7 +504,7 @@ func crashPoisonRaceChild(dir string) {
 		crashChildExit(os.Stdout, 2, "poison result %v", res.Code)
 	}
 	poison.Seq = crashRacePoison
-	ref.Skip(&poison, core.CodePoisonCommand)
+	ref.Discard(&poison, core.Rollback{})
 	if err := pl.Close(); err != nil {
 		crashChildExit(os.Stdout, 2, "close: %v", err)
 	}

@@ -281,7 +281,7 @@ func (h *crashHarness) check(round int, maxAcked core.Seq) {
 		crashCommand(h.seed, crashPoison(h.truncate), s, &c)
 		c.Seq = s
 		if c.Kind == core.KindDebugPanic && !h.ref.Halted() {
-			h.ref.Skip(&c, core.CodePoisonCommand) // what the pipeline and Recover do with a poison command
+			h.ref.Discard(&c, core.Rollback{}) // what the pipeline and Recover do with a poison command
 			h.poisoned++
 			continue
 		}

@@ -66,9 +66,22 @@
 //
 // # Recovery
 //
-// Load the newest valid snapshot (SnapshotStore.Latest, seq S, or start
-// from the empty state with S = 0), Open the WAL with Options.FirstSeq =
-// S+1 (used only if the WAL is new) and replay with Iterate(S+1, ...);
-// Iterate fails with ErrOutOfRange if entries after S were already
-// truncated away. The next command gets seq LastSeq()+1.
+// Load the newest usable snapshot (it checksums, decodes, the WAL continues
+// it and its state breaks no invariant nothing halts; otherwise the previous
+// one, then the empty state with S = 0 if the WAL still starts at seq 1),
+// Open the WAL with Options.FirstSeq = S+1 (used only if the WAL is new) and
+// replay with Iterate(S+1, ...); Iterate fails with ErrOutOfRange if entries
+// after S were already truncated away. The next command gets seq
+// LastSeq()+1. What still breaks invariants after the replay is halted by
+// the pipeline with journaled breaker trips (RECOVERY_FAILED): recovery
+// degrades, it does not refuse to start (checker.go, recovered.go).
+//
+// # Followers and runtime protection
+//
+// Followers (the Postgres sink, later the event publisher) read the durable
+// WAL on their own replica; Retention keeps the WAL back to the slowest
+// follower's checkpoint, up to a bound. A command whose per-command checks
+// fail is discarded like a poison command (a core.Rollback carried to the
+// read view, replay and followers), and RunChecker runs the full check on
+// the read view every interval, turning violations into breaker trips.
 package journal

@@ -38,10 +38,10 @@ func (e *HistoryGoneError) Is(target error) bool { return target == ErrHistoryGo
 type Follower struct {
 	pl       *Pipeline
 	proc     *core.Processor
-	base     []byte // serialized state the replica started from (poison rebuilds)
-	poisoned map[core.Seq]bool
-	next     core.Seq  // the next seq to return
-	cursor   WALCursor // where the last WAL read stopped: the next one starts there
+	base     []byte                     // serialized state the replica started from (poison rebuilds)
+	poisoned map[core.Seq]core.Rollback // commands discarded instead of applied
+	next     core.Seq                   // the next seq to return
+	cursor   WALCursor                  // where the last WAL read stopped: the next one starts there
 
 	cmds   []core.Command // batch buffers, reused by Next
 	evs    []core.Event
@@ -67,7 +67,7 @@ func (pl *Pipeline) NewFollower(from core.Seq) (*Follower, error) {
 	if from > pl.DurableSeq()+1 {
 		return nil, fmt.Errorf("journal: follow from seq %d beyond the durable seq %d", from, pl.DurableSeq())
 	}
-	f := &Follower{pl: pl, poisoned: map[core.Seq]bool{}, next: from}
+	f := &Follower{pl: pl, poisoned: map[core.Seq]core.Rollback{}, next: from}
 	var base []byte
 	snapSeq, data, err := latestAtOrBelow(pl.snaps, uint64(from-1), pl.log)
 	switch {
@@ -158,17 +158,18 @@ func (f *Follower) Next(ctx context.Context, max int) ([]FollowRecord, error) {
 	return f.recs, nil
 }
 
-// apply applies c to the replica; a poison command (a panic) rebuilds the
-// replica without it and rejects it, exactly as the processor and recovery
-// do.
+// apply applies c to the replica; a command the processor discarded (a
+// panic: poison, or a failed per-command check) rebuilds the replica without
+// it and discards it, exactly as the processor and recovery do.
 func (f *Follower) apply(c *core.Command) (evs []core.Event, err error) {
-	if f.poisoned[c.Seq] {
-		return f.proc.Skip(c, core.CodePoisonCommand), nil
+	if rb, known := f.poisoned[c.Seq]; known {
+		return f.proc.Discard(c, rb), nil
 	}
+	var rb core.Rollback
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
-				evs = nil
+				evs, rb = nil, core.AsRollback(r)
 			}
 		}()
 		evs = f.proc.Apply(c)
@@ -176,7 +177,7 @@ func (f *Follower) apply(c *core.Command) (evs []core.Event, err error) {
 	if evs != nil {
 		return evs, nil
 	}
-	f.poisoned[c.Seq] = true
+	f.poisoned[c.Seq] = rb
 	base := f.base // the WAL after it may be truncated by now: prefer a newer snapshot
 	if _, data, err := latestAtOrBelow(f.pl.snaps, uint64(c.Seq-1), f.pl.log); err == nil {
 		base = data
@@ -186,7 +187,7 @@ func (f *Follower) apply(c *core.Command) (evs []core.Event, err error) {
 		return nil, fmt.Errorf("journal: follower: rebuild after poison command at seq %d: %w", c.Seq, err)
 	}
 	f.proc = proc
-	return f.proc.Skip(c, core.CodePoisonCommand), nil
+	return f.proc.Discard(c, rb), nil
 }
 
 // StateHash is the replica's state hash (tests compare it with the core's).

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -90,6 +91,9 @@ type Slot struct {
 	Reply  *Reply     // nil if nobody waits for this command
 	Enq    int64      // submitter's monotonic clock at submit, ns (latency metrics)
 	Result core.Event // the command's EvResult, set by the processor
+	// Discard, set by the processor, is why the command was discarded
+	// instead of applied (nil: applied); the read view discards it the same way.
+	Discard *core.Rollback
 }
 
 // Reply receives a command's events. The processor fills Events on its own
@@ -126,9 +130,13 @@ type Pipeline struct {
 	wal   *WAL
 	snaps *SnapshotStore
 
-	proc     *core.Processor // owned by the processor goroutine after Start
-	baseSnap []byte          // serialized state at lastSnap (or at start): the poison-rebuild base; processor goroutine
-	poisoned map[core.Seq]bool
+	proc     *core.Processor            // owned by the processor goroutine after Start
+	baseSnap []byte                     // serialized state at lastSnap (or at start): the poison-rebuild base; processor goroutine
+	poisoned map[core.Seq]core.Rollback // commands discarded instead of applied; processor goroutine
+
+	recovery   RecoveryReport // what the start-up recovery found; immutable after Start
+	evictions  atomic.Uint64  // commands discarded since start (poison, failed checks): each rebuilt the state
+	recoveries atomic.Uint64  // state rebuilds since start: the start-up recovery, then one per discard
 
 	// The read view: a replica processor owned by the viewer goroutine;
 	// readers hold viewMu.RLock, the viewer holds viewMu.Lock while applying.
@@ -217,6 +225,9 @@ func Start(cfg Config) (*Pipeline, error) {
 	} else {
 		pl.rst = r.NewStage(pl.jst, pl.pst)
 	}
+	pl.recovery = RecoveryReport{Duration: rec.Duration, MarketCheck: rec.MarketCheck, Open: rec.Open,
+		Contained: rec.Contained, Skipped: rec.Skipped, SnapshotSeq: rec.SnapshotSeq, Seq: rec.Proc.LastSeq()}
+	pl.recoveries.Store(1)
 	pl.durable.Store(uint64(pl.base))
 	pl.applied.Store(uint64(pl.base))
 	pl.acked.Store(uint64(pl.base))
@@ -230,6 +241,10 @@ func Start(cfg Config) (*Pipeline, error) {
 	}
 	pl.snapDoneCh = make(chan struct{})
 	go pl.snapshotter()
+	if err := pl.tripRecovered(rec); err != nil {
+		_ = pl.Close()
+		return nil, err
+	}
 	return pl, nil
 }
 
@@ -336,6 +351,19 @@ func (pl *Pipeline) Wait(r *Reply) error {
 			return err
 		}
 		return ErrStopped
+	}
+}
+
+// WaitContext is Wait that returns ctx.Err() if ctx ends first (r may
+// still be signalled later: do not reuse it then).
+func (pl *Pipeline) WaitContext(ctx context.Context, r *Reply) error {
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-pl.dead:
+		return pl.Wait(r)
 	}
 }
 

@@ -125,7 +125,7 @@ func TestPipelinePoisonCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	full.WAL.Close()
-	if full.StateHash != hash || !full.Poisoned[seq] {
+	if _, ok := full.Poisoned[seq]; full.StateHash != hash || !ok {
 		t.Fatalf("replay: hash equal=%v poisoned=%v", full.StateHash == hash, full.Poisoned)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/ubscore/ubscore/core"
 )
@@ -35,17 +37,38 @@ type Recovered struct {
 	Proc        *core.Processor
 	WAL         *WAL
 	Snapshots   *SnapshotStore
-	SnapshotSeq core.Seq          // seq covered by the snapshot used (0 = none)
-	Replayed    uint64            // commands replayed from the WAL
-	Poisoned    map[core.Seq]bool // poison commands found (rejected with POISON_COMMAND)
+	SnapshotSeq core.Seq                   // seq covered by the snapshot used (0 = none)
+	Replayed    uint64                     // commands replayed from the WAL
+	Poisoned    map[core.Seq]core.Rollback // commands discarded instead of applied (poison, or a failed per-command check)
 	StateHash   string
+	// Open are the violations of the recovered state that nothing halts yet
+	// (the base and the WAL reproduce them): the caller starts each such
+	// market HALTED, or the core for balance-level ones, with reason
+	// RECOVERY_FAILED (Pipeline does, through the ring). Contained are those
+	// already halted. Both are logged.
+	Open, Contained []core.Violation
+	// Skipped says why each newer base was not used (a snapshot that failed
+	// its checksum, did not decode, or broke invariants), newest first.
+	Skipped []string
+	// Duration is the whole recovery; MarketCheck how long each market's
+	// verification took (the per-market part of a recovery that rebuilds the
+	// whole core at once from snapshot + WAL).
+	Duration    time.Duration
+	MarketCheck map[core.MarketID]time.Duration
 }
 
-// Recover rebuilds the core from the latest valid snapshot plus the WAL after
+// Recover rebuilds the core from the newest usable base plus the WAL after
 // it, then runs the full invariant check; only then may traffic be accepted.
-// A torn WAL tail is repaired (unless ReadOnly); corruption anywhere else, a
-// gap between snapshot and WAL, or a broken invariant is an error.
+// A base is usable when it verifies (checksum), decodes, the WAL continues
+// it and it breaks no invariant nothing halts: a snapshot failing any of
+// these is skipped for the previous one (the reason logged), and without
+// one the WAL is replayed from its start if it still begins at seq 1. Only
+// when nothing else is left is a snapshot that breaks invariants used. A
+// recovered state that breaks invariants does not stop the start: Open says
+// what to halt. A torn WAL tail is repaired (unless ReadOnly); corruption
+// anywhere else, or no base at all for a truncated WAL, is an error.
 func Recover(rc RecoverConfig) (*Recovered, error) {
+	start := time.Now()
 	if rc.Logger == nil {
 		rc.Logger = slog.Default()
 	}
@@ -89,19 +112,19 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 		return nil, &CorruptError{Seq: w.LastSeq() + 1, Segment: walPath,
 			Reason: fmt.Sprintf("the WAL ends at seq %d but a snapshot covers seq %d: durable entries are missing", w.LastSeq(), newest)}
 	}
-	out := &Recovered{WAL: w, Snapshots: snaps, Poisoned: map[core.Seq]bool{}}
+	out := &Recovered{WAL: w, Snapshots: snaps, Poisoned: map[core.Seq]core.Rollback{}}
 	upTo := rc.UpTo
 	if upTo == 0 || upTo > core.Seq(w.LastSeq()) {
 		upTo = core.Seq(w.LastSeq())
 	}
 	var emitted core.Seq
 	for {
-		proc, snapSeq, err := loadBase(snaps, w, rc, upTo)
+		proc, snapSeq, skipped, err := loadBase(snaps, w, rc, upTo)
 		if err != nil {
 			w.Close()
 			return nil, err
 		}
-		out.SnapshotSeq = snapSeq
+		out.SnapshotSeq, out.Skipped = snapSeq, skipped
 		if emitted < snapSeq {
 			emitted = snapSeq
 		}
@@ -113,8 +136,9 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 		})
 		var pe *poisonError
 		if errors.As(perr, &pe) {
-			rc.Logger.Error("journal: poison command in WAL; rebuilding without it", "seq", pe.seq, "panic", pe.cause)
-			out.Poisoned[pe.seq] = true
+			rc.Logger.Warn("journal: replay discards a command (the live run discarded it too); rebuilding without it",
+				"seq", pe.seq, "reason", pe.rb.Reason.String(), "market", pe.rb.Market, "panic", fmt.Sprint(pe.cause))
+			out.Poisoned[pe.seq] = pe.rb
 			continue
 		}
 		if perr != nil {
@@ -124,51 +148,110 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 		out.Proc, out.Replayed = proc, n
 		break
 	}
-	open, contained := out.Proc.UnhaltedViolations()
-	if len(open) != 0 {
-		w.Close()
-		return nil, fmt.Errorf("journal: invariants broken after recovery at seq %d: %+v", out.Proc.LastSeq(), open)
+	out.MarketCheck = map[core.MarketID]time.Duration{}
+	t0 := time.Now()
+	all := out.Proc.CheckInvariantsEach(func(id core.MarketID) {
+		now := time.Now()
+		out.MarketCheck[id] = now.Sub(t0)
+		t0 = now
+	})
+	out.Open, out.Contained = out.Proc.SplitViolations(all)
+	if len(out.Open) != 0 {
+		Critical(rc.Logger, "journal: the recovered state breaks invariants; what broke starts HALTED (RECOVERY_FAILED), the rest serves",
+			"seq", out.Proc.LastSeq(), "violations", describeViolations(out.Open), "skipped_bases", out.Skipped)
 	}
-	if len(contained) != 0 {
-		rc.Logger.Error("CRITICAL journal: recovered state holds invariant violations in halted markets; operator action needed",
-			"violations", fmt.Sprintf("%+v", contained), "core_halted", out.Proc.Halted())
+	if len(out.Contained) != 0 {
+		Critical(rc.Logger, "journal: recovered state holds invariant violations under halts in force; operator action needed",
+			"violations", describeViolations(out.Contained), "core_halted", out.Proc.Halted())
 	}
 	out.StateHash = out.Proc.StateHash()
+	out.Duration = time.Since(start)
 	rc.Logger.Info("journal: recovered", "seq", out.Proc.LastSeq(), "snapshot_seq", out.SnapshotSeq,
-		"replayed", out.Replayed, "state_hash", out.StateHash)
+		"replayed", out.Replayed, "state_hash", out.StateHash, "duration", out.Duration.String())
 	return out, nil
 }
 
-// loadBase returns the processor to replay onto: the newest valid snapshot
-// at or below upTo, or an empty processor.
-func loadBase(snaps *SnapshotStore, w *WAL, rc RecoverConfig, upTo core.Seq) (*core.Processor, core.Seq, error) {
+// describeViolations renders violations for a log line or a breaker's
+// context: market (0 = balance level), asset, what broke, the reason.
+func describeViolations(vs []core.Violation) string {
+	var b strings.Builder
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "{market:%d asset:%d detail:%s reason:%s}", v.Market, v.Asset, core.ViolName(v.Detail), v.Reason)
+	}
+	return b.String()
+}
+
+// loadBase returns the processor to replay onto (see Recover for the order
+// of preference) and why newer bases were skipped.
+func loadBase(snaps *SnapshotStore, w *WAL, rc RecoverConfig, upTo core.Seq) (*core.Processor, core.Seq, []string, error) {
+	var skipped []string
+	skip := func(seq uint64, why string) {
+		skipped = append(skipped, fmt.Sprintf("snapshot %d: %s", seq, why))
+		rc.Logger.Warn("journal: snapshot not used as the recovery base; trying the previous one", "seq", seq, "reason", why)
+	}
+	var lastResort *core.Processor
+	var lastResortSeq uint64
 	if !rc.IgnoreSnapshots {
-		seq, data, err := latestAtOrBelow(snaps, uint64(upTo), rc.Logger)
-		switch {
-		case err == nil:
-			proc, rerr := core.Restore(rc.Core, data)
-			if rerr != nil {
-				return nil, 0, fmt.Errorf("journal: snapshot at seq %d: %w", seq, rerr)
+		infos, err := snaps.List()
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		for i := len(infos) - 1; i >= 0; i-- {
+			seq := infos[i].Seq
+			if seq > uint64(upTo) {
+				continue
 			}
-			if core.Seq(seq) != proc.LastSeq() {
-				return nil, 0, fmt.Errorf("journal: snapshot file seq %d holds state at seq %d", seq, proc.LastSeq())
+			data, err := snaps.Load(seq)
+			if err != nil {
+				if !errors.Is(err, ErrCorrupt) {
+					return nil, 0, nil, err
+				}
+				skip(seq, err.Error())
+				continue
 			}
-			if w.LastSeq() > seq && w.FirstSeq() > seq+1 {
-				return nil, 0, fmt.Errorf("journal: gap between snapshot seq %d and WAL first seq %d", seq, w.FirstSeq())
+			proc, err := core.Restore(rc.Core, data)
+			switch {
+			case err != nil:
+				skip(seq, "does not decode: "+err.Error())
+				continue
+			case uint64(proc.LastSeq()) != seq:
+				skip(seq, fmt.Sprintf("holds the state at seq %d", proc.LastSeq()))
+				continue
+			case w.LastSeq() > seq && w.FirstSeq() > seq+1:
+				skip(seq, fmt.Sprintf("the WAL continues only from seq %d", w.FirstSeq()))
+				continue
 			}
-			return proc, core.Seq(seq), nil
-		case !errors.Is(err, ErrNoSnapshot):
-			return nil, 0, err
+			if open, _ := proc.UnhaltedViolations(); len(open) != 0 {
+				skip(seq, "breaks invariants: "+describeViolations(open))
+				if lastResort == nil {
+					lastResort, lastResortSeq = proc, seq
+				}
+				continue
+			}
+			return proc, core.Seq(seq), skipped, nil
 		}
 	}
-	if w.LastSeq() > 0 && w.FirstSeq() > 1 {
-		return nil, 0, fmt.Errorf("journal: WAL starts at seq %d and no usable snapshot covers the gap", w.FirstSeq())
+	if w.LastSeq() == 0 || w.FirstSeq() <= 1 {
+		if len(skipped) > 0 {
+			rc.Logger.Warn("journal: replaying the whole WAL from seq 1 (no usable snapshot)", "skipped", len(skipped))
+		}
+		return core.New(rc.Core), 0, skipped, nil
 	}
-	return core.New(rc.Core), 0, nil
+	if lastResort != nil {
+		rc.Logger.Warn("journal: the WAL no longer starts at seq 1; recovering from a snapshot that breaks invariants",
+			"seq", lastResortSeq)
+		return lastResort, core.Seq(lastResortSeq), skipped, nil
+	}
+	return nil, 0, skipped, fmt.Errorf("journal: WAL starts at seq %d and no usable snapshot covers the gap (%s)",
+		w.FirstSeq(), strings.Join(skipped, "; "))
 }
 
 type poisonError struct {
 	seq   core.Seq
+	rb    core.Rollback
 	cause any
 }
 
@@ -176,9 +259,9 @@ func (e *poisonError) Error() string { return fmt.Sprintf("journal: poison comma
 
 var errStop = errors.New("stop")
 
-// replay applies WAL entries after proc.LastSeq() up to upTo. Known poison
-// seqs are skipped (rejected); a new panic returns a *poisonError.
-func replay(proc *core.Processor, w *WAL, upTo core.Seq, poisoned map[core.Seq]bool,
+// replay applies WAL entries after proc.LastSeq() up to upTo. Known
+// discarded seqs are discarded again; a new panic returns a *poisonError.
+func replay(proc *core.Processor, w *WAL, upTo core.Seq, poisoned map[core.Seq]core.Rollback,
 	on func(c *core.Command, evs []core.Event)) (uint64, error) {
 	from := proc.LastSeq() + 1
 	if from > upTo {
@@ -283,12 +366,12 @@ func decodeAhead(w *WAL, from, upTo core.Seq) (<-chan *replayBatch, chan struct{
 	return out, quit, done
 }
 
-// applyBatch applies cmds in order (known poison seqs are skipped: rejected
-// with POISON_COMMAND), calling on after each, and returns how many were
-// applied. A panic inside Apply stops it with a *poisonError for that
-// command; a panic anywhere else (on, Skip) is not a poison command and
-// propagates. One deferred recover covers the whole batch.
-func applyBatch(proc *core.Processor, cmds []core.Command, poisoned map[core.Seq]bool,
+// applyBatch applies cmds in order (known discarded seqs are discarded
+// again: core.Processor.Discard), calling on after each, and returns how
+// many were applied. A panic inside Apply (a poison command, or a failed
+// per-command check's *core.Rollback) stops it with a *poisonError for that
+// command; a panic anywhere else (on, Discard) propagates. One deferred recover covers the whole batch.
+func applyBatch(proc *core.Processor, cmds []core.Command, poisoned map[core.Seq]core.Rollback,
 	on func(c *core.Command, evs []core.Event)) (n uint64, perr *poisonError) {
 	applying := false
 	defer func() {
@@ -296,14 +379,14 @@ func applyBatch(proc *core.Processor, cmds []core.Command, poisoned map[core.Seq
 			return // no recover: the panic goes on
 		}
 		if r := recover(); r != nil {
-			perr = &poisonError{seq: cmds[n].Seq, cause: r}
+			perr = &poisonError{seq: cmds[n].Seq, rb: core.AsRollback(r), cause: r}
 		}
 	}()
 	for i := range cmds {
 		c := &cmds[i]
 		var evs []core.Event
-		if len(poisoned) != 0 && poisoned[c.Seq] {
-			evs = proc.Skip(c, core.CodePoisonCommand)
+		if rb, known := poisoned[c.Seq]; known {
+			evs = proc.Discard(c, rb)
 		} else {
 			applying = true
 			evs = proc.Apply(c)
@@ -323,7 +406,7 @@ func applyBatch(proc *core.Processor, cmds []core.Command, poisoned map[core.Seq
 // snapshot directory, which the snapshot writer prunes concurrently; the WAL
 // after base is always present because front truncation never passes the
 // oldest snapshot on disk, which is at or below base.
-func rebuild(base []byte, w *WAL, cfg core.Config, upTo core.Seq, poisoned map[core.Seq]bool) (*core.Processor, error) {
+func rebuild(base []byte, w *WAL, cfg core.Config, upTo core.Seq, poisoned map[core.Seq]core.Rollback) (*core.Processor, error) {
 	for {
 		proc, err := core.Restore(cfg, base)
 		if err != nil {
@@ -332,7 +415,7 @@ func rebuild(base []byte, w *WAL, cfg core.Config, upTo core.Seq, poisoned map[c
 		_, err = replay(proc, w, upTo, poisoned, nil)
 		var pe *poisonError
 		if errors.As(err, &pe) {
-			poisoned[pe.seq] = true
+			poisoned[pe.seq] = pe.rb
 			continue
 		}
 		return proc, err

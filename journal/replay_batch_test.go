@@ -26,14 +26,14 @@ func TestApplyBatchPoison(t *testing.T) {
 	cmds := batchWithPoison(at)
 	proc := core.New(core.Config{AllowDebugPanic: true})
 	var seen []core.Seq
-	n, perr := applyBatch(proc, cmds, map[core.Seq]bool{}, func(c *core.Command, _ []core.Event) { seen = append(seen, c.Seq) })
+	n, perr := applyBatch(proc, cmds, map[core.Seq]core.Rollback{}, func(c *core.Command, _ []core.Event) { seen = append(seen, c.Seq) })
 	if perr == nil || perr.seq != core.Seq(at+1) || n != at || len(seen) != at {
 		t.Fatalf("applyBatch = %d, %v (callbacks %v); want %d and poison at seq %d", n, perr, seen, at, at+1)
 	}
 
 	proc = core.New(core.Config{AllowDebugPanic: true})
 	var codes []core.Code
-	n, perr = applyBatch(proc, cmds, map[core.Seq]bool{at + 1: true}, func(_ *core.Command, evs []core.Event) {
+	n, perr = applyBatch(proc, cmds, map[core.Seq]core.Rollback{at + 1: {}}, func(_ *core.Command, evs []core.Event) {
 		codes = append(codes, evs[len(evs)-1].Code)
 	})
 	if perr != nil || n != uint64(len(cmds)) || proc.LastSeq() != core.Seq(len(cmds)) {

@@ -116,8 +116,9 @@ func (pl *Pipeline) processor() {
 				pl.releaseApplied()
 			}
 			slot := pl.ring.Slot(s)
-			evs := pl.applySafe(&slot.Cmd)
-			if evs == nil { // a poison command whose rebuild failed: the pipeline has failed
+			evs, discard := pl.applySafe(&slot.Cmd)
+			slot.Discard = discard
+			if evs == nil { // a discarded command whose rebuild failed: the pipeline has failed
 				if s > next {
 					pl.applied.Store(uint64(pl.base) + uint64(s-1))
 					pl.pst.Commit(s - 1)
@@ -173,35 +174,47 @@ func (pl *Pipeline) takeSnapshot(seq core.Seq) {
 	}
 }
 
-// applySafe applies c; a panic inside apply is a poison command: the
-// in-memory state is discarded and rebuilt from snapshot + WAL up to c.Seq-1,
-// and c is rejected with POISON_COMMAND (replay does the same, so the outcome
-// is deterministic).
-func (pl *Pipeline) applySafe(c *core.Command) (evs []core.Event) {
+// applySafe applies c. A panic inside apply discards the command: a poison
+// command, or a per-command check that failed (a *core.Rollback). The
+// in-memory state is then rebuilt from snapshot + WAL up to c.Seq-1 and c is
+// discarded on it (core.Processor.Discard: POISON_COMMAND, or
+// INVARIANT_VIOLATION and a breaker trip); replay does the same, so the
+// outcome is deterministic. It returns the events and, for a discarded
+// command, why (nil otherwise).
+func (pl *Pipeline) applySafe(c *core.Command) (evs []core.Event, discard *core.Rollback) {
 	defer func() {
 		if r := recover(); r != nil {
-			evs = pl.poison(c, r)
+			rb := core.AsRollback(r)
+			evs, discard = pl.discard(c, rb, r), &rb
 		}
 	}()
-	return pl.proc.Apply(c)
+	return pl.proc.Apply(c), nil
 }
 
-func (pl *Pipeline) poison(c *core.Command, cause any) []core.Event {
-	pl.log.Error("journal: poison command; rebuilding state", "seq", c.Seq, "kind", c.Kind.String(),
-		"panic", fmt.Sprint(cause))
+func (pl *Pipeline) discard(c *core.Command, rb core.Rollback, cause any) []core.Event {
+	if rb.Reason != core.ReasonNone {
+		Critical(pl.log, "journal: a command failed its per-command checks; rolled back and rejected, breaker tripped",
+			"seq", c.Seq, "kind", c.Kind.String(), "market", rb.Market, "asset", rb.Asset,
+			"detail", core.ViolName(rb.Detail), "reason", rb.Reason.String())
+	} else {
+		pl.log.Error("journal: poison command; rebuilding state", "seq", c.Seq, "kind", c.Kind.String(),
+			"panic", fmt.Sprint(cause))
+	}
 	// The journaler is independent of us: it gets there unless it stops.
 	if err := pl.waitDurable(c.Seq - 1); err != nil {
-		pl.fail(fmt.Errorf("journal: poison command at seq %d while the journal stopped: %w", c.Seq, err))
+		pl.fail(fmt.Errorf("journal: discarded command at seq %d while the journal stopped: %w", c.Seq, err))
 		return nil // the state is unusable; a restart recovers from disk
 	}
-	pl.poisoned[c.Seq] = true
+	pl.poisoned[c.Seq] = rb
 	proc, err := rebuild(pl.baseSnap, pl.wal, pl.cfg.Core, c.Seq-1, pl.poisoned)
 	if err != nil {
-		pl.fail(fmt.Errorf("journal: rebuild after poison command at seq %d: %w", c.Seq, err))
+		pl.fail(fmt.Errorf("journal: rebuild after the discarded command at seq %d: %w", c.Seq, err))
 		return nil // the state is unusable; a restart recovers from disk
 	}
 	pl.proc = proc
-	return proc.Skip(c, core.CodePoisonCommand)
+	pl.evictions.Add(1)
+	pl.recoveries.Add(1)
+	return proc.Discard(c, rb)
 }
 
 // release hands out every command that is both durable and applied (with a
@@ -294,8 +307,8 @@ func (pl *Pipeline) snapshotter() {
 const viewerChunk = 256
 
 // viewer keeps the read replica: it re-applies every command after the
-// processor (a poison command, which the processor rejected after a
-// rebuild, is skipped the same way without applying it), calls OnView, and
+// processor (a command the processor discarded after a rebuild is
+// discarded the same way without applying it), calls OnView, and
 // commits so acks can be released: an answered command is always
 // in the view.
 func (pl *Pipeline) viewer() {
@@ -313,8 +326,8 @@ func (pl *Pipeline) viewer() {
 				slot := pl.ring.Slot(s)
 				c := &slot.Cmd
 				var evs []core.Event
-				if slot.Result.Code == core.CodePoisonCommand {
-					evs = pl.view.Skip(c, core.CodePoisonCommand)
+				if slot.Discard != nil {
+					evs = pl.view.Discard(c, *slot.Discard)
 				} else if evs, err = applyView(pl.view, c); err != nil {
 					pl.viewMu.Unlock()
 					pl.vst.Halt()

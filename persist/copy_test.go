@@ -65,7 +65,7 @@ func refWriteRows(ctx context.Context, tx pgx.Tx, b *batchRows) error {
 			fresh = append(fresh, &b.orders[i])
 		}
 	}
-	return refCopy(ctx, tx, "orders", orderColumns, len(fresh), func(i int, v []any) {
+	if err := refCopy(ctx, tx, "orders", orderColumns, len(fresh), func(i int, v []any) {
 		o := fresh[i]
 		v[0], v[1], v[2] = int64(o.id), int64(o.user), int32(o.market)
 		v[3], v[4], v[5] = o.side.String(), o.typ.String(), o.tif.String()
@@ -76,7 +76,10 @@ func refWriteRows(ctx context.Context, tx pgx.Tx, b *batchRows) error {
 		}
 		v[12], v[13] = int64(o.createdSeq), int64(o.updatedSeq)
 		v[14], v[15] = refTime(o.createdAt), refTime(o.updatedAt)
-	})
+	}); err != nil {
+		return err
+	}
+	return writeBreakers(ctx, tx, b.breakerRows) // not a COPY: the same statements on both sides
 }
 
 // TestBinaryCopyMatchesPgxCopy writes a random stream (every command kind,

@@ -15,7 +15,10 @@ import (
 //   - trades:      one row per EvTrade.
 //   - spot_ledger: one row per EvBalance.
 //   - wal_events:  one row per order audit event (accepted, filled, partially
-//     filled, cancelled, expired).
+//     filled, cancelled, expired after a fill, unfilled remainder).
+//   - circuit_breaker_events: a row per breaker trip (EvMarketHalted,
+//     EvCoreHalted), completed by its resolution (EvMarketResumed,
+//     EvCoreResumed), in seq order.
 //   - orders:      one row per order touched by the batch, collapsed to its
 //     state after the batch's last record (see orderRow): new orders are
 //     inserted whole, older ones updated (fills added, status replaced).
@@ -89,14 +92,23 @@ type orderRow struct {
 	updatedAt  int64 // unix ns
 }
 
+// breakerRow is a circuit_breaker_events change: a trip inserts a row, a
+// resolution completes the open row of its market.
+type breakerRow struct {
+	core.BreakerChange
+	market string // core market id as text, "*" for the core
+}
+
 // batchRows holds the rows of one batch. Reused across batches.
 type batchRows struct {
-	trades   []tradeRow
-	ledger   []ledgerRow
-	events   []walEventRow
-	payloads []byte // wal_events payloads, back to back
-	orders   []orderRow
-	byID     map[core.OrderID]int // index into orders
+	trades      []tradeRow
+	ledger      []ledgerRow
+	events      []walEventRow
+	payloads    []byte // wal_events payloads, back to back
+	orders      []orderRow
+	byID        map[core.OrderID]int // index into orders
+	breakerRows []breakerRow         // in seq order
+	brk         []core.BreakerChange // scratch of breakers
 }
 
 func (b *batchRows) reset() {
@@ -105,6 +117,7 @@ func (b *batchRows) reset() {
 	b.events = b.events[:0]
 	b.payloads = b.payloads[:0]
 	b.orders = b.orders[:0]
+	b.breakerRows = b.breakerRows[:0]
 	if b.byID == nil {
 		b.byID = make(map[core.OrderID]int)
 	}
@@ -113,7 +126,7 @@ func (b *batchRows) reset() {
 
 // rowCount is the number of rows the batch writes.
 func (b *batchRows) rowCount() int {
-	return len(b.trades) + len(b.ledger) + len(b.events) + len(b.orders)
+	return len(b.trades) + len(b.ledger) + len(b.events) + len(b.orders) + len(b.breakerRows)
 }
 
 // derive fills b with the rows of recs (contiguous, in seq order). Orders
@@ -142,6 +155,7 @@ func (b *batchRows) record(r *Record) {
 	if c.Kind == core.KindPlaceOrder && res != nil && res.Code == core.OK && res.OrderID != 0 {
 		b.newOrder(c, res.OrderID, at)
 	}
+	b.breakers(r)
 	ref, hasRef := refOf(c, res)
 	cause := c.Kind.String()
 	// The BALANCE events right after an EvTrade are that trade's settlement.
@@ -205,7 +219,7 @@ func (b *batchRows) orderEvent(c *core.Command, e *core.Event, idx int32, at int
 	default:
 		return
 	}
-	if typ := auditType(e.Kind); typ != "" {
+	if typ := auditType(e); typ != "" {
 		b.walEvent(c.Seq, idx, typ, e, at)
 	}
 }
@@ -253,8 +267,11 @@ func refOf(c *core.Command, res *core.Event) (string, bool) {
 	return "", false
 }
 
-// walEvent appends an audit row with its JSON payload (snake_case keys,
-// amounts in smallest units, sides as BUY/SELL).
+// walEvent appends an audit row with its JSON payload: the keys of spec 004
+// 4.2 (snake_case, amounts in smallest units, sides BUY/SELL) after the
+// market, user, order and side every row carries. For a spot book the book
+// price is the order's limit price (original_price: the price it was
+// placed at; binary markets map their YES/NO prices onto one book).
 func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event, at int64) {
 	start := len(b.payloads)
 	p := b.payloads
@@ -265,9 +282,10 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 	switch e.Kind {
 	case core.EvOrderAccepted:
 		p = append(append(append(p, `,"status":"`...), e.Status.String()...), '"')
-		p = jsonInt(append(p, `,"price":`...), int64(e.Price))
+		p = jsonInt(append(p, `,"book_price":`...), int64(e.Price))
+		p = jsonInt(append(p, `,"original_price":`...), int64(e.Price))
 		p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Qty))
-		p = jsonInt(append(p, `,"frozen":`...), int64(e.Amount))
+		p = jsonInt(append(p, `,"frozen_amount":`...), int64(e.Amount))
 		if !e.Key.IsZero() {
 			q, _ := json.Marshal(keyText(e.Key)) // a string always marshals
 			p = append(append(p, `,"client_order_id":`...), q...)
@@ -275,22 +293,22 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 	case core.EvOrderFilled:
 		if e.OtherOrderID != 0 { // a resting order filled by a taker
 			p = append(p, `,"role":"maker"`...)
-			p = jsonInt(append(p, `,"price":`...), int64(e.Price))
 			p = jsonInt(append(p, `,"fill_qty":`...), int64(e.Qty))
-			p = jsonUint(append(p, `,"counter_order_id":`...), uint64(e.OtherOrderID))
+			p = jsonInt(append(p, `,"trade_price":`...), int64(e.Price))
+			p = jsonUint(append(p, `,"counterparty_order_id":`...), uint64(e.OtherOrderID))
 		} else { // the incoming order, filled in full
 			p = append(p, `,"role":"taker"`...)
 			p = jsonInt(append(p, `,"filled_qty":`...), int64(e.Qty))
 		}
 	case core.EvOrderPartiallyFilled:
-		p = jsonInt(append(p, `,"price":`...), int64(e.Price))
 		p = jsonInt(append(p, `,"fill_qty":`...), int64(e.Qty))
-		p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Amount))
-		p = jsonUint(append(p, `,"counter_order_id":`...), uint64(e.OtherOrderID))
+		p = jsonInt(append(p, `,"trade_price":`...), int64(e.Price))
+		p = jsonInt(append(p, `,"new_remaining_qty":`...), int64(e.Amount))
+		p = jsonUint(append(p, `,"counterparty_order_id":`...), uint64(e.OtherOrderID))
 	case core.EvOrderCancelled:
 		p = append(append(append(p, `,"reason":"`...), e.Code.String()...), '"') // OK = the user asked
 		p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Qty))
-		p = jsonInt(append(p, `,"released":`...), int64(e.Amount))
+		p = jsonInt(append(p, `,"frozen_amount":`...), int64(e.Amount))
 	case core.EvOrderExpired:
 		p = jsonInt(append(p, `,"expired_qty":`...), int64(e.Qty))
 		p = jsonInt(append(p, `,"filled_qty":`...), int64(e.Amount))
@@ -301,9 +319,24 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 		start: start, end: len(p), at: at})
 }
 
+// breakers adds the circuit_breaker_events changes of one record.
+func (b *batchRows) breakers(r *Record) {
+	n := len(b.brk)
+	b.brk = core.BreakerChanges(&r.Cmd, r.Events, b.brk)
+	for i := n; i < len(b.brk); i++ {
+		m := "*"
+		if id := b.brk[i].Market; id != 0 {
+			m = strconv.FormatUint(uint64(id), 10)
+		}
+		b.breakerRows = append(b.breakerRows, breakerRow{BreakerChange: b.brk[i], market: m})
+	}
+}
+
 // auditType maps an event to its wal_events type, "" if it is not audited.
-func auditType(k core.EventKind) string {
-	switch k {
+// An expired remainder is ORDER_EXPIRED after at least one fill (spec 004
+// 4.2: an IOC that filled partly), ORDER_UNFILLED without any.
+func auditType(e *core.Event) string {
+	switch e.Kind {
 	case core.EvOrderAccepted:
 		return "ORDER_ACCEPTED"
 	case core.EvOrderFilled:
@@ -313,6 +346,9 @@ func auditType(k core.EventKind) string {
 	case core.EvOrderCancelled:
 		return "ORDER_CANCELLED"
 	case core.EvOrderExpired:
+		if e.Amount == 0 {
+			return "ORDER_UNFILLED"
+		}
 		return "ORDER_EXPIRED"
 	}
 	return ""

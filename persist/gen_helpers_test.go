@@ -32,8 +32,10 @@ type recorder struct {
 	recs []Record
 }
 
-func newRecorder(t testing.TB) *recorder {
-	r := &recorder{t: t, p: core.New(core.Config{})}
+func newRecorder(t testing.TB) *recorder { return newRecorderCfg(t, core.Config{}) }
+
+func newRecorderCfg(t testing.TB, cfg core.Config) *recorder {
+	r := &recorder{t: t, p: core.New(cfg)}
 	r.ok(core.Command{Kind: core.KindConfigAsset, Asset: usdt, BaseScale: 6})
 	r.ok(core.Command{Kind: core.KindConfigAsset, Asset: btc, BaseScale: 8})
 	r.ok(core.Command{Kind: core.KindConfigMarket, Market: btcUSDT, Cfg: btcUSDTCfg})
@@ -206,7 +208,7 @@ func (r *recorder) counts() streamCounts {
 				s.tradeQty += int64(e.Qty)
 			case e.Kind == core.EvBalance:
 				s.ledger++
-			case auditType(e.Kind) != "":
+			case auditType(e) != "":
 				s.audit++
 			case e.Kind == core.EvResult && e.CmdKind == core.KindPlaceOrder && e.Code == core.OK:
 				s.placed++

@@ -97,13 +97,14 @@ func dumpAll(t *testing.T, pool *pgxpool.Pool) map[string][]string {
 		"trades":      dumpTable(t, pool, "trades", "trade_id"),
 		"spot_ledger": dumpTable(t, pool, "spot_ledger", "seq, idx"),
 		"wal_events":  dumpTable(t, pool, "wal_events", "seq, idx"),
+		"breakers":    dumpTable(t, pool, "circuit_breaker_events", "trigger_seq"),
 	}
 }
 
 // resetTables empties the read model and the checkpoint.
 func resetTables(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	if _, err := pool.Exec(context.Background(), `TRUNCATE orders, trades, spot_ledger, wal_events;
+	if _, err := pool.Exec(context.Background(), `TRUNCATE orders, trades, spot_ledger, wal_events, circuit_breaker_events RESTART IDENTITY;
 		UPDATE core_checkpoint SET persisted_seq = 0`); err != nil {
 		t.Fatal(err)
 	}

@@ -213,12 +213,12 @@ func checkCrossingTables(t *testing.T, pool *pgxpool.Pool, r *recorder) {
 		t.Fatalf("wal_events %v (%v)\nwant %v", got, err, wantEvents)
 	}
 	payloads := map[string]string{ // (seq, order) -> payload
-		"6/1":  `{"market_id":1,"user_id":1,"order_id":1,"side":"SELL","status":"NEW","price":50000000000,"remaining_qty":50000000,"frozen":50000000,"client_order_id":"s1"}`,
-		"7/1":  `{"market_id":1,"user_id":1,"order_id":1,"side":"SELL","price":50000000000,"fill_qty":30000000,"remaining_qty":20000000,"counter_order_id":2}`,
+		"6/1":  `{"market_id":1,"user_id":1,"order_id":1,"side":"SELL","status":"NEW","book_price":50000000000,"original_price":50000000000,"remaining_qty":50000000,"frozen_amount":50000000,"client_order_id":"s1"}`,
+		"7/1":  `{"market_id":1,"user_id":1,"order_id":1,"side":"SELL","fill_qty":30000000,"trade_price":50000000000,"new_remaining_qty":20000000,"counterparty_order_id":2}`,
 		"7/2":  `{"market_id":1,"user_id":2,"order_id":2,"side":"BUY","role":"taker","filled_qty":30000000}`,
-		"8/1":  `{"market_id":1,"user_id":1,"order_id":1,"side":"SELL","role":"maker","price":50000000000,"fill_qty":20000000,"counter_order_id":3}`,
+		"8/1":  `{"market_id":1,"user_id":1,"order_id":1,"side":"SELL","role":"maker","fill_qty":20000000,"trade_price":50000000000,"counterparty_order_id":3}`,
 		"8/3":  `{"market_id":1,"user_id":2,"order_id":3,"side":"BUY","expired_qty":20000000,"filled_qty":20000000}`,
-		"11/4": `{"market_id":1,"user_id":1,"order_id":4,"side":"SELL","reason":"OK","remaining_qty":10000000,"released":10000000}`,
+		"11/4": `{"market_id":1,"user_id":1,"order_id":4,"side":"SELL","reason":"OK","remaining_qty":10000000,"frozen_amount":10000000}`,
 	}
 	for k, want := range payloads {
 		var seq, order int64

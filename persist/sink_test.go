@@ -144,6 +144,7 @@ func TestRandomStreamMatchesProcessor(t *testing.T) {
 // Postgres CPU on every row the sink writes (about 7 per order), so adding
 // one is a decision to measure (BenchmarkWriteBatchHTTPLike), and the order
 // fallback (GET /api/v1/order/{id}) needs the two trades-by-order indexes.
+// wal_events_time_brin serves the audit retention job (migration 0020).
 func TestSinkTableIndexes(t *testing.T) {
 	_, pool := migratedDB(t)
 	rows, err := pool.Query(context.Background(), `SELECT tablename || '.' || indexname FROM pg_indexes
@@ -165,7 +166,7 @@ func TestSinkTableIndexes(t *testing.T) {
 	}
 	want := []string{"core_checkpoint.core_checkpoint_pkey", "orders.orders_pkey",
 		"trades.trades_maker_order_idx", "trades.trades_pkey", "trades.trades_taker_order_idx",
-		"wal_events.wal_events_pkey"}
+		"wal_events.wal_events_pkey", "wal_events.wal_events_time_brin"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("indexes of the sink tables:\n got %v\nwant %v", got, want)
 	}

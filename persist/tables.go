@@ -3,6 +3,7 @@ package persist
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,7 +119,36 @@ func writeRows(ctx context.Context, tx pgx.Tx, b *batchRows, cb *copyBuf) (missi
 	if err := cb.send(ctx, tx, "wal_events", copyWalEventsSQL); err != nil {
 		return 0, err
 	}
-	return writeOrders(ctx, tx, b.orders, cb)
+	if missing, err = writeOrders(ctx, tx, b.orders, cb); err != nil {
+		return 0, err
+	}
+	return missing, writeBreakers(ctx, tx, b.breakerRows)
+}
+
+// writeBreakers applies the batch's breaker trips and resolutions in seq
+// order (a trip and its resolution may share a batch). They are rare: one
+// statement each.
+func writeBreakers(ctx context.Context, tx pgx.Tx, rows []breakerRow) error {
+	for i := range rows {
+		r := &rows[i]
+		at := time.Unix(0, r.Time).UTC()
+		var err error
+		if !r.Resolve {
+			_, err = tx.Exec(ctx, `INSERT INTO circuit_breaker_events (market_id, trigger_reason, context, triggered_at, trigger_seq)
+				VALUES ($1, $2, $3::jsonb, $4, $5)`, r.market, r.Reason.String(), jsonbSafe(r.ContextJSON()), at, int64(r.Seq))
+		} else {
+			by := pgtype.Text{String: strconv.FormatUint(uint64(r.User), 10), Valid: r.User != 0}
+			note := pgtype.Text{String: textSafe(r.Text), Valid: r.Text != ""}
+			status := pgtype.Text{String: r.Status.String(), Valid: r.Market != 0}
+			_, err = tx.Exec(ctx, `UPDATE circuit_breaker_events SET resolved_at = $2, resolved_by = $3,
+				resolution_note = $4, resolved_seq = $5, resolved_status = $6
+				WHERE market_id = $1 AND resolved_at IS NULL`, r.market, at, by, note, int64(r.Seq), status)
+		}
+		if err != nil {
+			return fmt.Errorf("persist: circuit_breaker_events at seq %d: %w", r.Seq, err)
+		}
+	}
+	return nil
 }
 
 // writeOrders inserts the batch's new orders (COPY: like the rows of the
@@ -189,3 +219,12 @@ func (c *orderUpdates) add(o *orderRow) {
 	c.seq = append(c.seq, int64(o.updatedSeq))
 	c.at = append(c.at, time.Unix(0, o.updatedAt).UTC())
 }
+
+// textSafe is s as Postgres text accepts it: valid UTF-8, no NUL.
+func textSafe(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// jsonbSafe is JSON text as jsonb accepts it: jsonb refuses the escape
+// \u0000 that encoding/json writes for a NUL.
+func jsonbSafe(b []byte) string { return strings.ReplaceAll(string(b), `\u0000`, `\ufffd`) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ubscore/ubscore/bench"
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal"
 )
 
 // Exit codes.
@@ -106,6 +107,12 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Journal.MaxBatch, "max-batch", 0, "journal group-commit limit, commands per fsync (0 = journal default)")
 	fs.IntVar(&cfg.Journal.SegmentSize, "segment-size", 0, "WAL segment size in bytes (0 = journal default)")
 	fs.BoolVar(&cfg.Journal.NoSync, "nosync", false, "skip fsync (NOT durable; for comparison only)")
+	fs.BoolVar(&cfg.Journal.ReadView, "read-view", false, "keep the read view's replica, as the exchange does")
+	fs.DurationVar(&cfg.Check.Interval, "check-interval", 0, "run the periodic full invariant check at this interval (0 = off; the exchange's --core-check-interval)")
+	var replica string
+	fs.StringVar(&replica, "check-replica", "view", "replica of the periodic check: view (needs --read-view) or follower")
+	var compare int
+	fs.IntVar(&compare, "check-compare", 0, "run N rounds of the same run with the check off, on the view and on a follower, interleaved, and print the rates and ratios (subdirs of --data)")
 	fs.StringVar(&cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&traceFile, "trace", "", "write a runtime execution trace of the run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -120,7 +127,19 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg.Seed = seed
+	switch replica {
+	case "view":
+		cfg.Check.Replica = journal.CheckOnView
+	case "follower":
+		cfg.Check.Replica = journal.CheckOnFollower
+	default:
+		fmt.Fprintln(stderr, "bench pipeline: --check-replica must be view or follower")
+		return exitUsage
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if compare > 0 {
+		return compareCheck(cfg, compare, stdout, stderr)
+	}
 	cfg.Progress = func(acked core.Seq) { fmt.Fprintf(stderr, "acked %d\n", acked) }
 
 	stop, err := bench.StartCPUProfile(cpuprof)

@@ -86,24 +86,4 @@ func TestPGArchiveOrder(t *testing.T) {
 	}
 }
 
-// TestRetentionLimit: the sink's pin is its persisted seq (0 = unknown,
-// keep everything) until it falls more than sinkMaxRetained behind.
-func TestRetentionLimit(t *testing.T) {
-	var p, d core.Seq
-	lim := retentionLimit(func() core.Seq { return p }, func() core.Seq { return d }, quietLogger())
-	for _, c := range []struct{ p, d, want core.Seq }{
-		{0, 10, 0},
-		{5, 10, 5},
-		{0, sinkMaxRetained, 0},
-		{0, sinkMaxRetained + 7, 7},
-		{3, sinkMaxRetained + 7, 7},
-		{9, sinkMaxRetained + 7, 9},
-	} {
-		p, d = c.p, c.d
-		if got := lim(); got != c.want {
-			t.Fatalf("persisted %d durable %d: limit %d, want %d", c.p, c.d, got, c.want)
-		}
-	}
-}
-
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/transfer"
 )
 
@@ -51,7 +53,8 @@ type Config struct {
 	TransferAssets []transfer.AssetConfig
 
 	// Internal transfers (need Postgres).
-	// FaultInjection serves /admin/v1/faults (--enable-fault-injection; tests only).
+	// FaultInjection serves /admin/v1/faults (--enable-fault-injection; tests
+	// only) and accepts the core's fault commands (core.Config.AllowFaults).
 	FaultInjection bool
 	// TransferStaleAfter is the recovery worker's threshold: non-terminal
 	// transfers not updated for this long are resumed (--transfer-stale-after).
@@ -70,6 +73,16 @@ type Config struct {
 
 	// Chain is the chain side: withdrawals and managed txs (chain.go; off without --chain-rpc).
 	Chain chainFlags
+	// Runtime protection (spec 004).
+	// CoreCheckInterval is the period of the core's full invariant check on
+	// the read replica (--core-check-interval; 0 = off).
+	CoreCheckInterval time.Duration
+	// FollowerMaxRetained bounds the WAL kept for a follower that does not
+	// advance, in commands behind the durable seq (--follower-max-retained).
+	FollowerMaxRetained uint64
+	// AuditRetention is how long wal_events rows are kept (--audit-retention;
+	// 0 = forever).
+	AuditRetention time.Duration
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -157,6 +170,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.BoolVar(&cfg.TransferBatching, "transfer-batching", true, "run the Postgres steps of concurrent internal transfers in shared transactions")
 	fs.DurationVar(&cfg.InvariantInterval, "invariant-interval", 10*time.Second, "period of the FUNDING+SPOT conservation check (0 = on request only)")
 	cfg.Chain.register(fs)
+	fs.DurationVar(&cfg.CoreCheckInterval, "core-check-interval", 10*time.Second, "period of the core's full invariant check on the read replica; a violation halts its market or the core (0 = off)")
+	fs.Uint64Var(&cfg.FollowerMaxRetained, "follower-max-retained", uint64(journal.DefaultMaxRetained), "WAL commands kept for a follower (the Postgres sink) that does not advance; past it the follower is released with a CRITICAL alert and its gap recorded")
+	fs.DurationVar(&cfg.AuditRetention, "audit-retention", persist.DefaultAuditRetention, "how long the wal_events audit rows are kept in Postgres (0 = forever)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -178,6 +194,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	}
 	if cfg.DataDir == "" {
 		return Config{}, usageError{errors.New("--data-dir must not be empty")}
+	}
+	if cfg.CoreCheckInterval < 0 || cfg.AuditRetention < 0 || cfg.FollowerMaxRetained == 0 {
+		return Config{}, usageError{errors.New("--core-check-interval and --audit-retention must be >= 0, --follower-max-retained > 0")}
 	}
 	if cfg.TransferStaleAfter <= 0 || cfg.TransferPerSecond < 0 || cfg.TransferPerDay < 0 || cfg.InvariantInterval < 0 {
 		return Config{}, usageError{errors.New("--transfer-stale-after must be > 0; --transfer-rate-per-second, --transfer-per-day and --invariant-interval must be >= 0")}

@@ -30,18 +30,16 @@ type metrics struct {
 	trades     prometheus.Counter
 	rejections *prometheus.CounterVec // code
 	violations prometheus.Counter
-	halted     prometheus.Gauge // markets halted now (from the event stream)
 
 	pl        atomic.Pointer[journal.Pipeline] // set once the core is up
 	persisted atomic.Pointer[func() core.Seq]  // the sink's persisted seq (unset: no sink)
-	haltedSet map[core.MarketID]bool           // view goroutine only
 }
 
 // latencyBuckets are latency buckets in seconds, from 25 µs to 1 s.
 var latencyBuckets = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1}
 
 func newMetrics() *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(), haltedSet: map[core.MarketID]bool{}}
+	m := &metrics{reg: prometheus.NewRegistry()}
 	f := promFactory{m.reg}
 	m.requests = f.counterVec("ubs_http_requests_total", "HTTP requests by route and status.", "route", "status")
 	m.latency = f.histogramVec("ubs_http_request_duration_seconds", "HTTP request latency by route.", latencyBuckets, "route")
@@ -51,8 +49,7 @@ func newMetrics() *metrics {
 	m.orders = f.counter("ubs_orders_accepted_total", "Orders accepted by the core.")
 	m.trades = f.counter("ubs_trades_total", "Trades executed.")
 	m.rejections = f.counterVec("ubs_rejections_total", "Commands rejected by the core, by reason code.", "code")
-	m.violations = f.counter("ubs_invariant_violations_total", "Invariant violations detected (each halts a market or the core).")
-	m.halted = f.gauge("ubs_markets_halted", "Markets currently halted.")
+	m.violations = f.counter("ubs_invariant_violations_total", "Invariant violations detected by a per-command check or the periodic full check (each halts a market or the core).")
 	f.gaugeFunc("ubs_durable_seq", "Highest seq fsynced in the WAL.", m.seqOf((*journal.Pipeline).DurableSeq))
 	f.gaugeFunc("ubs_applied_seq", "Highest seq applied by the processor.", m.seqOf((*journal.Pipeline).AppliedSeq))
 	f.gaugeFunc("ubs_acked_seq", "Highest seq answered.", m.seqOf((*journal.Pipeline).AckedSeq))
@@ -134,12 +131,6 @@ func (m *metrics) onView(_ *core.Command, evs []core.Event) {
 			m.trades.Inc()
 		case core.EvInvariantViolation:
 			m.violations.Inc()
-		case core.EvMarketHalted:
-			m.haltedSet[e.Market] = true
-			m.halted.Set(float64(len(m.haltedSet)))
-		case core.EvMarketResumed:
-			delete(m.haltedSet, e.Market)
-			m.halted.Set(float64(len(m.haltedSet)))
 		case core.EvResult:
 			if e.Code != core.OK {
 				m.rejections.WithLabelValues(e.Code.String()).Inc()

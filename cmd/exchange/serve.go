@@ -52,17 +52,27 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	m := newMetrics()
 	hist := &gateway.History{}
+	ret := journal.NewRetention(core.Seq(cfg.FollowerMaxRetained), log)
+	prot := newProtection(m, reg, ret, log)
 
 	var (
 		pool *pgxpool.Pool
 		sink *persist.Sink
 	)
 	jc := journal.Config{Dir: cfg.DataDir, Logger: log, ReadView: true,
+		Core: core.Config{AllowFaults: cfg.FaultInjection},
 		OnView: func(c *core.Command, evs []core.Event) {
 			hist.Apply(c, evs)
+			prot.breakers.Apply(c, evs)
 			m.onView(c, evs)
 		},
 		OnJournalBatch: m.journalBatch,
+		TruncateLimit: ret.TruncateLimit(func() core.Seq {
+			if pl := m.pl.Load(); pl != nil {
+				return pl.DurableSeq()
+			}
+			return 0
+		}),
 	}
 	if cfg.PGURL != "" {
 		pcfg, err := pgxpool.ParseConfig(cfg.PGURL)
@@ -85,12 +95,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		sink = persist.NewSink(pool, persist.Options{Logger: log})
 		persisted := sink.PersistedSeqCached
 		m.persisted.Store(&persisted)
-		jc.TruncateLimit = retentionLimit(persisted, func() core.Seq {
-			if pl := m.pl.Load(); pl != nil {
-				return pl.DurableSeq()
-			}
-			return 0
-		}, log)
+		ret.Register("sink", persisted)
 	} else {
 		log.Warn("postgres: none; orders and balances run from the WAL alone, no SQL read model is written")
 	}
@@ -100,8 +105,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m.pl.Store(pl)
+	prot.pl.Store(pl)
 	log.Info("exchange: core recovered", "durable_seq", pl.DurableSeq(), "data_dir", cfg.DataDir)
-	if err := warmHistory(ctx, pl, hist, log); err != nil {
+	if err := checkInstruments(pl, cfg); err != nil {
+		_ = pl.Close()
+		return err
+	}
+	if err := warmHistory(ctx, pl, hist, prot.breakers, log); err != nil {
 		cerr := pl.Close()
 		if ctx.Err() != nil { // SIGTERM during start-up: a graceful stop
 			log.Info("exchange: shutting down during start-up", "cause", context.Cause(ctx).Error())
@@ -136,7 +146,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	var ready atomic.Bool
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
-		Observer: m, Metrics: m.handler(), Ready: ready.Load}
+		Observer: m, Metrics: m.handler(), Ready: ready.Load, Breakers: prot.breakers, CoreFaults: cfg.FaultInjection}
 	var xfers *transfers
 	if pool != nil {
 		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated}
@@ -178,6 +188,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return abort(err)
 	}
+	stopProt := prot.start(pl, pool, &migrated, cfg)
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(gateway.NewDeadlineListener(ln, 0)) }()
 	ready.Store(true)
@@ -200,9 +211,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("exchange: http shutdown", "err", err)
 	}
 	cancel()
-	// The recovery worker and the conservation monitor use the core: stop
-	// them before it (a transfer step in progress finishes; the rest is
-	// resumed from Postgres by the next start's worker).
+	// The recovery worker, the conservation monitor and the core check use
+	// the core: stop them before it (a transfer step in progress finishes;
+	// the rest is resumed from Postgres by the next start's worker).
+	stopProt()
 	if xfers != nil {
 		xfers.close()
 	}
@@ -225,39 +237,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return runErr
 }
 
-// sinkMaxRetained bounds how many commands of WAL (about 50 B each) the
-// core keeps for a sink that cannot advance (Postgres away, wrong
-// credentials): past it the disk would fill and stop the core, so the pin is
-// released with a CRITICAL alert — losing read-model rows (re-derivable only
-// while retained) rather than the exchange.
-const sinkMaxRetained core.Seq = 100_000_000
-
-// retentionLimit is journal.Config.TruncateLimit for the sink: its persisted
-// seq (0 = not known yet: keep everything), but never more than
-// sinkMaxRetained commands behind the durable seq.
-func retentionLimit(persisted, durable func() core.Seq, log *slog.Logger) func() core.Seq {
-	var warned atomic.Int64 // unix seconds of the last alert
-	return func() core.Seq {
-		p, d := persisted(), durable()
-		if d > sinkMaxRetained && d-sinkMaxRetained > p {
-			if now := time.Now().Unix(); now-warned.Load() >= 60 {
-				warned.Store(now)
-				log.Error("CRITICAL sink: too far behind; releasing the WAL it still needs (its rows before the new limit will be skipped)",
-					"persisted_seq", p, "durable_seq", d, "max_retained", sinkMaxRetained)
-			}
-			return d - sinkMaxRetained
-		}
-		return p
-	}
-}
-
 // warmHistory rebuilds the gateway's History (finished orders, fills, recent
 // trades) from the WAL still on disk, so orders answered before a restart are
 // still found after it; then it adds the orders resting in the core that the
 // replayed part did not see placed. It runs before any request: nothing else
 // touches hist yet.
-func warmHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, log *slog.Logger) error {
-	target := pl.DurableSeq()
+func warmHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, brk *gateway.BreakerLog, log *slog.Logger) error {
+	// Up to the recovered seq: everything after it (recovery's own breaker
+	// trips) went through the read view's OnView already.
+	target := pl.Recovery().Seq
 	if target > 0 {
 		f, err := pl.NewFollower(1)
 		var gone *journal.HistoryGoneError
@@ -272,12 +260,13 @@ func warmHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.Histor
 			if err := ctx.Err(); err != nil { // SIGTERM during a long warm-up
 				return err
 			}
-			recs, err := f.Next(ctx, 4096)
+			recs, err := f.Next(ctx, int(min(4096, target-f.NextSeq()+1)))
 			if err != nil {
 				return fmt.Errorf("history warm-up: %w", err)
 			}
 			for _, r := range recs {
 				hist.Apply(r.Cmd, r.Events)
+				brk.Replay(r.Cmd, r.Events)
 			}
 		}
 		log.Info("exchange: history rebuilt from the WAL", "from_seq", from, "to_seq", target)
@@ -375,10 +364,10 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			// The database is behind what the WAL still holds (e.g. wiped
 			// after the WAL front was truncated): rows before Earliest can
 			// no longer be derived. Say so loudly and continue from there.
-			log.Error("CRITICAL sink: events before the earliest retained seq cannot be re-derived; the read model skips them",
+			journal.Critical(log, "sink: events before the earliest retained seq cannot be re-derived; the gap is recorded in sink_gaps",
 				"persisted_seq", persisted, "earliest", gone.Earliest)
-			if _, err := pool.Exec(ctx, `UPDATE core_checkpoint SET persisted_seq = $1 WHERE id = 1 AND persisted_seq < $1`,
-				int64(gone.Earliest-1)); err != nil {
+			if err := persist.RecordGap(ctx, pool, persisted+1, gone.Earliest-1,
+				"the WAL was released past the sink's checkpoint (--follower-max-retained) or truncated"); err != nil {
 				log.Warn("sink: cannot move the checkpoint; retrying", "err", err)
 				if !pause() {
 					return
@@ -411,8 +400,8 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 // yet (all of them on a fresh data dir; the rest after a crash in the middle
 // of a first start), with their assets (configuring an asset again with the
 // same scale is a no-op). It returns how many markets it installed. Markets
-// the core already has are never reconfigured: a changed --config on an
-// existing data dir only adds markets.
+// the core already has are never reconfigured: checkInstruments has refused
+// to start with a config that changes or removes any.
 func installConfig(pl *journal.Pipeline, cfg Config) (int, error) {
 	have := map[core.MarketID]bool{}
 	if err := pl.Read(func(p *core.Processor) error {

@@ -25,6 +25,10 @@ type spotAdapter struct {
 
 // explicitSpot are the core codes that mean "refused, nothing happened, and
 // it never will for this req_id" (the core records failed ops by req_id).
+// CORE_HALTED, TOO_MANY_OPS and TOO_MANY_USERS are explicit only when the
+// core recorded them under the req_id (an EvTransfer in the answer): a
+// refund refused by a halted core, or a refusal past the ops set's reserve,
+// is not recorded, and a retry may succeed, so it is retried.
 var explicitSpot = map[core.Code]bool{
 	core.CodeInsufficientBalance:   true,
 	core.CodeAccountFrozen:         true,
@@ -78,14 +82,30 @@ func (a *spotAdapter) do(ctx context.Context, kind core.Kind, reqID string, user
 	switch {
 	case res.Code == core.OK:
 		return transfer.Outcome{Kind: transfer.Success}
-	case explicitSpot[res.Code]:
+	case explicitSpot[res.Code], recordedSpot[res.Code] && recorded(r.Events, res.Code):
 		return transfer.Outcome{Kind: transfer.ExplicitFail, Code: res.Code.String()}
 	default:
 		return transfer.Outcome{Kind: transfer.Unknown, Code: res.Code.String()}
 	}
 }
 
-// AccountState reads the SPOT account from the read view. A user without an
+// recordedSpot are the codes that are explicit once recorded (see explicitSpot).
+var recordedSpot = map[core.Code]bool{core.CodeCoreHalted: true, core.CodeTooManyOps: true, core.CodeTooManyUsers: true}
+
+// recorded reports whether the core recorded the refusal code under the
+// req_id: its answer carries the EvTransfer of the operation.
+func recorded(evs []core.Event, code core.Code) bool {
+	for i := range evs {
+		if evs[i].Kind == core.EvTransfer && evs[i].Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// AccountState reads the SPOT account from the read view, with why the core
+// could not take a transfer now (halted, ops set or user table full), so
+// the transfer is refused before FUNDING moves. A user without an
 // account yet exists for deposits (the core creates it) but has nothing.
 func (a *spotAdapter) AccountState(ctx context.Context, user transfer.UserID, asset transfer.AssetID) (transfer.AccountState, error) {
 	var st transfer.AccountState
@@ -95,6 +115,14 @@ func (a *spotAdapter) AccountState(ctx context.Context, user transfer.UserID, as
 		st.Status = map[core.AccountStatus]transfer.AccountStatus{core.Active: transfer.Active,
 			core.Frozen: transfer.Frozen, core.Disabled: transfer.Disabled}[status]
 		st.Available = p.BalanceOf(user, asset).Avail
+		switch {
+		case p.Halted():
+			st.Unavailable = transfer.CodeCoreHalted
+		case p.OpsFull():
+			st.Unavailable = transfer.CodeTooManyOps
+		case !p.CanCreateAccount(user):
+			st.Unavailable = transfer.CodeTooManyUsers
+		}
 		return nil
 	})
 	return st, err

@@ -2,29 +2,38 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist/transfer"
 )
 
-// TestSpotAdapter: the SPOT side of internal transfers over the real
-// pipeline — success, idempotent repeats, certain refusals as EXPLICIT_FAIL,
-// a refund that undoes a withdraw once, and the account state from the view.
-func TestSpotAdapter(t *testing.T) {
-	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true, Logger: quietLogger()})
+// startSpot starts a pipeline with the built-in instruments (closed when
+// the test ends) and a SPOT adapter over it.
+func startSpot(t *testing.T, cc core.Config) (*journal.Pipeline, *spotAdapter) {
+	t.Helper()
+	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true, Logger: quietLogger(), Core: cc})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pl.Close()
+	t.Cleanup(func() { pl.Close() })
 	var cfg Config
 	cfg.Assets, cfg.Markets = defaultInstruments()
 	if _, err := installConfig(pl, cfg); err != nil {
 		t.Fatal(err)
 	}
-	a := &spotAdapter{pl: pl, timeout: 5 * time.Second}
+	return pl, &spotAdapter{pl: pl, timeout: 5 * time.Second}
+}
+
+// TestSpotAdapter: the SPOT side of internal transfers over the real
+// pipeline — success, idempotent repeats, certain refusals as EXPLICIT_FAIL,
+// a refund that undoes a withdraw once, and the account state from the view.
+func TestSpotAdapter(t *testing.T) {
+	_, a := startSpot(t, core.Config{})
 	ctx := context.Background()
 	const user, usdt = core.UserID(5), core.AssetID(1)
 	want := func(what string, got transfer.Outcome, kind transfer.OutcomeKind, code string) {
@@ -59,5 +68,84 @@ func TestSpotAdapter(t *testing.T) {
 	}
 	if st, _ := a.AccountState(ctx, 99, usdt); st.Exists || st.Available != 0 {
 		t.Fatalf("unknown user: %+v", st)
+	}
+}
+
+// TestSpec5_SpotAdapterWhileCoreHalted: while the core is halted a new
+// deposit or withdraw is a recorded CORE_HALTED refusal, hence
+// EXPLICIT_FAIL (the transfer compensates instead of retrying forever, and
+// its retry gets the same answer); a refund is refused unrecorded, hence
+// retried until the core is resolved; the account state says CORE_HALTED
+// so new transfers are refused before FUNDING moves.
+func TestSpec5_SpotAdapterWhileCoreHalted(t *testing.T) {
+	pl, a := startSpot(t, core.Config{AllowFaults: true})
+	ctx := context.Background()
+	const user, usdt = core.UserID(5), core.AssetID(1)
+	if o := a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100); o.Kind != transfer.Success {
+		t.Fatal(o)
+	}
+	if o := a.Withdraw(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Success {
+		t.Fatal(o)
+	}
+	r := journal.NewReply()
+	trip := core.Command{Kind: core.KindBreakerTrip, Flags: uint8(core.ReasonManualHalt)}
+	if _, err := pl.Submit(&trip, r); err != nil || pl.Wait(r) != nil || r.Result().Code != core.OK {
+		t.Fatalf("trip: %v %v", err, r.Result().Code)
+	}
+	for i := 0; i < 2; i++ {
+		if o := a.Deposit(ctx, "01JDEP00000000000000000003", user, usdt, 7); o.Kind != transfer.ExplicitFail || o.Code != "CORE_HALTED" {
+			t.Fatalf("deposit while halted (try %d): %v", i, o)
+		}
+	}
+	if o := a.Withdraw(ctx, "01JWD000000000000000000004", user, usdt, 7); o.Kind != transfer.ExplicitFail {
+		t.Fatalf("withdraw while halted: %v", o)
+	}
+	if o := a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Unknown || o.Code != "CORE_HALTED" {
+		t.Fatalf("refund while halted: %v", o)
+	}
+	if st, err := a.AccountState(ctx, user, usdt); err != nil || st.Unavailable != transfer.CodeCoreHalted {
+		t.Fatalf("account state %+v %v", st, err)
+	}
+	resume := core.Command{Kind: core.KindResumeCore, User: 1000}
+	if _, err := pl.Submit(&resume, r); err != nil || pl.Wait(r) != nil || r.Result().Code != core.OK {
+		t.Fatalf("resume: %v %v", err, r.Result().Code)
+	}
+	if o := a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Success {
+		t.Fatalf("refund after the resolution: %v", o)
+	}
+	if o := a.Deposit(ctx, "01JDEP00000000000000000003", user, usdt, 7); o.Kind != transfer.ExplicitFail {
+		t.Fatalf("the recorded refusal changed: %v", o)
+	}
+}
+
+// TestCheckInstruments: the data dir's instruments against --config: the
+// same config and a config that only adds a market start; a changed asset
+// scale, a changed market config, a removed market or asset refuse, naming
+// the difference.
+func TestCheckInstruments(t *testing.T) {
+	pl, _ := startSpot(t, core.Config{})
+	var cfg Config
+	cfg.Assets, cfg.Markets = defaultInstruments()
+	if err := checkInstruments(pl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	added := cfg
+	added.Markets = append(append([]gateway.MarketSpec(nil), cfg.Markets...), gateway.MarketSpec{ID: 3, Symbol: "ETH-BTC",
+		Cfg: core.MarketCfg{Base: 3, Quote: 2, BaseScale: 8, Tick: 1, Lot: 100_000_000, MinQty: 100_000_000, MaxQty: 1e10}})
+	if err := checkInstruments(pl, added); err != nil {
+		t.Fatalf("an added market: %v", err)
+	}
+	for name, mod := range map[string]func(c *Config){
+		"asset id 2 has scale 8 in the data dir, the config says 6": func(c *Config) { c.Assets[1].Scale = 6 },
+		"market id 1 is":                          func(c *Config) { c.Markets[0].Cfg.TakerFee = 3_000 },
+		"market id 2 is in the data dir":          func(c *Config) { c.Markets = c.Markets[:1] },
+		"asset id 3 (scale 8) is in the data dir": func(c *Config) { c.Assets = c.Assets[:2]; c.Markets = c.Markets[:1] },
+	} {
+		c := cfg
+		c.Assets, c.Markets = defaultInstruments()
+		mod(&c)
+		if err := checkInstruments(pl, c); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

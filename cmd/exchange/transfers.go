@@ -43,6 +43,7 @@ type transfers struct {
 	faults   *faultSet         // nil without --enable-fault-injection
 	periodic bool              // the monitor runs on its own (--invariant-interval > 0)
 	batcher  *transfer.Batcher // nil without --transfer-batching
+	forget   *opsForgetter     // makes the core forget terminal transfers' req_ids
 
 	wg   sync.WaitGroup
 	stop context.CancelFunc
@@ -52,7 +53,8 @@ var _ gateway.TransferService = (*transfers)(nil)
 
 // newTransfers wires the service; start runs its background jobs.
 func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated *atomic.Bool, log *slog.Logger) (*transfers, error) {
-	t := &transfers{log: log, assets: map[string]transfer.AssetConfig{}, migrated: migrated}
+	t := &transfers{log: log, assets: map[string]transfer.AssetConfig{}, migrated: migrated,
+		forget: newOpsForgetter(pool, pl, log)}
 	if cfg.TransferBatching {
 		// Steps of concurrent transfers share transactions (one writer:
 		// with more, racing drivers' batches can deadlock and rerun).
@@ -158,6 +160,7 @@ func (t *transfers) start() {
 		}
 		var jobs sync.WaitGroup
 		jobs.Go(func() { _ = t.worker.Run(ctx) })
+		jobs.Go(func() { t.forget.run(ctx, spotOpsForgetEvery) })
 		if t.periodic {
 			jobs.Go(func() { _ = t.monitor.Run(ctx) })
 		}

@@ -47,4 +47,8 @@ type AccountState struct {
 	Exists    bool          // the account exists (FUNDING: the user has any balance row)
 	Status    AccountStatus // ACTIVE when the account does not exist yet
 	Available Units         // available balance of the asset, asset units
+	// Unavailable, if set, is why the side cannot take part in a transfer
+	// now whatever the account's status (SPOT: CORE_HALTED, TOO_MANY_OPS,
+	// TOO_MANY_USERS): Create refuses with it before anything moves.
+	Unavailable Code
 }

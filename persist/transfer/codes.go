@@ -41,6 +41,9 @@ const (
 	// Adapter-level refusals (recorded as EXPLICIT_FAIL or reported as UNKNOWN).
 	CodeRefundWithoutWithdraw Code = "REFUND_WITHOUT_WITHDRAW" // refund of a req_id whose withdraw did not succeed
 	CodeReqIDConflict         Code = "REQ_ID_CONFLICT"         // same req_id and op, other parameters
+	CodeCoreHalted            Code = "CORE_HALTED"             // SPOT: the core's breaker is tripped (spec 004 §5)
+	CodeTooManyOps            Code = "TOO_MANY_OPS"            // SPOT: the core's processed-ops set is full
+	CodeTooManyUsers          Code = "TOO_MANY_USERS"          // SPOT: the core cannot create another account
 )
 
 // Error is a refusal a user can cause, with its stable code.

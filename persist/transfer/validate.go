@@ -168,6 +168,12 @@ func checkRate(amount Units, rate RateState, lim RateLimits) *Error {
 // CheckAccounts is step 9 (1.5.5), run last to avoid needless reads. A SPOT
 // target is created lazily; a FUNDING target must exist.
 func CheckAccounts(c Checked, source, target AccountState) *Error {
+	if source.Unavailable != "" {
+		return reject(source.Unavailable, string(c.From)+" cannot take transfers now")
+	}
+	if target.Unavailable != "" {
+		return reject(target.Unavailable, string(c.To)+" cannot take transfers now")
+	}
 	if !source.Exists {
 		return reject(CodeSourceAccountNotFound, "source account does not exist")
 	}

@@ -73,6 +73,12 @@ func TestValidateEveryCode(t *testing.T) {
 		{"BAL-005 disabled", func(_ *Request, in *Inputs) { in.Source.Status = Disabled }, CodeAccountDisabled},
 		{"BAL-001 insufficient", func(_ *Request, in *Inputs) { in.Source.Available = 149_999_999 }, CodeInsufficientBalance},
 		{"BAL-002 exact", func(_ *Request, in *Inputs) { in.Source.Available = 150_000_000 }, ""},
+		{"spot target core halted", func(_ *Request, in *Inputs) { in.Target.Unavailable = CodeCoreHalted }, CodeCoreHalted},
+		{"spot target ops full", func(_ *Request, in *Inputs) { in.Target.Unavailable = CodeTooManyOps }, CodeTooManyOps},
+		{"spot source users full", func(r *Request, in *Inputs) {
+			r.From, r.To = "SPOT", "FUNDING"
+			in.Source.Unavailable = CodeTooManyUsers
+		}, CodeTooManyUsers},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,112 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// RecoveryReport is what the pipeline's start-up recovery found (metrics,
+// health, logs). Immutable once Start returns.
+type RecoveryReport struct {
+	Seq         core.Seq // the recovered state's seq
+	SnapshotSeq core.Seq // the base snapshot (0 = the WAL from seq 1)
+	Duration    time.Duration
+	MarketCheck map[core.MarketID]time.Duration
+	Open        []core.Violation // found and halted at start (RECOVERY_FAILED)
+	Contained   []core.Violation // under halts already in force
+	Skipped     []string         // newer bases not used, and why
+}
+
+// Recovery returns what the start-up recovery found.
+func (pl *Pipeline) Recovery() RecoveryReport { return pl.recovery }
+
+// Evictions is how many commands were discarded since start (poison
+// commands and failed per-command checks), each with a rebuild of the state.
+func (pl *Pipeline) Evictions() uint64 { return pl.evictions.Load() }
+
+// Recoveries is how many times the state was rebuilt since start: the
+// start-up recovery plus one per eviction.
+func (pl *Pipeline) Recoveries() uint64 { return pl.recoveries.Load() }
+
+// tripRecovered halts, through the ring, every market whose state failed
+// verification after recovery, and the core for balance-level damage, with
+// reason RECOVERY_FAILED: journaled, so the next recovery replays the halt
+// instead of finding the damage open again. Everything else serves.
+func (pl *Pipeline) tripRecovered(rec *Recovered) error {
+	if len(rec.Open) == 0 {
+		return nil
+	}
+	return pl.trip(context.Background(), core.ReasonRecoveryFailed, "recovery", rec.Proc.LastSeq(), rec.Open)
+}
+
+// trip submits one KindBreakerTrip per market with open violations (0 =
+// the core), reason overriding each violation's own unless ReasonNone, and
+// waits until each is applied.
+func (pl *Pipeline) trip(ctx context.Context, reason core.BreakerReason, phase string, seq core.Seq, open []core.Violation) error {
+	byMarket := map[core.MarketID][]core.Violation{}
+	var order []core.MarketID
+	for _, v := range open {
+		if _, ok := byMarket[v.Market]; !ok {
+			order = append(order, v.Market)
+		}
+		byMarket[v.Market] = append(byMarket[v.Market], v)
+	}
+	r := NewReply()
+	for _, m := range order {
+		vs := byMarket[m]
+		why := reason
+		if why == core.ReasonNone {
+			why = vs[0].Reason
+			for _, v := range vs { // a negative balance is the most specific balance-level reason
+				if v.Reason == core.ReasonNegativeBalance {
+					why = v.Reason
+				}
+			}
+		}
+		c := core.Command{Kind: core.KindBreakerTrip, Market: m, Flags: uint8(why), Text: BreakerContext(phase, seq, vs)}
+		Critical(pl.log, "journal: tripping the circuit breaker", "market", m, "reason", why.String(), "phase", phase,
+			"checked_seq", seq, "violations", describeViolations(vs))
+		if _, err := pl.Submit(&c, r); err != nil {
+			return fmt.Errorf("journal: breaker trip for market %d: %w", m, err)
+		}
+		if err := pl.WaitContext(ctx, r); err != nil {
+			return fmt.Errorf("journal: breaker trip for market %d: %w", m, err)
+		}
+		if res := r.Result(); res.Code != core.OK {
+			return fmt.Errorf("journal: breaker trip for market %d refused: %v", m, res.Code)
+		}
+	}
+	return nil
+}
+
+// BreakerContext is a breaker trip's context JSON (Command.Text): the phase
+// that found the violations (recovery, periodic), the seq of the state
+// checked and the violations, as many as fit core.MaxTextLen.
+func BreakerContext(phase string, seq core.Seq, vs []core.Violation) string {
+	type violJSON struct {
+		Market core.MarketID `json:"market,omitempty"`
+		Asset  core.AssetID  `json:"asset,omitempty"`
+		Detail string        `json:"detail"`
+	}
+	ctx := struct {
+		Phase      string     `json:"phase"`
+		CheckedSeq core.Seq   `json:"checked_seq"`
+		Count      int        `json:"violations_total"`
+		Violations []violJSON `json:"violations"`
+	}{Phase: phase, CheckedSeq: seq, Count: len(vs)}
+	for n := len(vs); n >= 0; n-- {
+		ctx.Violations = ctx.Violations[:0]
+		for _, v := range vs[:n] {
+			ctx.Violations = append(ctx.Violations, violJSON{Market: v.Market, Asset: v.Asset, Detail: core.ViolName(v.Detail)})
+		}
+		b, _ := json.Marshal(ctx) // plain values always marshal
+		if len(b) <= core.MaxTextLen {
+			return string(b)
+		}
+	}
+	return ""
+}
