@@ -216,7 +216,6 @@ func (s *Server) listBreakers(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 	return s.replyJSON(ctx, st, http.StatusOK, out)
 }
 
-
 // POST /admin/v1/markets/{market}/breaker/resolve
 var resolveSchema = []jsonField{{"target_status", jsonString}, {"note", jsonString}, {"cancel_all", jsonBool}}
 

@@ -396,4 +396,3 @@ func (s *Server) txJSON(t chaintx.Tx) map[string]any {
 	}
 	return out
 }
-
