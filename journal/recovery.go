@@ -1,12 +1,14 @@
 package journal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // Sub-directories of a data dir.
@@ -130,7 +132,7 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 		return nil, fmt.Errorf("journal: invariants broken after recovery at seq %d: %+v", out.Proc.LastSeq(), open)
 	}
 	if len(contained) != 0 {
-		rc.Logger.Error("CRITICAL journal: recovered state holds invariant violations in halted markets; operator action needed",
+		logging.Critical(context.Background(), rc.Logger, "journal: recovered state holds invariant violations in halted markets; operator action needed",
 			"violations", fmt.Sprintf("%+v", contained), "core_halted", out.Proc.Halted())
 	}
 	out.StateHash = out.Proc.StateHash()

@@ -16,6 +16,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist"
 )
 
@@ -231,7 +232,7 @@ func retentionLimit(persisted, durable func() core.Seq, log *slog.Logger) func()
 		if d > sinkMaxRetained && d-sinkMaxRetained > p {
 			if now := time.Now().Unix(); now-warned.Load() >= 60 {
 				warned.Store(now)
-				log.Error("CRITICAL sink: too far behind; releasing the WAL it still needs (its rows before the new limit will be skipped)",
+				logging.Critical(context.Background(), log, "sink: too far behind; releasing the WAL it still needs (its rows before the new limit will be skipped)",
 					"persisted_seq", p, "durable_seq", d, "max_retained", sinkMaxRetained)
 			}
 			return d - sinkMaxRetained
@@ -330,7 +331,7 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			// from another data dir (or acknowledged WAL entries were lost).
 			// Its rows are another history: following from persisted+1
 			// would upsert this WAL's orders over them. Write nothing.
-			log.Error("CRITICAL sink: the database is ahead of this WAL (written from another data dir?); the sink writes nothing to it",
+			logging.Critical(ctx, log, "sink: the database is ahead of this WAL (written from another data dir?); the sink writes nothing to it",
 				"persisted_seq", persisted, "durable_seq", d)
 			return
 		}
@@ -351,7 +352,7 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			if dbWAL != nil {
 				other = *dbWAL
 			}
-			log.Error("CRITICAL sink: the database belongs to another data dir's WAL; the sink writes nothing to it",
+			logging.Critical(ctx, log, "sink: the database belongs to another data dir's WAL; the sink writes nothing to it",
 				"database_wal_id", other, "wal_id", walID)
 			return
 		}
@@ -364,7 +365,7 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			// The database is behind what the WAL still holds (e.g. wiped
 			// after the WAL front was truncated): rows before Earliest can
 			// no longer be derived. Say so loudly and continue from there.
-			log.Error("CRITICAL sink: events before the earliest retained seq cannot be re-derived; the read model skips them",
+			logging.Critical(ctx, log, "sink: events before the earliest retained seq cannot be re-derived; the read model skips them",
 				"persisted_seq", persisted, "earliest", gone.Earliest)
 			if _, err := pool.Exec(ctx, `UPDATE core_checkpoint SET persisted_seq = $1 WHERE id = 1 AND persisted_seq < $1`,
 				int64(gone.Earliest-1)); err != nil {

@@ -475,12 +475,12 @@ func (x *xt) wantFlow(reqID string, want ...string) {
 
 // --- logs ---
 
-// criticals counts the server's CRITICAL log records (slog level 12,
-// "ERROR+4") whose message contains msg and, if reqID is set, that name it.
+// criticals counts the server's CRITICAL log records (logging.LevelCritical)
+// whose message contains msg and, if reqID is set, that name it.
 func criticals(s *e2eServer, msg, reqID string) int {
 	n := 0
 	for _, line := range strings.Split(s.Logs(), "\n") {
-		if !strings.Contains(line, `"level":"ERROR+4"`) {
+		if !strings.Contains(line, `"level":"CRITICAL"`) {
 			continue
 		}
 		var rec map[string]any

@@ -7,11 +7,15 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/ubscore/ubscore/logging"
 )
 
 // LevelCritical is the slog level of alerts that need an operator: funds in
-// flight with an unknown outcome, a refund that keeps failing.
-const LevelCritical = slog.Level(12)
+// flight with an unknown outcome, a refund that keeps failing. It is
+// logging.LevelCritical (printed "CRITICAL"), named here for this package's
+// readers.
+const LevelCritical = logging.LevelCritical
 
 // Defaults of Config.
 const (
