@@ -185,7 +185,14 @@ func (h *harness) fails(method, path, token, body string, status int, code strin
 	if st != status || out["code"] != code {
 		h.t.Fatalf("%s %s %.80s: got %d %v, want %d %s", method, path, body, st, out, status, code)
 	}
-	if msg, _ := out["message"].(string); msg == "" || len(out) != 2 {
+	n := 2
+	if code == CodeOrderNotOpen { // the one error that carries the order
+		n = 3
+		if _, ok := out["order"].(map[string]any); !ok {
+			h.t.Fatalf("%s %s: ORDER_NOT_OPEN without the order: %v", method, path, out)
+		}
+	}
+	if msg, _ := out["message"].(string); msg == "" || len(out) != n {
 		h.t.Fatalf("%s %s: error body must be exactly {code, message}: %v", method, path, out)
 	}
 }

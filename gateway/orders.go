@@ -95,6 +95,9 @@ func (s *Server) cancelOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if err != nil {
 		return err
 	}
+	if res.Code == core.CodeOrderNotFound {
+		return s.notOpen(ctx, st, c.OrderID, "cancelled")
+	}
 	if res.Code != core.OK {
 		return coreError(res.Code)
 	}
@@ -138,8 +141,8 @@ func (s *Server) modifyOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		return s.backendError(rerr)
 	}
 	m, ok := s.reg.MarketByID(mid)
-	if !ok {
-		return coreError(core.CodeOrderNotFound) // not live, not this user's, or unknown market
+	if !ok { // not live, not this user's, or unknown market
+		return s.notOpen(ctx, st, core.OrderID(id), "modified")
 	}
 	price, qty, err := parseModify(v, m)
 	if err != nil {
@@ -151,6 +154,9 @@ func (s *Server) modifyOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	res, _, err := s.submit(st, c)
 	if err != nil {
 		return err
+	}
+	if res.Code == core.CodeOrderNotFound { // it finished since it was read
+		return s.notOpen(ctx, st, c.OrderID, "modified")
 	}
 	if res.Code != core.OK {
 		return coreError(res.Code)
@@ -164,6 +170,34 @@ func (s *Server) modifyOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 			Partial: true, FillsTruncated: res.Qty > 0, Fills: st.fills[:0]}
 	}
 	return s.replyOrder(ctx, st, true, false)
+}
+
+// notOpen answers a cancel or modify the core refused with ORDER_NOT_FOUND:
+// the caller's order that exists but is no longer open (GET shows it
+// FILLED, CANCELLED or EXPIRED) is 409 ORDER_NOT_OPEN with the order beside
+// the code; an order that does not exist, or is another user's, stays 404.
+func (s *Server) notOpen(ctx *fasthttp.RequestCtx, st *reqState, id core.OrderID, verb string) *APIError {
+	found, err := s.lookupOrder(st, id)
+	if err != nil {
+		return err
+	}
+	if !found || st.rec.Live() {
+		return coreError(core.CodeOrderNotFound)
+	}
+	m, ok := s.reg.MarketByID(st.rec.Market)
+	if !ok {
+		return coreError(core.CodeOrderNotFound)
+	}
+	b := append(st.out[:0], `{"code":"`+CodeOrderNotOpen+`","message":`...)
+	b = appendStr(b, "the order is "+statusName(st.rec.Status)+"; only an open order can be "+verb)
+	b = append(b, `,"order":`...)
+	b = appendOrder(b, &st.rec, m, true, false)
+	st.out = append(b, '}')
+	s.reply(ctx, st, http.StatusConflict)
+	if s.rej != nil {
+		s.rej.Rejected(CodeOrderNotOpen)
+	}
+	return nil
 }
 
 // lookupOrder loads the caller's order id into st.rec (its fills copied to

@@ -150,8 +150,21 @@ func TestOrderLifecycle(t *testing.T) {
 	if o := h.ok("GET", "/api/v1/order/"+itoa(int64(sellID)), u1, ""); o["status"] != "CANCELLED" {
 		t.Fatalf("cancelled order from History: %v", o)
 	}
-	h.fails("DELETE", "/api/v1/order/"+itoa(int64(sellID)), u1, "", 404, "ORDER_NOT_FOUND")
-	h.fails("PATCH", "/api/v1/order/"+itoa(int64(sellID)), u1, `{"price":"50000"}`, 404, "ORDER_NOT_FOUND")
+	// A finished order of the caller is not open any more (issue 20): 409
+	// ORDER_NOT_OPEN with the order as GET shows it; nothing changes.
+	for _, c := range [][2]string{{"DELETE", ""}, {"PATCH", `{"price":"50000"}`}} {
+		st, b := h.do(c[0], "/api/v1/order/"+itoa(int64(sellID)), u1, c[1])
+		o, _ := b["order"].(map[string]any)
+		if st != 409 || b["code"] != "ORDER_NOT_OPEN" || o == nil || o["status"] != "CANCELLED" ||
+			num(t, o["order_id"]) != uint64(sellID) || o["filled_quantity"] != "0.40000000" {
+			t.Fatalf("%s of a cancelled order: %d %v", c[0], st, b)
+		}
+	}
+	if b := h.balance(1, btc); b != (core.Balance{Avail: 9_6000_0000}) {
+		t.Fatalf("seller BTC after a refused cancel: %+v", b)
+	}
+	// Another user's finished order stays 404 (no existence oracle).
+	h.fails("DELETE", "/api/v1/order/"+itoa(int64(sellID)), u2, "", 404, "ORDER_NOT_FOUND")
 	h.fails("GET", "/api/v1/order/999999", u1, "", 404, "ORDER_NOT_FOUND")
 	h.fails("GET", "/api/v1/order/abc", u1, "", 404, "ORDER_NOT_FOUND")
 	h.fails("GET", "/api/v1/order/01", u1, "", 404, "ORDER_NOT_FOUND")

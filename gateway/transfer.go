@@ -69,9 +69,11 @@ const (
 	CodeSystemError     = "SYSTEM_ERROR"     // 500: internal failure; retry (spec §8.2)
 )
 
-// POST /api/v1/internal_transfer {from, to, asset, amount, cid?, user_id?}
+// POST /api/v1/internal_transfer {from, to, asset, amount, cid?, user_id?}:
+// amount is a decimal string like every decimal of the API (a JSON number is
+// INVALID_FIELD_TYPE, as for orders, adjust and deposit).
 var transferSchema = []jsonField{{"from", jsonString}, {"to", jsonString}, {"asset", jsonString},
-	{"amount", jsonDecimal}, {"cid", jsonString}, {"user_id", jsonNumber}}
+	{"amount", jsonString}, {"cid", jsonString}, {"user_id", jsonNumber}}
 
 // POST /admin/v1/deposit {user_id, asset, amount, tx_ref}
 var depositSchema = []jsonField{{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonString}, {"tx_ref", jsonString}}

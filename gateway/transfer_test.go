@@ -152,7 +152,8 @@ func TestTransferLayerOneChecks(t *testing.T) {
 		{`{"from":"SPOT","to":"SPOT","asset":"USDT","amount":"1"}`, 400, "SAME_ACCOUNT"},
 		{`{"from":"INVALID","to":"SPOT","asset":"USDT","amount":"1"}`, 400, "INVALID_ACCOUNT_TYPE"},
 		{`{"from":"FUTURE","to":"SPOT","asset":"USDT","amount":"1"}`, 400, "UNSUPPORTED_ACCOUNT_TYPE"},
-		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":-100}`, 400, "INVALID_AMOUNT"},
+		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":-100}`, 400, CodeInvalidFieldType},
+		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":100}`, 400, CodeInvalidFieldType}, // decimals are strings (issue 20)
 		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":"0"}`, 400, "INVALID_AMOUNT"},
 		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":"0.0000001"}`, 400, "PRECISION_OVERFLOW"},
 		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":"18446744073709551616"}`, 400, "OVERFLOW"},
