@@ -148,15 +148,29 @@ func (s *Server) postTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 	defer cancel()
 	res, cerr := s.transfers.Create(c, caller, req)
 	if cerr != nil {
-		return s.transferError("create", cerr)
+		// Create's contract: an error other than a refusal means no
+		// transfer was recorded (issue 20): say so plainly.
+		if e := s.transferError("create", cerr); e.Code != string(transfer.CodeSystemError) {
+			return e
+		}
+		return &APIError{Status: http.StatusInternalServerError, Code: string(transfer.CodeSystemError),
+			Message: "internal failure before the transfer was recorded: nothing happened, no funds moved; retry"}
 	}
 	t := res.Transfer
+	if res.Unconfirmed {
+		st.out = s.appendUnconfirmed(st.out[:0], &t)
+		s.reply(ctx, st, http.StatusAccepted)
+		return nil
+	}
 	b := st.out[:0]
 	status := http.StatusOK
 	switch {
 	case t.State == transfer.Failed || t.State == transfer.RolledBack:
 		code := transfer.FailureCode(t)
 		status = http.StatusBadRequest
+		if cs, ok := transferCodeStatus[transfer.Code(code)]; ok {
+			status = cs // SYSTEM_ERROR: the system failed before anything moved
+		}
 		if code == string(transfer.CodeTransferFailed) {
 			status = http.StatusConflict
 		}
@@ -167,7 +181,7 @@ func (s *Server) postTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 		b = append(b, ',')
 	case !t.State.Terminal():
 		status = http.StatusAccepted
-		b = append(b, `{"message":"transfer in progress; query it by req_id",`...)
+		b = append(b, `{"message":"transfer in progress: poll GET /api/v1/internal_transfer/{req_id}",`...)
 	default:
 		b = append(b, `{"message":"transfer successful",`...)
 	}
@@ -178,6 +192,30 @@ func (s *Server) postTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 	st.out = append(b, '}')
 	s.reply(ctx, st, status)
 	return nil
+}
+
+// appendUnconfirmed writes the 202 answer of a transfer whose record the
+// database did not confirm (transfer.Result.Unconfirmed): its req_id and the
+// request, state UNKNOWN. Polling the req_id tells: the transfer, or
+// TRANSFER_NOT_FOUND, which then means nothing happened.
+func (s *Server) appendUnconfirmed(b []byte, t *transfer.Transfer) []byte {
+	b = append(b, `{"message":"transfer outcome unknown: the database did not confirm its record; poll GET /api/v1/internal_transfer/{req_id} (TRANSFER_NOT_FOUND there means nothing happened)","req_id":`...)
+	b = appendStr(b, t.ReqID)
+	b = append(b, `,"cid":`...)
+	b = appendNameOrNull(b, t.CID)
+	b = append(b, `,"user_id":`...)
+	b = appendUint(b, uint64(t.UserID))
+	b = append(b, `,"from":`...)
+	b = appendStr(b, string(t.From))
+	b = append(b, `,"to":`...)
+	b = appendStr(b, string(t.To))
+	if a, ok := s.reg.AssetByID(t.Asset); ok {
+		b = append(b, `,"asset":`...)
+		b = appendStr(b, a.Symbol)
+		b = append(b, `,"amount":`...)
+		b = appendUnitsStr(b, int64(t.Amount), a.Scale)
+	}
+	return append(b, `,"state":"UNKNOWN","state_id":null}`...)
 }
 
 // appendTransferFields writes the members of a transfer (spec §8.2 and
