@@ -63,9 +63,14 @@ type ServerConfig struct {
 	Observer Observer
 	// Metrics, if set, is served at GET /metrics without authentication.
 	Metrics fasthttp.RequestHandler
-	// Ready reports whether the server may take traffic (recovery done);
-	// GET /health/ready answers 503 until it returns true. nil: always ready.
+	// Ready reports whether the server may take traffic (recovery done and
+	// every enabled feature initialised once); GET /health/ready answers 503
+	// until it returns true. nil: always ready.
 	Ready func() bool
+	// Degraded, if set, lists why a dependency is not serving now (e.g.
+	// Postgres away): GET /health then says "degraded" with the reasons.
+	// It does not affect readiness.
+	Degraded func() []string
 	// Archive, if set, answers GET /order/{id} for orders History dropped.
 	Archive OrderArchive
 	// Now is the clock for token expiry; nil means time.Now (tests set it).
@@ -91,6 +96,7 @@ type Server struct {
 	rej     RejectionObserver
 	metrics fasthttp.RequestHandler
 	ready   func() bool
+	degrade func() []string
 	archive OrderArchive
 	now     func() time.Time
 	// transfers and faults are optional (nil: their routes do not exist).
@@ -129,7 +135,7 @@ func NewServer(cfg ServerConfig) *Server {
 		panic("gateway: NewServer needs Backend, Auth and Registry")
 	}
 	s := &Server{backend: cfg.Backend, auth: cfg.Auth, reg: cfg.Registry, log: cfg.Logger,
-		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, archive: cfg.Archive,
+		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, degrade: cfg.Degraded, archive: cfg.Archive,
 		now: cfg.Now, maxBody: cfg.MaxBodyBytes, transfers: cfg.Transfers, faults: cfg.Faults}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -37,7 +37,8 @@ const (
 //  3. start the Postgres sink (if cfg.PGURL is set): it follows the WAL from
 //     the persisted seq, independent of the core, retrying while Postgres is
 //     away; the WAL is never truncated past what it has persisted;
-//  4. serve HTTP; /health/ready turns 200 only now.
+//  4. serve HTTP; /health/ready turns 200 once that is done and, with
+//     Postgres, its migrations have run (every feature initialised once).
 //
 // On the way out: stop accepting and finish in-flight requests, drain the
 // ring, fsync, snapshot (Pipeline.Close), let the sink catch up briefly,
@@ -135,11 +136,20 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}()
 	}
 
-	var ready atomic.Bool
+	// Ready (issue 20): recovery done, HTTP serving, and every enabled
+	// feature initialised once: with Postgres, its migrations applied (the
+	// sink, the transfer service, FUNDING balances and the order archive
+	// all need them). A later Postgres outage degrades /health and never
+	// drops readiness.
+	var serving atomic.Bool
+	ready := func() bool { return serving.Load() && (pool == nil || migrated.Load()) }
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
-		Observer: m, Metrics: m.handler(), Ready: ready.Load}
+		Observer: m, Metrics: m.handler(), Ready: ready}
 	var xfers *transfers
 	if pool != nil {
+		pgh := newPGHealth(pool)
+		sinkWG.Go(func() { pgh.run(sinkCtx) })
+		scfg.Degraded = pgh.degraded
 		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated}
 		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log); err != nil {
 			stopSink()
@@ -170,8 +180,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(gateway.NewDeadlineListener(ln, 0)) }()
-	ready.Store(true)
-	log.Info("exchange: serving", "http", ln.Addr().String(), "durable_seq", pl.DurableSeq())
+	serving.Store(true)
+	log.Info("exchange: serving", "http", ln.Addr().String(), "durable_seq", pl.DurableSeq(), "ready", ready())
 
 	var runErr error
 	select {
@@ -184,7 +194,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		runErr = fmt.Errorf("http: %w", err)
 		log.Error("exchange: http server failed", "err", err)
 	}
-	ready.Store(false)
+	serving.Store(false)
 	sctx, cancel := context.WithTimeout(context.Background(), httpDrainTimeout)
 	if err := hs.ShutdownWithContext(sctx); err != nil {
 		log.Warn("exchange: http shutdown", "err", err)
@@ -316,7 +326,9 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			}
 			continue
 		}
-		migrated.Store(true)
+		if !migrated.Swap(true) {
+			log.Info("sink: migrations applied; the Postgres features are initialised (ready)")
+		}
 		persisted, err := sink.PersistedSeq(ctx)
 		if err != nil {
 			log.Warn("sink: cannot read the persisted seq; retrying", "err", err)
