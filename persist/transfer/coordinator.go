@@ -46,7 +46,7 @@ type Config struct {
 	// SettleWait bounds how long Create tries to settle an insert of
 	// unknown outcome (settle.go) before answering Unconfirmed.
 	SettleWait time.Duration
-	Logger              *slog.Logger
+	Logger     *slog.Logger
 	// Fuse runs every FUNDING operation and the CAS transitions around it as
 	// ONE transaction (fused.go, batch_fused.go) when Funding is the plain
 	// *Funding of a Batcher (NewFundingBatched) on the Store's pool; with
