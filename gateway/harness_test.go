@@ -30,6 +30,7 @@ type fakeBackend struct {
 	busy    atomic.Bool // Submit answers ErrBusy
 	down    atomic.Bool // Submit and Read answer ErrUnavailable
 	submits atomic.Int64
+	tap     func(c *core.Command, evs []core.Event) // sees every applied command (under mu), e.g. an archive
 }
 
 func newFakeBackend(t testing.TB, reg *Registry) *fakeBackend {
@@ -60,6 +61,9 @@ func (b *fakeBackend) Submit(c *core.Command, dst []core.Event) ([]core.Event, e
 	cc.Time = b.clock
 	evs := b.p.Apply(&cc)
 	b.h.Apply(&cc, evs)
+	if b.tap != nil {
+		b.tap(&cc, evs)
+	}
 	return append(dst[:0], evs...), nil
 }
 

@@ -27,8 +27,10 @@ func (s *Server) live(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 // GET /health/ready: 503 until ServerConfig.Ready reports true (recovery
 // and the invariant check done): a load balancer's signal to send traffic.
 func (s *Server) readiness(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
-	if s.ready != nil && !s.ready() {
-		return Unavailable(CodeServiceUnavailable, "not ready")
+	if s.ready != nil && !s.ready() { // expected while starting: answered, not logged
+		st.out = appendError(st.out[:0], Unavailable(CodeServiceUnavailable, "not ready"))
+		s.reply(ctx, st, http.StatusServiceUnavailable)
+		return nil
 	}
 	st.out = append(st.out[:0], `{"status":"ready"}`...)
 	s.reply(ctx, st, http.StatusOK)

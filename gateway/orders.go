@@ -40,7 +40,7 @@ func (s *Server) postOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		return coreError(res.Code)
 	}
 	r := &st.rec
-	*r = OrderRecord{ID: res.OrderID, User: c.User, Market: c.Market, Side: c.Side, Type: c.Type, TIF: c.TIF,
+	*r = OrderRecord{ID: res.OrderID, User: c.User, Time: res.Time, Market: c.Market, Side: c.Side, Type: c.Type, TIF: c.TIF,
 		Status: res.Status, Price: c.Price, Qty: c.Qty, QuoteQty: c.QuoteQty, Filled: res.Qty, ClientID: c.Key}
 	if c.Type == core.Market {
 		r.TIF = core.IOC
@@ -219,7 +219,7 @@ func (s *Server) lookupOrder(st *reqState, id core.OrderID) (bool, *APIError) {
 			st.rec = liveRecord(&o)
 			if inHist {
 				st.fills = append(st.fills, hr.Fills...)
-				st.rec.FillsTruncated = hr.FillsTruncated
+				st.rec.FillsTruncated, st.rec.Time = hr.FillsTruncated, hr.Time
 			}
 			return nil
 		}
@@ -258,56 +258,6 @@ func (s *Server) replyOrder(ctx *fasthttp.RequestCtx, st *reqState, withFills, d
 		return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
 	}
 	st.out = appendOrder(st.out[:0], &st.rec, m, withFills, duplicate)
-	s.reply(ctx, st, http.StatusOK)
-	return nil
-}
-
-// GET /api/v1/orders?market=&status=open: the caller's resting orders (no
-// fills), in one market or all, each market's bids best first then asks.
-func (s *Server) listOrders(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
-	args := ctx.QueryArgs()
-	if stv := args.Peek("status"); len(stv) > 0 && string(stv) != "open" {
-		return BadRequest(CodeInvalidParameter, "status must be open")
-	}
-	var only *Market
-	if mv := args.Peek("market"); len(mv) > 0 {
-		m, ok := s.reg.MarketBytes(mv)
-		if !ok {
-			return coreError(core.CodeInvalidMarket)
-		}
-		only = m
-	}
-	user := core.UserID(st.claims.UserID)
-	if user == 0 {
-		panic("gateway: user 0 would list every user's orders") // Authenticate never yields 0
-	}
-	st.views = st.views[:0]
-	err := s.backend.Read(func(p *core.Processor, _ *History) error {
-		if only != nil {
-			st.views = p.OpenOrders(only.ID, user, st.views)
-			return nil
-		}
-		for i := range s.reg.markets {
-			st.views = p.OpenOrders(s.reg.markets[i].ID, user, st.views)
-		}
-		return nil
-	})
-	if err != nil {
-		return s.backendError(err)
-	}
-	b := append(st.out[:0], `{"orders":[`...)
-	for i := range st.views {
-		m, ok := s.reg.MarketByID(st.views[i].Market)
-		if !ok {
-			continue
-		}
-		if i > 0 {
-			b = append(b, ',')
-		}
-		r := liveRecord(&st.views[i])
-		b = appendOrder(b, &r, m, false, false)
-	}
-	st.out = append(b, "]}"...)
 	s.reply(ctx, st, http.StatusOK)
 	return nil
 }

@@ -79,6 +79,7 @@ var routes = []route{
 	mkRoute("DELETE", "/api/v1/order/{id}", (*Server).cancelOrder),
 	mkRoute("PATCH", "/api/v1/order/{id}", (*Server).modifyOrder),
 	mkRoute("GET", "/api/v1/orders", (*Server).listOrders),
+	mkRoute("GET", "/api/v1/my-trades", (*Server).myTrades),
 	mkRoute("GET", "/api/v1/depth/{market}", (*Server).depth),
 	mkRoute("GET", "/api/v1/trades/{market}", (*Server).trades),
 	mkRoute("GET", "/api/v1/balances", (*Server).balances),

@@ -38,12 +38,22 @@ type RejectionObserver interface {
 	Rejected(code string)
 }
 
-// OrderArchive is an optional source of finished orders History no longer
-// holds (e.g. the Postgres read model). It is asked only after the core and
-// History said "not found", outside Backend.Read; it may do I/O. It returns
-// the order whoever owns it: the server checks the owner.
+// OrderArchive is an optional source of the orders and trades History no
+// longer holds (e.g. the Postgres read model). It is asked outside
+// Backend.Read and may do I/O.
 type OrderArchive interface {
+	// Order is asked only after the core and History said "not found". It
+	// returns the order whoever owns it: the server checks the owner.
 	Order(id core.OrderID) (OrderRecord, bool, error)
+	// PersistedSeq is the last seq whose effects the archive holds.
+	PersistedSeq() core.Seq
+	// Orders appends to dst up to q.Limit of q.User's orders matching q,
+	// newest first (without fills).
+	Orders(q HistoryQuery, dst []OrderRecord) ([]OrderRecord, error)
+	// Trades appends to dst up to q.Limit of q.User's trades matching q
+	// (q.Statuses aside), newest first; a trade with the user on both
+	// sides comes once.
+	Trades(q HistoryQuery, dst []UserTrade) ([]UserTrade, error)
 }
 
 // ServerConfig configures NewServer. Backend, Auth and Registry are required.
@@ -97,6 +107,9 @@ type Server struct {
 	metrics fasthttp.RequestHandler
 	ready   func() bool
 	degrade func() []string
+	// archiveWait bounds the wait for the archive to catch up
+	// (historyArchiveWait; tests shorten it).
+	archiveWait time.Duration
 	archive OrderArchive
 	now     func() time.Time
 	// transfers and faults are optional (nil: their routes do not exist).
@@ -123,6 +136,8 @@ type reqState struct {
 	rec     OrderRecord
 	fills   []Fill
 	views   []core.OrderView
+	recs    []OrderRecord // order history pages
+	utrades []UserTrade   // my-trades pages
 	bids    []core.PriceLevel
 	asks    []core.PriceLevel
 	trades  []Trade
@@ -140,6 +155,7 @@ func NewServer(cfg ServerConfig) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.archiveWait = historyArchiveWait
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}

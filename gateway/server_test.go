@@ -461,6 +461,12 @@ func (a mapArchive) Order(id core.OrderID) (OrderRecord, bool, error) {
 	return r, ok, nil
 }
 
+func (a mapArchive) PersistedSeq() core.Seq { return 0 }
+func (a mapArchive) Orders(_ HistoryQuery, dst []OrderRecord) ([]OrderRecord, error) {
+	return dst, nil
+}
+func (a mapArchive) Trades(_ HistoryQuery, dst []UserTrade) ([]UserTrade, error) { return dst, nil }
+
 func TestArchiveFallback(t *testing.T) {
 	arch := mapArchive{77: {ID: 77, User: 5, Market: 2, Side: core.Buy, Type: core.Limit, TIF: core.GTC,
 		Status: core.StatusFilled, Price: 3000_000000, Qty: 1_0000_0000, Filled: 1_0000_0000}}

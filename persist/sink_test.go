@@ -163,9 +163,9 @@ func TestSinkTableIndexes(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"core_checkpoint.core_checkpoint_pkey", "orders.orders_pkey",
-		"trades.trades_maker_order_idx", "trades.trades_pkey", "trades.trades_taker_order_idx",
-		"wal_events.wal_events_pkey"}
+	want := []string{"core_checkpoint.core_checkpoint_pkey", "orders.orders_pkey", "orders.orders_user_idx",
+		"trades.trades_maker_order_idx", "trades.trades_maker_user_idx", "trades.trades_pkey",
+		"trades.trades_taker_order_idx", "trades.trades_taker_user_idx", "wal_events.wal_events_pkey"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("indexes of the sink tables:\n got %v\nwant %v", got, want)
 	}

@@ -67,6 +67,11 @@ type Config struct {
 	// InvariantInterval is the period of the conservation check (MON-003)
 	// (--invariant-interval; 0 = only on GET /admin/v1/invariants).
 	InvariantInterval time.Duration
+
+	// HistoryWindow is how many finished orders and trades the server keeps
+	// in memory for GET /order/{id}, the order history and my-trades; older
+	// ones are read from Postgres (--history-window, 1..gateway.MaxFinishedOrders).
+	HistoryWindow int
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -153,6 +158,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.IntVar(&cfg.TransferPerDay, "transfer-per-day", 100, "internal transfers per user per UTC day (0 = no limit)")
 	fs.BoolVar(&cfg.TransferBatching, "transfer-batching", true, "run the Postgres steps of concurrent internal transfers in shared transactions")
 	fs.DurationVar(&cfg.InvariantInterval, "invariant-interval", 10*time.Second, "period of the FUNDING+SPOT conservation check (0 = on request only)")
+	fs.IntVar(&cfg.HistoryWindow, "history-window", gateway.MaxFinishedOrders, "finished orders and trades kept in memory for the order history; older ones come from Postgres")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -171,6 +177,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	}
 	if cfg.DataDir == "" {
 		return Config{}, usageError{errors.New("--data-dir must not be empty")}
+	}
+	if cfg.HistoryWindow < 1 || cfg.HistoryWindow > gateway.MaxFinishedOrders {
+		return Config{}, usageError{fmt.Errorf("--history-window must be in 1..%d", gateway.MaxFinishedOrders)}
 	}
 	if cfg.TransferStaleAfter <= 0 || cfg.TransferPerSecond < 0 || cfg.TransferPerDay < 0 || cfg.InvariantInterval < 0 {
 		return Config{}, usageError{errors.New("--transfer-stale-after must be > 0; --transfer-rate-per-second, --transfer-per-day and --invariant-interval must be >= 0")}

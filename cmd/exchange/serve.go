@@ -53,7 +53,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m := newMetrics()
-	hist := &gateway.History{}
+	hist := &gateway.History{Window: cfg.HistoryWindow}
 
 	var (
 		pool *pgxpool.Pool
@@ -150,7 +150,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		pgh := newPGHealth(pool)
 		sinkWG.Go(func() { pgh.run(sinkCtx) })
 		scfg.Degraded = pgh.degraded
-		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated}
+		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated, persisted: sink.PersistedSeqCached}
 		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log); err != nil {
 			stopSink()
 			sinkWG.Wait()
