@@ -110,8 +110,8 @@ type Server struct {
 	// archiveWait bounds the wait for the archive to catch up
 	// (historyArchiveWait; tests shorten it).
 	archiveWait time.Duration
-	archive OrderArchive
-	now     func() time.Time
+	archive     OrderArchive
+	now         func() time.Time
 	// transfers and faults are optional (nil: their routes do not exist).
 	transfers TransferService
 	faults    FaultInjector
