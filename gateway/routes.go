@@ -84,6 +84,7 @@ var routes = []route{
 	mkRoute("GET", "/api/v1/trades/{market}", (*Server).trades),
 	mkRoute("GET", "/api/v1/balances", (*Server).balances),
 	mkRoute("POST", "/admin/v1/adjust", (*Server).adjust),
+	mkRoute("GET", "/admin/v1/fees", (*Server).fees),
 	mkRoute("POST", "/admin/v1/markets/{market}/halt", (*Server).halt),
 	mkRoute("POST", "/admin/v1/markets/{market}/resume", (*Server).resume),
 	mkRoute("POST", "/admin/v1/accounts/{user_id}/status", (*Server).accountStatus),

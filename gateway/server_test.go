@@ -173,6 +173,15 @@ func TestOrderLifecycle(t *testing.T) {
 	if sum := h.balance(1, usdt).Avail + h.balance(2, usdt).Avail + h.balance(0, usdt).Avail; sum != 1_000_000_000000 {
 		t.Fatalf("USDT not conserved: %d", sum)
 	}
+	// An admin reads the fee account (issue 20): every asset, as decimals.
+	fees := h.ok("GET", "/admin/v1/fees", h.admin, "")
+	fl := list(t, fees["fees"])
+	if num(t, fees["user_id"]) != 0 || len(fl) != 3 || obj(t, fl[0])["asset"] != "USDT" ||
+		obj(t, fl[0])["available"] != FormatUnits(int64(h.balance(0, usdt).Avail), 6) || h.balance(0, usdt).Avail == 0 ||
+		obj(t, fl[1])["asset"] != "BTC" || obj(t, fl[1])["available"] != "0.00000000" {
+		t.Fatalf("fees %v", fees)
+	}
+	h.fails("GET", "/admin/v1/fees", u1, "", 403, CodeForbidden)
 }
 
 func TestDuplicateClientOrderID(t *testing.T) {

@@ -115,6 +115,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if n, err := installConfig(pl, cfg); err != nil {
 		_ = pl.Close()
 		return err
+	} else if err := writeNames(cfg.DataDir, cfg); err != nil {
+		_ = pl.Close()
+		return fmt.Errorf("exchange: %w", err)
 	} else if n > 0 {
 		log.Info("exchange: default config installed", "assets", len(cfg.Assets), "markets", n, "config_file", cfg.ConfigFile)
 	}
