@@ -41,6 +41,7 @@ fuzz:
 	$(GO) test ./journal -run '^$$' -fuzz '^FuzzDecodeEnvelope$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzParseUnits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzHistoryQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bench -run '^$$' -fuzz '^FuzzFrameResponse$$' -fuzztime $(FUZZTIME)
 
 ## bench: every scenario beside its ceiling (<= 10 min): bench-out/report.md, report.json, plots

@@ -10,6 +10,7 @@ package gateway
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"sync"
 	"testing"
@@ -325,4 +326,53 @@ func TestOrderHistoryWithoutArchive(t *testing.T) {
 	if !slices.Equal(got, ids) {
 		t.Fatalf("got %v, want %v", got, ids)
 	}
+}
+
+// FuzzHistoryQuery: any values of the order history's and my-trades' query
+// parameters (status, market, limit, cursor, start_time, end_time) are
+// either answered 200 with at most MaxListLimit items, or refused 400
+// INVALID_PARAMETER / INVALID_MARKET; never anything else.
+func FuzzHistoryQuery(f *testing.F) {
+	f.Add("all", "BTC-USDT", "2", "", "", "")
+	f.Add("open", "", "1000", "3", "1700000000000", "1700000000001")
+	f.Add("EXPIRED", "ETH-USDT", "0", "-1", "99999999999999999999", "9223372036854")
+	f.Add("x", "DOGE", "1\x00", "01", " 1", "+5")
+	h := newHarness(f)
+	h.fund(1, "BTC", "10")
+	tok := h.token(1)
+	for i := range 5 {
+		o := h.ok("POST", "/api/v1/order", tok, orderBody("side", "SELL", "price", fmt.Sprint(50000+i), "quantity", "0.01"))
+		if i%2 == 0 {
+			h.ok("DELETE", "/api/v1/order/"+itoa(int64(num(f, o["order_id"]))), tok, "")
+		}
+	}
+	f.Fuzz(func(t *testing.T, status, market, limit, cursor, start, end string) {
+		h.t = t // the harness reports on the current input
+		q := url.Values{}
+		for k, v := range map[string]string{"status": status, "market": market, "limit": limit, "cursor": cursor,
+			"start_time": start, "end_time": end} {
+			if v != "" {
+				q.Set(k, v)
+			}
+		}
+		for _, path := range []string{"/api/v1/orders?", "/api/v1/my-trades?"} {
+			st, out := h.do("GET", path+q.Encode(), tok, "")
+			switch st {
+			case 200:
+				key := "orders"
+				if path == "/api/v1/my-trades?" {
+					key = "trades"
+				}
+				if items, ok := out[key].([]any); !ok || len(items) > MaxListLimit {
+					t.Fatalf("%s%s: %v", path, q.Encode(), out)
+				}
+			case 400:
+				if c := out["code"]; c != CodeInvalidParameter && c != CodeInvalidMarket {
+					t.Fatalf("%s%s: 400 %v", path, q.Encode(), out)
+				}
+			default:
+				t.Fatalf("%s%s: %d %v", path, q.Encode(), st, out)
+			}
+		}
+	})
 }
