@@ -199,32 +199,42 @@ func (s *Server) postTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 // request, state UNKNOWN. Polling the req_id tells: the transfer, or
 // TRANSFER_NOT_FOUND, which then means nothing happened.
 func (s *Server) appendUnconfirmed(b []byte, t *transfer.Transfer) []byte {
-	b = append(b, `{"message":"transfer outcome unknown: the database did not confirm its record; poll GET /api/v1/internal_transfer/{req_id} (TRANSFER_NOT_FOUND there means nothing happened)","req_id":`...)
-	b = appendStr(b, t.ReqID)
-	b = append(b, `,"cid":`...)
-	b = appendNameOrNull(b, t.CID)
-	b = append(b, `,"user_id":`...)
-	b = appendUint(b, uint64(t.UserID))
-	b = append(b, `,"from":`...)
-	b = appendStr(b, string(t.From))
-	b = append(b, `,"to":`...)
-	b = appendStr(b, string(t.To))
-	if a, ok := s.reg.AssetByID(t.Asset); ok {
-		b = append(b, `,"asset":`...)
-		b = appendStr(b, a.Symbol)
-		b = append(b, `,"amount":`...)
-		b = appendUnitsStr(b, int64(t.Amount), a.Scale)
-	}
+	b = append(b, `{"message":"transfer outcome unknown: the database did not confirm its record; poll GET /api/v1/internal_transfer/{req_id} (TRANSFER_NOT_FOUND there means nothing happened)",`...)
+	b = s.appendTransferRequest(b, t)
 	return append(b, `,"state":"UNKNOWN","state_id":null}`...)
 }
 
 // appendTransferFields writes the members of a transfer (spec §8.2 and
 // more) without braces.
 func (s *Server) appendTransferFields(b []byte, t *transfer.Transfer) []byte {
-	a, ok := s.reg.AssetByID(t.Asset)
 	b = append(b, `"transfer_id":`...)
 	b = strconv.AppendInt(b, t.TransferID, 10)
-	b = append(b, `,"req_id":`...)
+	b = append(b, ',')
+	b = s.appendTransferRequest(b, t)
+	b = append(b, `,"state":`...)
+	b = appendStr(b, t.State.String())
+	b = append(b, `,"state_id":`...)
+	b = strconv.AppendInt(b, int64(t.State), 10)
+	b = append(b, `,"retry_count":`...)
+	b = strconv.AppendInt(b, int64(t.RetryCount), 10)
+	b = append(b, `,"error_message":`...)
+	b = appendNameOrNull(b, t.ErrorMessage)
+	if t.State == transfer.Failed || t.State == transfer.RolledBack {
+		b = append(b, `,"failure_code":`...)
+		b = appendStr(b, transfer.FailureCode(*t))
+	}
+	b = append(b, `,"created_at":`...)
+	b = appendStr(b, t.CreatedAt.UTC().Format(time.RFC3339Nano))
+	b = append(b, `,"updated_at":`...)
+	b = appendStr(b, t.UpdatedAt.UTC().Format(time.RFC3339Nano))
+	return b
+}
+
+// appendTransferRequest writes what the transfer was asked to do: req_id,
+// cid, user_id, from, to, asset, amount (members, no braces).
+func (s *Server) appendTransferRequest(b []byte, t *transfer.Transfer) []byte {
+	a, ok := s.reg.AssetByID(t.Asset)
+	b = append(b, `"req_id":`...)
 	b = appendStr(b, t.ReqID)
 	b = append(b, `,"cid":`...)
 	b = appendNameOrNull(b, t.CID)
@@ -244,22 +254,6 @@ func (s *Server) appendTransferFields(b []byte, t *transfer.Transfer) []byte {
 		b = append(b, `,"amount":`...)
 		b = appendStr(b, strconv.FormatInt(int64(t.Amount), 10))
 	}
-	b = append(b, `,"state":`...)
-	b = appendStr(b, t.State.String())
-	b = append(b, `,"state_id":`...)
-	b = strconv.AppendInt(b, int64(t.State), 10)
-	b = append(b, `,"retry_count":`...)
-	b = strconv.AppendInt(b, int64(t.RetryCount), 10)
-	b = append(b, `,"error_message":`...)
-	b = appendNameOrNull(b, t.ErrorMessage)
-	if t.State == transfer.Failed || t.State == transfer.RolledBack {
-		b = append(b, `,"failure_code":`...)
-		b = appendStr(b, transfer.FailureCode(*t))
-	}
-	b = append(b, `,"created_at":`...)
-	b = appendStr(b, t.CreatedAt.UTC().Format(time.RFC3339Nano))
-	b = append(b, `,"updated_at":`...)
-	b = appendStr(b, t.UpdatedAt.UTC().Format(time.RFC3339Nano))
 	return b
 }
 

@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
@@ -23,21 +21,7 @@ import (
 func newProxiedHarness(t *testing.T) (*harness, *pgtest.Proxy) {
 	t.Helper()
 	proxy := pgtest.NewProxy(t, pgtest.NewDB(t))
-	cfg, err := pgxpool.ParseConfig(proxy.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := persist.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, pool: pool, store: NewStore(pool), funding: NewFunding(pool), spot: NewFakeSpot(), crit: &critCounter{}}
-	h.fundF, h.spotF = NewFaulty(h.funding), NewFaulty(h.spot)
+	h := newHarnessOn(t, migratedPoolAt(t, proxy.URL(), 8))
 	h.coord = h.newCoordinator(func(c *Config) { c.CallTimeout, c.SettleWait = time.Second, 300*time.Millisecond })
 	return h, proxy
 }
