@@ -202,13 +202,15 @@ func (s *Server) notOpen(ctx *fasthttp.RequestCtx, st *reqState, id core.OrderID
 
 // lookupOrder loads the caller's order id into st.rec (its fills copied to
 // st.fills): a live order from the core (authoritative) with History's
-// fills, else a finished one from History, else from the Archive. Another
-// user's order is reported as not found.
+// fills, else a finished one from History, else from the Archive — only
+// for an id below History's floor: above it, an order History does not
+// hold does not exist. Another user's order is reported as not found.
 func (s *Server) lookupOrder(st *reqState, id core.OrderID) (bool, *APIError) {
 	user := core.UserID(st.claims.UserID)
-	found, known := false, false // known: the core or History holds it (whoever owns it)
+	found, known := false, false // known: the core or History holds it (whoever owns it), or it does not exist
 	st.fills = st.fills[:0]
 	err := s.backend.Read(func(p *core.Processor, h *History) error {
+		known = h.floorSet && id >= h.floor
 		hr, inHist := h.Order(id)
 		if o, ok := p.Order(id); ok {
 			known = true
