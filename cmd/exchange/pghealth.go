@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -15,18 +16,17 @@ const (
 	pgPingTimeout  = time.Second
 )
 
-// pgHealth pings Postgres every pgPingInterval and keeps the last outcome.
+// pgHealth pings Postgres every pgPingInterval and keeps the outcome; it
+// logs each change (the error's detail goes to the log, never to the
+// unauthenticated /health).
 type pgHealth struct {
 	pool *pgxpool.Pool
-	last atomic.Pointer[string] // the last ping's error; nil after a success
+	log  *slog.Logger
+	up   atomic.Bool
+	seen atomic.Bool // reached at least once
 }
 
-func newPGHealth(pool *pgxpool.Pool) *pgHealth {
-	h := &pgHealth{pool: pool}
-	msg := "not reached yet"
-	h.last.Store(&msg)
-	return h
-}
+func newPGHealth(pool *pgxpool.Pool, log *slog.Logger) *pgHealth { return &pgHealth{pool: pool, log: log} }
 
 // run pings until ctx ends.
 func (h *pgHealth) run(ctx context.Context) {
@@ -39,12 +39,14 @@ func (h *pgHealth) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if err != nil {
-			msg := err.Error()
-			h.last.Store(&msg)
-		} else {
-			h.last.Store(nil)
+		switch up := err == nil; {
+		case up && !h.up.Load():
+			h.log.Info("postgres: reachable")
+		case !up && (h.up.Load() || !h.seen.Load()):
+			h.log.Warn("postgres: unreachable; FUNDING, internal transfers and the order archive wait for it", "err", err)
 		}
+		h.up.Store(err == nil)
+		h.seen.Store(true)
 		select {
 		case <-ctx.Done():
 			return
@@ -53,10 +55,13 @@ func (h *pgHealth) run(ctx context.Context) {
 	}
 }
 
-// degraded is gateway.ServerConfig.Degraded: why Postgres is not serving.
+// degraded is gateway.ServerConfig.Degraded.
 func (h *pgHealth) degraded() []string {
-	if p := h.last.Load(); p != nil {
-		return []string{"postgres: " + *p + " (FUNDING, internal transfers and the order archive are unavailable; trading continues)"}
+	switch {
+	case h.up.Load():
+		return nil
+	case !h.seen.Load():
+		return []string{"postgres: not reached yet"}
 	}
-	return nil
+	return []string{"postgres: unreachable (FUNDING, internal transfers and the order archive are unavailable; trading continues)"}
 }

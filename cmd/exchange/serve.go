@@ -150,7 +150,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Observer: m, Metrics: m.handler(), Ready: ready}
 	var xfers *transfers
 	if pool != nil {
-		pgh := newPGHealth(pool)
+		pgh := newPGHealth(pool, log)
 		sinkWG.Go(func() { pgh.run(sinkCtx) })
 		scfg.Degraded = pgh.degraded
 		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated, persisted: sink.PersistedSeqCached}
