@@ -20,12 +20,13 @@ run: build
 ## core has no goroutines (core/purity_test.go forbids sync and go statements), so its
 ## tests run without the race detector (test-long keeps it), in one process beside
 ## everything else from the start: the -short suite, then the 1M-command determinism
-## run (TestPropertyRandomStream, -tags invariants). Being CPU-bound, it fills the cores
-## the package tests leave idle (waiting on servers, fsyncs and links).
+## run (TestPropertyRandomStream, -tags invariants). It runs at the lowest priority
+## (nice 19): it takes the CPU the package tests leave idle (waiting on servers, fsyncs
+## and links) and does not slow their timed parts.
 RACE_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/ubscore/core$$')
 test:
-	@log=$$(mktemp); { $(GO) test -short -tags invariants -skip '^TestPropertyRandomStream$$' ./core && \
-	   $(GO) test -tags invariants -count 1 -run '^TestPropertyRandomStream$$' -timeout 9m ./core; } > $$log 2>&1 & p=$$!; \
+	@log=$$(mktemp); { nice -n 19 $(GO) test -short -tags invariants -skip '^TestPropertyRandomStream$$' ./core && \
+	   nice -n 19 $(GO) test -tags invariants -count 1 -run '^TestPropertyRandomStream$$' -timeout 9m ./core; } > $$log 2>&1 & p=$$!; \
 	 $(GO) vet $(PKGS) || r=1; \
 	 [ -n "$$r" ] || $(GO) test -race -short -tags invariants -timeout 9m $(RACE_PKGS) || r=1; \
 	 echo "# bench-quick (bench all --quick), checked like the tiny profile"; \
