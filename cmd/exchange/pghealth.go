@@ -26,7 +26,9 @@ type pgHealth struct {
 	seen atomic.Bool // reached at least once
 }
 
-func newPGHealth(pool *pgxpool.Pool, log *slog.Logger) *pgHealth { return &pgHealth{pool: pool, log: log} }
+func newPGHealth(pool *pgxpool.Pool, log *slog.Logger) *pgHealth {
+	return &pgHealth{pool: pool, log: log}
+}
 
 // run pings until ctx ends.
 func (h *pgHealth) run(ctx context.Context) {
