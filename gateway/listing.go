@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"math"
 	"net/http"
 	"slices"
@@ -212,15 +213,8 @@ func (s *Server) openOrders(q *HistoryQuery, st *reqState) *APIError {
 	return nil
 }
 
-func cmpDesc(a, b uint64) int {
-	switch {
-	case a > b:
-		return -1
-	case a < b:
-		return 1
-	}
-	return 0
-}
+// cmpDesc orders ids newest (largest) first.
+func cmpDesc(a, b uint64) int { return cmp.Compare(b, a) }
 
 // orderHistory loads a page of the caller's orders into st.recs: those
 // above History's floor from memory, then, if the page is not full, older
