@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
@@ -107,4 +111,11 @@ func TestE2EOrderHistory(t *testing.T) {
 	s = e2eStart(t, dir, pg, flags...)
 	check("after a restart")
 	s.Stop()
+	// The data dir names its instruments for tools that read it (replay state).
+	var names gateway.Names
+	if b, err := os.ReadFile(filepath.Join(dir, "instruments.json")); err != nil || json.Unmarshal(b, &names) != nil ||
+		len(names.Markets) != 2 || names.Markets[0].Symbol != "BTC-USDT" || names.Markets[0].Base != "BTC" ||
+		len(names.Assets) != 3 || names.Assets[0].Symbol != "USDT" || names.Assets[0].Scale != 6 {
+		t.Fatalf("instruments.json: %+v %v", names, err)
+	}
 }

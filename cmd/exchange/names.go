@@ -5,46 +5,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/ubscore/ubscore/gateway"
 )
 
-// namesFileName is the data dir's record of the instruments in effect:
-// asset and market names and scales by id, in a subset of the --config
-// format. The WAL holds ids only; tools that read a data dir on their own
-// (cmd/replay state) take the names from here. Rewritten at every start.
+// namesFileName is the data dir's record of the instruments in effect
+// (gateway.Names: asset and market names and scales by id, a subset of the
+// --config format). The WAL holds ids only; tools that read a data dir on
+// their own (cmd/replay state) take the names from here. Rewritten at
+// every start.
 const namesFileName = "instruments.json"
 
-type namesFile struct {
-	Assets  []namesAsset  `json:"assets"`
-	Markets []namesMarket `json:"markets"`
-}
-
-type namesAsset struct {
-	Symbol string `json:"symbol"`
-	ID     uint32 `json:"id"`
-	Scale  uint8  `json:"scale"`
-}
-
-type namesMarket struct {
-	Symbol string `json:"symbol"`
-	ID     uint32 `json:"id"`
-	Base   string `json:"base"`
-	Quote  string `json:"quote"`
-}
-
-// writeNames replaces <dataDir>/instruments.json with cfg's instruments
+// writeNames replaces <dataDir>/instruments.json with reg's instruments
 // (a synced temp file renamed into place).
-func writeNames(dataDir string, cfg Config) error {
-	var f namesFile
-	sym := map[uint32]string{}
-	for _, a := range cfg.Assets {
-		f.Assets = append(f.Assets, namesAsset{Symbol: a.Symbol, ID: uint32(a.ID), Scale: a.Scale})
-		sym[uint32(a.ID)] = a.Symbol
-	}
-	for _, m := range cfg.Markets {
-		f.Markets = append(f.Markets, namesMarket{Symbol: m.Symbol, ID: uint32(m.ID),
-			Base: sym[uint32(m.Cfg.Base)], Quote: sym[uint32(m.Cfg.Quote)]})
-	}
-	b, err := json.MarshalIndent(f, "", "  ")
+func writeNames(dataDir string, reg *gateway.Registry) error {
+	b, err := json.MarshalIndent(reg.Names(), "", "  ")
 	if err != nil {
 		return err
 	}
@@ -53,16 +28,10 @@ func writeNames(dataDir string, cfg Config) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", namesFileName, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", namesFileName, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
+	_, werr := tmp.Write(append(b, '\n'))
+	serr := tmp.Sync()
+	if err := tmp.Close(); werr != nil || serr != nil || err != nil {
+		return fmt.Errorf("write %s: %v %v %v", namesFileName, werr, serr, err)
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return err

@@ -115,7 +115,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if n, err := installConfig(pl, cfg); err != nil {
 		_ = pl.Close()
 		return err
-	} else if err := writeNames(cfg.DataDir, cfg); err != nil {
+	} else if err := writeNames(cfg.DataDir, reg); err != nil {
 		_ = pl.Close()
 		return fmt.Errorf("exchange: %w", err)
 	} else if n > 0 {

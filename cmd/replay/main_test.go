@@ -266,7 +266,7 @@ func TestState(t *testing.T) {
 		}
 	}
 	// Without names: ids, raw units (and a note on stderr).
-	raw := &names{assets: map[core.AssetID]nameAsset{}, markets: map[core.MarketID]nameMarket{}}
+	raw := &names{assets: map[core.AssetID]gateway.NamedAsset{}, markets: map[core.MarketID]gateway.NamedMarket{}}
 	code, out, errs := runReplay(t, "state", "--json", "--data", dir, "--to", strconv.Itoa(at), "--user", strconv.Itoa(int(user)))
 	if code != exitOK || !strings.Contains(errs, "instruments.json") {
 		t.Fatalf("state --user: exit %d: %s", code, errs)

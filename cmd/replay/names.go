@@ -18,28 +18,15 @@ import (
 // start) or a --config file of the exchange (the same format, more fields).
 // Without either, names are "#id" and amounts stay in raw units.
 type names struct {
-	assets  map[core.AssetID]nameAsset
-	markets map[core.MarketID]nameMarket
+	assets  map[core.AssetID]gateway.NamedAsset
+	markets map[core.MarketID]gateway.NamedMarket
 	source  string // the file read, "" if none
-}
-
-type nameAsset struct {
-	Symbol string       `json:"symbol"`
-	ID     core.AssetID `json:"id"`
-	Scale  uint8        `json:"scale"`
-}
-
-type nameMarket struct {
-	Symbol string        `json:"symbol"`
-	ID     core.MarketID `json:"id"`
-	Base   string        `json:"base"`
-	Quote  string        `json:"quote"`
 }
 
 // loadNames reads file, or <data>/instruments.json when file is "" (its
 // absence is not an error then: the names are ids).
 func loadNames(data, file string) (*names, error) {
-	n := &names{assets: map[core.AssetID]nameAsset{}, markets: map[core.MarketID]nameMarket{}}
+	n := &names{assets: map[core.AssetID]gateway.NamedAsset{}, markets: map[core.MarketID]gateway.NamedMarket{}}
 	path := file
 	if path == "" {
 		path = filepath.Join(data, "instruments.json")
@@ -51,10 +38,7 @@ func loadNames(data, file string) (*names, error) {
 	if err != nil {
 		return nil, err
 	}
-	var f struct {
-		Assets  []nameAsset  `json:"assets"`
-		Markets []nameMarket `json:"markets"`
-	}
+	var f gateway.Names // the --config format has these fields too (and more)
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
