@@ -18,6 +18,7 @@ import (
 // joins the two without a gap or a repeat, and the listing agrees with GET
 // /order/{id}, before and after a restart (History rebuilt from the WAL).
 func TestE2EOrderHistory(t *testing.T) {
+	t.Parallel() // waits on servers and Postgres more than it computes
 	pg := pgtest.NewDB(t)
 	dir := t.TempDir()
 	flags := []string{"--history-window", "3"}

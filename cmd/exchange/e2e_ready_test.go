@@ -16,6 +16,7 @@ import (
 // /health as "degraded" with the reason and never drops readiness, and
 // trading goes on through it.
 func TestE2EReadyWaitsForPostgres(t *testing.T) {
+	t.Parallel() // waits on servers and Postgres more than it computes
 	proxy := pgtest.NewProxy(t, pgtest.NewDB(t))
 	proxy.Down()
 	s := e2eLaunch(t, t.TempDir(), proxy.URL())

@@ -105,6 +105,7 @@ func find(recs []map[string]any, msg string) map[string]any {
 // The `make run` path: no Postgres flag or variable, so a private cluster
 // under <data-dir>/pg when the host has PostgreSQL binaries.
 func TestExchangeStartStopRecover(t *testing.T) {
+	t.Parallel() // waits on servers and Postgres more than it computes
 	bin, dir := e2eBinary(t), t.TempDir()
 	env := cleanEnv()
 	first, out1 := runUntilReady(t, bin, env, "--data-dir", dir)
@@ -160,6 +161,7 @@ func TestExchangeStartStopRecover(t *testing.T) {
 // A secret given by flag or environment never appears in the output, nor
 // does a Postgres password.
 func TestStartupLogsNoSecrets(t *testing.T) {
+	t.Parallel() // waits on servers and Postgres more than it computes
 	bin := e2eBinary(t)
 	const flagSecret = "flag-secret-0123456789abcdef0123456789abcdef"
 	const envSecret = "env-secret-0123456789abcdef0123456789abcdef"

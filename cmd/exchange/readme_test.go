@@ -28,6 +28,7 @@ import (
 // machine. Every answer must match the "# =>" line the README shows under
 // its call ("…" stands for any value).
 func TestReadmeWalkthrough(t *testing.T) {
+	t.Parallel() // waits on servers and Postgres more than it computes
 	for _, tool := range []string{"make", "bash", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed", tool)
