@@ -22,14 +22,23 @@ chain-node:
 	@if command -v npm >/dev/null; then npm ci --prefix testdata/chain --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: the anvil-backed tests will skip (CI=1: fail)"; fi
 
-## test: the default suite, race detector on, -short, under 10 minutes on 2 cores
+## test: the default suite, race detector on, -short, under 10 minutes on 2 cores.
+## core has no goroutines (core/purity_test.go forbids sync and go statements), so its
+## tests run without the race detector (test-long keeps it), in one process beside
+## everything else from the start: the -short suite, then the 1M-command determinism
+## run (TestPropertyRandomStream, -tags invariants). It runs at the lowest priority
+## (nice 19): it takes the CPU the package tests leave idle (waiting on servers, fsyncs
+## and links) and does not slow their timed parts.
+RACE_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/ubscore/core$$')
 test: chain-node
-	$(GO) vet $(PKGS)
-	$(GO) test -race -short -tags invariants -timeout 9m $(PKGS)
-	# the 1M-command determinism property run (no race detector: ~1 min)
-	$(GO) test -tags invariants -count 1 -run '^TestPropertyRandomStream$$' -timeout 5m ./core
-	# bench-quick (bench all --quick), checked like the tiny profile: ~1 min
-	UBS_BENCH_QUICK_TEST=1 $(GO) test -count 1 -run '^TestAllQuick$$' -timeout 5m ./cmd/bench
+	@log=$$(mktemp); { nice -n 19 $(GO) test -short -tags invariants -skip '^TestPropertyRandomStream$$' ./core && \
+	   nice -n 19 $(GO) test -tags invariants -count 1 -run '^TestPropertyRandomStream$$' -timeout 9m ./core; } > $$log 2>&1 & p=$$!; \
+	 $(GO) vet $(PKGS) || r=1; \
+	 [ -n "$$r" ] || $(GO) test -race -short -tags invariants -timeout 9m $(RACE_PKGS) || r=1; \
+	 echo "# bench-quick (bench all --quick), checked like the tiny profile"; \
+	 [ -n "$$r" ] || UBS_BENCH_QUICK_TEST=1 $(GO) test -count 1 -run '^TestAllQuick$$' -timeout 5m ./cmd/bench || r=1; \
+	 echo "# core without the race detector, then the 1M-command determinism run (started first)"; \
+	 wait $$p || r=1; cat $$log; rm -f $$log; exit $${r:-0}
 
 ## test-long: the long suites (1M-command determinism, many crash rounds, the 1,000-tx leader-kill soak)
 test-long: chain-node
@@ -44,6 +53,7 @@ fuzz:
 	$(GO) test ./journal -run '^$$' -fuzz '^FuzzDecodeEnvelope$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzParseUnits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzHistoryQuery$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bench -run '^$$' -fuzz '^FuzzFrameResponse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./persist/chaintx/evm -run '^$$' -fuzz '^FuzzParseAddress$$' -fuzztime $(FUZZTIME)
 

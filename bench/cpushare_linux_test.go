@@ -8,16 +8,23 @@ import (
 	"time"
 )
 
-// TestSampleCPU: burning 200 ms of CPU in this process shows in its own
-// clock and in the machine's busy time.
+// TestSampleCPU: burning CPU in this process shows in its own clock and in
+// the machine's busy time. It spins until its own clock has moved 20 ticks
+// (bounded), not for a fixed wall time: on a busy machine 200 ms of wall
+// time may be much less CPU.
 func TestSampleCPU(t *testing.T) {
 	a, err := sampleCPU(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := 0
-	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
-		x++
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+		for range 1 << 20 {
+			x++
+		}
+		if _, self, err := readProcStat("self"); err != nil || self-a.self >= 20 {
+			break
+		}
 	}
 	b, err := sampleCPU(os.Getpid())
 	if err != nil {

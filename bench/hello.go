@@ -61,10 +61,10 @@ func appendHelloAnswer(b []byte, o *helloOrder, id int64) []byte {
 	b = append(b, `","filled_quantity":"`...)
 	if o.Side != "BUY" {
 		b = appendScaled(b, "0", 8)
-		return append(b, `","status":"NEW","fills":[]}`...)
+		return append(b, `","status":"NEW","time":1795575839797,"fills":[]}`...)
 	}
 	b = appendScaled(b, o.Quantity, 8)
-	b = append(b, `","status":"FILLED","fills":[{"trade_id":`...)
+	b = append(b, `","status":"FILLED","time":1795575839797,"fills":[{"trade_id":`...)
 	b = strconv.AppendInt(b, id/2, 10)
 	b = append(b, `,"price":"`...)
 	b = appendScaled(b, o.Price, 6)

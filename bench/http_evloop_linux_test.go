@@ -260,15 +260,23 @@ func TestEvloopOpenLoopRate(t *testing.T) {
 	addr := serve(t, &fasthttp.Server{Handler: func(*fasthttp.RequestCtx) {}})
 	cfg := evCfg(addr, 8)
 	cfg.Rate, cfg.Duration, cfg.Warmup = 2000, 500*time.Millisecond, 50*time.Millisecond
-	res := mustRun(t, cfg)
-	if res.Errors != 0 || res.RPS < 0.93*cfg.Rate || res.RPS > 1.07*cfg.Rate || res.OfferedRPS != cfg.Rate {
+	// On a shared machine another process may take the CPU for part of a
+	// half-second run: a rate is shown by any of 3 runs (a generator that
+	// cannot keep it misses it every time).
+	keepsRate := func() {
+		t.Helper()
+		var res HTTPResult
+		for range 3 {
+			res = mustRun(t, cfg)
+			if res.Errors == 0 && res.RPS >= 0.93*cfg.Rate && res.RPS <= 1.07*cfg.Rate && res.OfferedRPS == cfg.Rate {
+				return
+			}
+		}
 		t.Fatalf("offered %.0f/s, result %+v", cfg.Rate, res)
 	}
+	keepsRate()
 	cfg.Threads = 1 // rawWait: the schedule's timeouts in a raw epoll_pwait2
-	res = mustRun(t, cfg)
-	if res.Errors != 0 || res.RPS < 0.93*cfg.Rate || res.RPS > 1.07*cfg.Rate || res.OfferedRPS != cfg.Rate {
-		t.Fatalf("offered %.0f/s, result %+v", cfg.Rate, res)
-	}
+	keepsRate()
 }
 
 // A run closes every socket and epoll instance it opened and ends every

@@ -139,3 +139,37 @@ func (s *Server) accountStatus(ctx *fasthttp.RequestCtx, st *reqState) *APIError
 	s.reply(ctx, st, http.StatusOK)
 	return nil
 }
+
+// GET /admin/v1/fees: the fee account (user 0), where every trade's maker
+// and taker fees are credited, per registered asset in id order:
+// {"user_id":0,"fees":[{"asset","available","frozen"}]} (decimal strings).
+func (s *Server) fees(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	if err := s.noBody(ctx, st); err != nil {
+		return err
+	}
+	var bal [core.MaxAssets + 1]core.Balance
+	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
+		for _, a := range s.reg.assets {
+			bal[a.ID] = p.BalanceOf(0, a.ID)
+		}
+		return nil
+	}); err != nil {
+		return s.backendError(err)
+	}
+	b := append(st.out[:0], `{"user_id":0,"fees":[`...)
+	for i, a := range s.reg.assets {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"asset":`...)
+		b = appendStr(b, a.Symbol)
+		b = append(b, `,"available":`...)
+		b = appendUnitsStr(b, int64(bal[a.ID].Avail), a.Scale)
+		b = append(b, `,"frozen":`...)
+		b = appendUnitsStr(b, int64(bal[a.ID].Frozen), a.Scale)
+		b = append(b, '}')
+	}
+	st.out = append(b, "]}"...)
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}

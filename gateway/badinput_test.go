@@ -109,7 +109,7 @@ func edgeCases() []badCase {
 		patch("modify off the lot", `{"quantity":"0.00001"}`, 400, "INVALID_QUANTITY"),
 		patch("modify unknown field", `{"side":"SELL"}`, 400, "UNKNOWN_FIELD"),
 		patch("modify numeric price", `{"price":50000}`, 400, "INVALID_FIELD_TYPE"),
-		patch("modify finished order", `{"price":"50000"}`, 404, "ORDER_NOT_FOUND"),
+		patch("modify finished order", `{"price":"50000"}`, 409, "ORDER_NOT_OPEN"),
 		// Adjust.
 		adj("adjust zero", `{"user_id":7,"asset":"USDT","amount":"0","ref":"z"}`, "INVALID_AMOUNT"),
 		adj("adjust minus zero", `{"user_id":7,"asset":"USDT","amount":"-0","ref":"z"}`, "INVALID_AMOUNT"),

@@ -17,7 +17,11 @@
 //     the endpoints; requests.go, jsonscan.go, jsonout.go: strict JSON in,
 //     allocation-free JSON out.
 //   - backend.go: the contract with the sequenced core (Submit, Read);
-//     history.go: bounded memory of recent trades and finished orders.
+//     history.go: bounded memory of recent trades and finished orders;
+//     history_user.go: each user's orders and trades in it, and the floors
+//     above which it holds all of them; listing.go: the order history and
+//     my-trades, from History above the floors and the OrderArchive
+//     (Postgres) below them, once it has caught up.
 //
 // Handlers never touch the core's processor: reads go through Backend.Read
 // (a replica that is answered only once durable), writes through

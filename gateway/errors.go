@@ -52,6 +52,11 @@ const (
 	CodeInvalidStatus      = "INVALID_STATUS"
 	CodeNothingToModify    = "NOTHING_TO_MODIFY"
 	CodeOrderNotFound      = "ORDER_NOT_FOUND"
+
+	// CodeOrderNotOpen (409): cancel or modify of the caller's order that is
+	// no longer open (FILLED, CANCELLED, EXPIRED); the answer carries the
+	// order as "order" beside code and message.
+	CodeOrderNotOpen = "ORDER_NOT_OPEN"
 )
 
 // APIError is a rejection a user can cause. The server writes it as HTTP Status

@@ -30,7 +30,8 @@ type fakeBackend struct {
 	busy    atomic.Bool // Submit answers ErrBusy
 	down    atomic.Bool // Submit and Read answer ErrUnavailable
 	submits atomic.Int64
-	brk     *BreakerLog // fed like the read view feeds it, when set
+	brk     *BreakerLog                             // fed like the read view feeds it, when set
+	tap     func(c *core.Command, evs []core.Event) // sees every applied command (under mu), e.g. an archive
 }
 
 func newFakeBackend(t testing.TB, reg *Registry) *fakeBackend {
@@ -67,6 +68,9 @@ func (b *fakeBackend) Submit(c *core.Command, dst []core.Event) ([]core.Event, e
 	b.h.Apply(&cc, evs)
 	if b.brk != nil {
 		b.brk.Apply(&cc, evs)
+	}
+	if b.tap != nil {
+		b.tap(&cc, evs)
 	}
 	return append(dst[:0], evs...), nil
 }
@@ -193,7 +197,14 @@ func (h *harness) fails(method, path, token, body string, status int, code strin
 	if st != status || out["code"] != code {
 		h.t.Fatalf("%s %s %.80s: got %d %v, want %d %s", method, path, body, st, out, status, code)
 	}
-	if msg, _ := out["message"].(string); msg == "" || len(out) != 2 {
+	n := 2
+	if code == CodeOrderNotOpen { // the one error that carries the order
+		n = 3
+		if _, ok := out["order"].(map[string]any); !ok {
+			h.t.Fatalf("%s %s: ORDER_NOT_OPEN without the order: %v", method, path, out)
+		}
+	}
+	if msg, _ := out["message"].(string); msg == "" || len(out) != n {
 		h.t.Fatalf("%s %s: error body must be exactly {code, message}: %v", method, path, out)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // Overall states of GET /health.
 const (
 	HealthHealthy   = "healthy"   // 200: ready, every registered market loaded and active
-	HealthDegraded  = "degraded"  // 200: serving, but a market is halted or not loaded
+	HealthDegraded  = "degraded"  // 200: serving, but a market is halted or not loaded, or a dependency is away (ServerConfig.Degraded)
 	HealthUnhealthy = "unhealthy" // 503: not ready, the core is halted or unreachable
 )
 
@@ -27,8 +27,10 @@ func (s *Server) live(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 // GET /health/ready: 503 until ServerConfig.Ready reports true (recovery
 // and the invariant check done): a load balancer's signal to send traffic.
 func (s *Server) readiness(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
-	if s.ready != nil && !s.ready() {
-		return Unavailable(CodeServiceUnavailable, "not ready")
+	if s.ready != nil && !s.ready() { // expected while starting: answered, not logged
+		st.out = appendError(st.out[:0], Unavailable(CodeServiceUnavailable, "not ready"))
+		s.reply(ctx, st, http.StatusServiceUnavailable)
+		return nil
 	}
 	st.out = append(st.out[:0], `{"status":"ready"}`...)
 	s.reply(ctx, st, http.StatusOK)
@@ -43,9 +45,10 @@ type marketHealth struct {
 	orders int32
 }
 
-// GET /health: {"status", "seq", "markets":[{"market","status","orders","book_loaded"}],
-// "history":{...}}. A market's status is ACTIVE, SUSPENDED, HALTED or
-// MISSING (in the registry, not in the core).
+// GET /health: {"status", "ready", "core_halted", "seq", "degraded":[reasons],
+// "markets":[{"market","status","orders","book_loaded"}], "history":{...}}.
+// A market's status is ACTIVE, SUSPENDED, HALTED or MISSING (in the registry,
+// not in the core).
 func (s *Server) health(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	var (
 		mh         = make([]marketHealth, len(s.reg.markets))
@@ -64,7 +67,14 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		seq, coreHalted, hs = p.LastSeq(), p.Halted(), h.Stats()
 		return nil
 	})
+	var reasons []string
+	if s.degrade != nil {
+		reasons = s.degrade()
+	}
 	overall := HealthHealthy
+	if len(reasons) > 0 {
+		overall = HealthDegraded
+	}
 	for i := range mh {
 		if !mh[i].loaded || mh[i].status != core.MarketActive {
 			overall = HealthDegraded
@@ -81,7 +91,14 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	b = appendBool(b, coreHalted)
 	b = append(b, `,"seq":`...)
 	b = appendUint(b, uint64(seq))
-	b = append(b, `,"markets":[`...)
+	b = append(b, `,"degraded":[`...)
+	for i, r := range reasons {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendStr(b, r)
+	}
+	b = append(b, `],"markets":[`...)
 	for i := range mh {
 		if err != nil {
 			break

@@ -54,6 +54,7 @@ type Trade struct {
 type OrderRecord struct {
 	ID       core.OrderID
 	User     core.UserID
+	Time     int64 // unix ns of the command that placed it; 0 = unknown (Partial)
 	Market   core.MarketID
 	Side     core.Side
 	Type     core.OrderType
@@ -75,6 +76,11 @@ type OrderRecord struct {
 	// Fills in trade order. A slice returned by History aliases its memory:
 	// valid only inside the Backend.Read that returned it.
 	Fills []Fill
+
+	// older and newer link History's records of one user, by insertion
+	// (slot+1 of the neighbour, 0 = none); see History.users. Meaningless
+	// in a copy.
+	older, newer int32
 }
 
 // Live reports whether the order was still resting when last seen.
@@ -83,8 +89,11 @@ func (r *OrderRecord) Live() bool {
 }
 
 // History is the HTTP layer's bounded memory of what the core does not keep:
-// recent public trades per market, the fills of orders, and orders that are
-// no longer in the book (finished), so GET /order/{id} can still answer.
+// recent public trades per market, the fills of orders, orders that are no
+// longer in the book (finished), so GET /order/{id} can still answer, and
+// each user's orders and trades for the order history and my-trades
+// (history_user.go: every order and trade newer than a floor is here; older
+// ones come from the Archive).
 //
 // Concurrency: Apply and Seed mutate and must be called with exclusive
 // access — on the read-view goroutine under the view's write lock, in seq
@@ -109,6 +118,18 @@ type History struct {
 	fills int             // sum of len(Fills) over recs (<= MaxRetainedFills)
 
 	trades [core.MaxMarkets + 1]*tradeRing // allocated on a market's first trade
+
+	// Window is how many finished orders, and how many trades, History
+	// keeps for the order history (0: MaxFinishedOrders; at most that).
+	// Set it before the first Apply.
+	Window int
+
+	users    map[core.UserID]int32 // user -> slot+1 of their newest record; the list runs through older
+	floor    core.OrderID          // once floorSet: every order with id >= floor has its record here
+	floorSet bool                  // false: no order is known to be complete here (floor = infinity)
+	belowSeq core.Seq              // the archive must have persisted this seq before orders below floor are read from it
+	seq      core.Seq              // the seq of the command being applied
+	mine     tradeLog              // every user's recent trades
 }
 
 // tradeRing holds a market's last MaxTradesPerMarket trades.
@@ -132,6 +153,7 @@ func (h *History) Apply(c *core.Command, evs []core.Event) {
 	if len(evs) == 0 {
 		return
 	}
+	h.seq = c.Seq
 	// The new order is opened before its events are read, so its own trades
 	// (which come first) find it.
 	if res := &evs[len(evs)-1]; c.Kind == core.KindPlaceOrder && res.Kind == core.EvResult &&
@@ -190,15 +212,19 @@ func (h *History) Seed(p *core.Processor) {
 // open starts tracking a newly placed order.
 func (h *History) open(c *core.Command, id core.OrderID) {
 	if h.live >= MaxLiveOrders {
+		h.raiseFloor(id + 1) // not tracked: its history is the archive's
 		return
 	}
 	tif := c.TIF
 	if c.Type == core.Market {
 		tif = core.IOC
 	}
-	h.insert(OrderRecord{ID: id, User: c.User, Market: c.Market, Side: c.Side, Type: c.Type, TIF: tif,
+	h.insert(OrderRecord{ID: id, User: c.User, Time: c.Time, Market: c.Market, Side: c.Side, Type: c.Type, TIF: tif,
 		Status: core.StatusNew, Price: c.Price, Qty: c.Qty, QuoteQty: c.QuoteQty, ClientID: c.Key})
 	h.live++
+	if !h.floorSet { // the first order seen placed: every later id is seen placed too
+		h.floor, h.floorSet = id, true
+	}
 }
 
 // insert stores r in a free slot and indexes it.
@@ -217,6 +243,7 @@ func (h *History) insert(r OrderRecord) *OrderRecord {
 		*h.slot(i) = r
 	}
 	h.idx.put(r.ID, i)
+	h.link(i)
 	return h.slot(i)
 }
 
@@ -249,6 +276,7 @@ func (h *History) trade(e *core.Event) {
 	ring.buf[ring.next] = Trade{ID: e.TradeID, Time: e.Time, Price: e.Price, Qty: e.Qty, TakerSide: e.Side}
 	ring.next = (ring.next + 1) % MaxTradesPerMarket
 	ring.n = min(ring.n+1, MaxTradesPerMarket)
+	h.mine.add(e, h.window())
 
 	f := Fill{TradeID: e.TradeID, Time: e.Time, Price: e.Price, Qty: e.Qty, Maker: e.OrderID, Taker: e.OtherOrderID}
 	f.Fee = e.Fee // maker fee
@@ -260,6 +288,7 @@ func (h *History) trade(e *core.Event) {
 // addFill records f on a live order: its Filled always, the fill itself
 // within the bounds.
 func (h *History) addFill(id core.OrderID, f Fill) {
+	h.touch(id)
 	r := h.get(id)
 	if r == nil || !r.Live() {
 		return
@@ -283,6 +312,7 @@ func (h *History) addFill(id core.OrderID, f Fill) {
 }
 
 func (h *History) modified(e *core.Event) {
+	h.touch(e.OrderID)
 	r := h.get(e.OrderID)
 	if r == nil || !r.Live() {
 		return
@@ -293,6 +323,7 @@ func (h *History) modified(e *core.Event) {
 // finish moves an order to the finished records. An order History never saw
 // placed gets a Partial record built from the event alone.
 func (h *History) finish(e *core.Event, st core.OrderStatus) {
+	h.touch(e.OrderID)
 	r := h.get(e.OrderID)
 	switch {
 	case r == nil:
@@ -320,8 +351,8 @@ func (h *History) finish(e *core.Event, st core.OrderStatus) {
 			r.Qty = e.Qty // the filled part is added by Apply when the result says it
 		}
 	}
-	if len(h.done)-h.doneH >= MaxFinishedOrders {
-		h.evictFinished(func() bool { return len(h.done)-h.doneH < MaxFinishedOrders })
+	if w := h.window(); len(h.done)-h.doneH >= w {
+		h.evictFinished(func() bool { return len(h.done)-h.doneH < w })
 	}
 	h.done = append(h.done, r.ID)
 }
@@ -335,10 +366,12 @@ func (h *History) evictFinished(enough func() bool) {
 		h.doneH++
 		if i, ok := h.idx.get(id); ok {
 			h.fills -= len(h.slot(i).Fills)
+			h.unlink(i)
 			*h.slot(i) = OrderRecord{} // drops the Fills array for the GC
 			h.free = append(h.free, i)
 			h.idx.del(id)
 		}
+		h.raiseFloor(id + 1)
 	}
 	// Compact the queue once its dead head outweighs the live part.
 	if h.doneH > 1024 && h.doneH*2 > len(h.done) {

@@ -6,6 +6,7 @@ package gateway
 // Seed and Partial records cover orders placed before History started.
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -315,5 +316,102 @@ func TestHistorySeedAndPartial(t *testing.T) {
 		Price: 5000_000000, Qty: 10_000})
 	if r.h.Stats() != before {
 		t.Fatal("a rejected order was recorded")
+	}
+}
+
+// TestHistoryUserIndexAndFloors: on a random stream with a small window,
+// each user's list holds exactly their records, the orders History saw
+// placed in descending id order, and every order (trade) of a user at or
+// above the floor is there; the floors only rise.
+func TestHistoryUserIndexAndFloors(t *testing.T) {
+	s := seed(t)
+	rng := rand.New(rand.NewPCG(s, s>>2))
+	r := newHistoryRig(t)
+	r.h.Window = 50
+	for u := core.UserID(1); u <= 6; u++ {
+		for a := core.AssetID(1); a <= 3; a++ {
+			r.apply(core.Command{Kind: core.KindAdjust, User: u, Asset: a, Amount: 1 << 50, Key: core.Key{byte(u), byte(a), 'f'}})
+		}
+	}
+	orders := map[core.UserID][]core.OrderID{} // every order placed, by user, in id order
+	trades := map[core.UserID][]uint64{}       // every trade, by user (once per trade), in id order
+	var maxID core.OrderID
+	var last Floor
+	check := func() {
+		t.Helper()
+		fl := r.h.Floors()
+		if (fl.Order < last.Order && last.Order != core.OrderID(NoFloor)) || (fl.Trade < last.Trade && last.Trade != NoFloor) ||
+			fl.OrderSeq < last.OrderSeq || fl.TradeSeq < last.TradeSeq {
+			t.Fatalf("floors went down: %+v -> %+v", last, fl)
+		}
+		last = fl
+		total := 0
+		for u := core.UserID(1); u <= 6; u++ {
+			var got []core.OrderID
+			prev := core.OrderID(1<<63 - 1)
+			r.h.UserOrders(u, func(rec *OrderRecord) bool {
+				total++
+				if rec.User != u {
+					t.Fatalf("user %d's list holds order %d of user %d", u, rec.ID, rec.User)
+				}
+				if rec.ID >= fl.Order {
+					if rec.ID >= prev || rec.Partial || rec.Time == 0 {
+						t.Fatalf("user %d: order %d after %d (partial %v, time %d)", u, rec.ID, prev, rec.Partial, rec.Time)
+					}
+					prev = rec.ID
+					got = append(got, rec.ID)
+				}
+				return true
+			})
+			var want []core.OrderID
+			for i := len(orders[u]) - 1; i >= 0 && orders[u][i] >= fl.Order; i-- {
+				want = append(want, orders[u][i])
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("user %d above floor %d:\n got %v\nwant %v", u, fl.Order, got, want)
+			}
+			var gotT []uint64
+			r.h.UserTrades(u, func(tr *UserTrade) bool {
+				if tr.MakerUser != u && tr.TakerUser != u {
+					t.Fatalf("user %d's trades hold %+v", u, tr)
+				}
+				gotT = append(gotT, tr.ID)
+				return true
+			})
+			var wantT []uint64
+			for i := len(trades[u]) - 1; i >= 0 && trades[u][i] >= fl.Trade; i-- {
+				wantT = append(wantT, trades[u][i])
+			}
+			if fmt.Sprint(gotT) != fmt.Sprint(wantT) {
+				t.Fatalf("user %d trades above floor %d:\n got %v\nwant %v", u, fl.Trade, gotT, wantT)
+			}
+		}
+		st := r.h.Stats()
+		if total != st.LiveOrders+st.FinishedOrders {
+			t.Fatalf("the user lists hold %d records, History %+v", total, st)
+		}
+	}
+	for i := range 20_000 {
+		c := randomCommand(rng, maxID)
+		evs := r.apply(c)
+		for _, e := range evs {
+			if e.Kind == core.EvTrade {
+				trades[e.User] = append(trades[e.User], e.TradeID)
+				if e.OtherUser != e.User {
+					trades[e.OtherUser] = append(trades[e.OtherUser], e.TradeID)
+				}
+			}
+		}
+		if res := evs[len(evs)-1]; c.Kind == core.KindPlaceOrder && res.Code == core.OK && res.OrderID != 0 {
+			maxID = res.OrderID
+			orders[c.User] = append(orders[c.User], res.OrderID)
+		}
+		if i%500 == 0 {
+			check()
+		}
+	}
+	check()
+	if last.Order < 100 || last.Trade < 100 {
+		t.Fatalf("the window never moved the floors: %+v", last)
 	}
 }

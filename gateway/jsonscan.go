@@ -16,7 +16,7 @@ type jsonKind uint8
 const (
 	jsonString  jsonKind = iota + 1 // a JSON string; decimals travel as strings
 	jsonNumber                      // a JSON number (ids); the handler checks its form
-	jsonDecimal                     // a string or a number, read as a decimal's text (transfer amounts)
+	jsonDecimal                     // a string or a number, read as a decimal's text (spec 003's own paths only, which take numbers)
 	jsonBool                        // true or false (v.b is the literal)
 )
 

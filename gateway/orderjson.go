@@ -8,7 +8,7 @@ import "github.com/ubscore/ubscore/core"
 //	 "type":"LIMIT","time_in_force":"GTC","price":"50000.000000"|null,
 //	 "quantity":"0.10000000"|null,["quote_quantity":"100.000000",]
 //	 "filled_quantity":"0.00000000","status":"NEW",["reason":"SELF_TRADE_PREVENTED",]
-//	 "fills":[{"trade_id","price","quantity","fee","fee_asset","maker_order_id",
+//	 "time":1767323045000|null,"fills":[{"trade_id","price","quantity","fee","fee_asset","maker_order_id",
 //	           "taker_order_id","time"}],["fills_truncated":true,]["duplicate":true]}
 
 // liveRecord is the record of a resting order as the core holds it.
@@ -56,6 +56,12 @@ func appendOrder(b []byte, r *OrderRecord, m *Market, withFills, duplicate bool)
 	if r.Status == core.StatusCancelled && r.Reason != core.OK {
 		b = append(b, `,"reason":`...)
 		b = appendStr(b, r.Reason.String())
+	}
+	b = append(b, `,"time":`...) // placement, unix ms
+	if r.Time > 0 {
+		b = appendUint(b, uint64(r.Time/1_000_000))
+	} else {
+		b = append(b, "null"...)
 	}
 	if withFills {
 		b = append(b, `,"fills":[`...)

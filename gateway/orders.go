@@ -40,7 +40,7 @@ func (s *Server) postOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		return coreError(res.Code)
 	}
 	r := &st.rec
-	*r = OrderRecord{ID: res.OrderID, User: c.User, Market: c.Market, Side: c.Side, Type: c.Type, TIF: c.TIF,
+	*r = OrderRecord{ID: res.OrderID, User: c.User, Time: res.Time, Market: c.Market, Side: c.Side, Type: c.Type, TIF: c.TIF,
 		Status: res.Status, Price: c.Price, Qty: c.Qty, QuoteQty: c.QuoteQty, Filled: res.Qty, ClientID: c.Key}
 	if c.Type == core.Market {
 		r.TIF = core.IOC
@@ -95,6 +95,9 @@ func (s *Server) cancelOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if err != nil {
 		return err
 	}
+	if res.Code == core.CodeOrderNotFound {
+		return s.notOpen(ctx, st, c.OrderID, "cancelled")
+	}
 	if res.Code != core.OK {
 		return coreError(res.Code)
 	}
@@ -138,8 +141,8 @@ func (s *Server) modifyOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		return s.backendError(rerr)
 	}
 	m, ok := s.reg.MarketByID(mid)
-	if !ok {
-		return coreError(core.CodeOrderNotFound) // not live, not this user's, or unknown market
+	if !ok { // not live, not this user's, or unknown market
+		return s.notOpen(ctx, st, core.OrderID(id), "modified")
 	}
 	price, qty, err := parseModify(v, m)
 	if err != nil {
@@ -151,6 +154,9 @@ func (s *Server) modifyOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	res, _, err := s.submit(st, c)
 	if err != nil {
 		return err
+	}
+	if res.Code == core.CodeOrderNotFound { // it finished since it was read
+		return s.notOpen(ctx, st, c.OrderID, "modified")
 	}
 	if res.Code != core.OK {
 		return coreError(res.Code)
@@ -166,15 +172,45 @@ func (s *Server) modifyOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	return s.replyOrder(ctx, st, true, false)
 }
 
+// notOpen answers a cancel or modify the core refused with ORDER_NOT_FOUND:
+// the caller's order that exists but is no longer open (GET shows it
+// FILLED, CANCELLED or EXPIRED) is 409 ORDER_NOT_OPEN with the order beside
+// the code; an order that does not exist, or is another user's, stays 404.
+func (s *Server) notOpen(ctx *fasthttp.RequestCtx, st *reqState, id core.OrderID, verb string) *APIError {
+	found, err := s.lookupOrder(st, id)
+	if err != nil {
+		return err
+	}
+	if !found || st.rec.Live() {
+		return coreError(core.CodeOrderNotFound)
+	}
+	m, ok := s.reg.MarketByID(st.rec.Market)
+	if !ok {
+		return coreError(core.CodeOrderNotFound)
+	}
+	b := append(st.out[:0], `{"code":"`+CodeOrderNotOpen+`","message":`...)
+	b = appendStr(b, "the order is "+statusName(st.rec.Status)+"; only an open order can be "+verb)
+	b = append(b, `,"order":`...)
+	b = appendOrder(b, &st.rec, m, true, false)
+	st.out = append(b, '}')
+	s.reply(ctx, st, http.StatusConflict)
+	if s.rej != nil {
+		s.rej.Rejected(CodeOrderNotOpen)
+	}
+	return nil
+}
+
 // lookupOrder loads the caller's order id into st.rec (its fills copied to
 // st.fills): a live order from the core (authoritative) with History's
-// fills, else a finished one from History, else from the Archive. Another
-// user's order is reported as not found.
+// fills, else a finished one from History, else from the Archive — only
+// for an id below History's floor: above it, an order History does not
+// hold does not exist. Another user's order is reported as not found.
 func (s *Server) lookupOrder(st *reqState, id core.OrderID) (bool, *APIError) {
 	user := core.UserID(st.claims.UserID)
-	found, known := false, false // known: the core or History holds it (whoever owns it)
+	found, known := false, false // known: the core or History holds it (whoever owns it), or it does not exist
 	st.fills = st.fills[:0]
 	err := s.backend.Read(func(p *core.Processor, h *History) error {
+		known = h.floorSet && id >= h.floor
 		hr, inHist := h.Order(id)
 		if o, ok := p.Order(id); ok {
 			known = true
@@ -185,7 +221,7 @@ func (s *Server) lookupOrder(st *reqState, id core.OrderID) (bool, *APIError) {
 			st.rec = liveRecord(&o)
 			if inHist {
 				st.fills = append(st.fills, hr.Fills...)
-				st.rec.FillsTruncated = hr.FillsTruncated
+				st.rec.FillsTruncated, st.rec.Time = hr.FillsTruncated, hr.Time
 			}
 			return nil
 		}
@@ -224,56 +260,6 @@ func (s *Server) replyOrder(ctx *fasthttp.RequestCtx, st *reqState, withFills, d
 		return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
 	}
 	st.out = appendOrder(st.out[:0], &st.rec, m, withFills, duplicate)
-	s.reply(ctx, st, http.StatusOK)
-	return nil
-}
-
-// GET /api/v1/orders?market=&status=open: the caller's resting orders (no
-// fills), in one market or all, each market's bids best first then asks.
-func (s *Server) listOrders(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
-	args := ctx.QueryArgs()
-	if stv := args.Peek("status"); len(stv) > 0 && string(stv) != "open" {
-		return BadRequest(CodeInvalidParameter, "status must be open")
-	}
-	var only *Market
-	if mv := args.Peek("market"); len(mv) > 0 {
-		m, ok := s.reg.MarketBytes(mv)
-		if !ok {
-			return coreError(core.CodeInvalidMarket)
-		}
-		only = m
-	}
-	user := core.UserID(st.claims.UserID)
-	if user == 0 {
-		panic("gateway: user 0 would list every user's orders") // Authenticate never yields 0
-	}
-	st.views = st.views[:0]
-	err := s.backend.Read(func(p *core.Processor, _ *History) error {
-		if only != nil {
-			st.views = p.OpenOrders(only.ID, user, st.views)
-			return nil
-		}
-		for i := range s.reg.markets {
-			st.views = p.OpenOrders(s.reg.markets[i].ID, user, st.views)
-		}
-		return nil
-	})
-	if err != nil {
-		return s.backendError(err)
-	}
-	b := append(st.out[:0], `{"orders":[`...)
-	for i := range st.views {
-		m, ok := s.reg.MarketByID(st.views[i].Market)
-		if !ok {
-			continue
-		}
-		if i > 0 {
-			b = append(b, ',')
-		}
-		r := liveRecord(&st.views[i])
-		b = appendOrder(b, &r, m, false, false)
-	}
-	st.out = append(b, "]}"...)
 	s.reply(ctx, st, http.StatusOK)
 	return nil
 }

@@ -38,12 +38,22 @@ type RejectionObserver interface {
 	Rejected(code string)
 }
 
-// OrderArchive is an optional source of finished orders History no longer
-// holds (e.g. the Postgres read model). It is asked only after the core and
-// History said "not found", outside Backend.Read; it may do I/O. It returns
-// the order whoever owns it: the server checks the owner.
+// OrderArchive is an optional source of the orders and trades History no
+// longer holds (e.g. the Postgres read model). It is asked outside
+// Backend.Read and may do I/O.
 type OrderArchive interface {
+	// Order is asked only after the core and History said "not found". It
+	// returns the order whoever owns it: the server checks the owner.
 	Order(id core.OrderID) (OrderRecord, bool, error)
+	// PersistedSeq is the last seq whose effects the archive holds.
+	PersistedSeq() core.Seq
+	// Orders appends to dst up to q.Limit of q.User's orders matching q,
+	// newest first (without fills).
+	Orders(q HistoryQuery, dst []OrderRecord) ([]OrderRecord, error)
+	// Trades appends to dst up to q.Limit of q.User's trades matching q
+	// (q.Statuses aside), newest first; a trade with the user on both
+	// sides comes once.
+	Trades(q HistoryQuery, dst []UserTrade) ([]UserTrade, error)
 }
 
 // ServerConfig configures NewServer. Backend, Auth and Registry are required.
@@ -63,9 +73,14 @@ type ServerConfig struct {
 	Observer Observer
 	// Metrics, if set, is served at GET /metrics without authentication.
 	Metrics fasthttp.RequestHandler
-	// Ready reports whether the server may take traffic (recovery done);
-	// GET /health/ready answers 503 until it returns true. nil: always ready.
+	// Ready reports whether the server may take traffic (recovery done and
+	// every enabled feature initialised once); GET /health/ready answers 503
+	// until it returns true. nil: always ready.
 	Ready func() bool
+	// Degraded, if set, lists why a dependency is not serving now (e.g.
+	// Postgres away): GET /health then says "degraded" with the reasons.
+	// It does not affect readiness.
+	Degraded func() []string
 	// Archive, if set, answers GET /order/{id} for orders History dropped.
 	Archive OrderArchive
 	// Now is the clock for token expiry; nil means time.Now (tests set it).
@@ -100,8 +115,12 @@ type Server struct {
 	rej     RejectionObserver
 	metrics fasthttp.RequestHandler
 	ready   func() bool
-	archive OrderArchive
-	now     func() time.Time
+	degrade func() []string
+	// archiveWait bounds the wait for the archive to catch up
+	// (historyArchiveWait; tests shorten it).
+	archiveWait time.Duration
+	archive     OrderArchive
+	now         func() time.Time
 	// transfers and faults are optional (nil: their routes do not exist).
 	transfers TransferService
 	faults    FaultInjector
@@ -129,6 +148,8 @@ type reqState struct {
 	rec     OrderRecord
 	fills   []Fill
 	views   []core.OrderView
+	recs    []OrderRecord // order history pages
+	utrades []UserTrade   // my-trades pages
 	bids    []core.PriceLevel
 	asks    []core.PriceLevel
 	trades  []Trade
@@ -141,12 +162,13 @@ func NewServer(cfg ServerConfig) *Server {
 		panic("gateway: NewServer needs Backend, Auth and Registry")
 	}
 	s := &Server{backend: cfg.Backend, auth: cfg.Auth, reg: cfg.Registry, log: cfg.Logger,
-		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, archive: cfg.Archive,
+		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, degrade: cfg.Degraded, archive: cfg.Archive,
 		now: cfg.Now, maxBody: cfg.MaxBodyBytes, transfers: cfg.Transfers, faults: cfg.Faults,
 		chain: cfg.Chain, breakers: cfg.Breakers, coreFault: cfg.CoreFaults}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.archiveWait = historyArchiveWait
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}

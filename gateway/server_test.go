@@ -150,8 +150,21 @@ func TestOrderLifecycle(t *testing.T) {
 	if o := h.ok("GET", "/api/v1/order/"+itoa(int64(sellID)), u1, ""); o["status"] != "CANCELLED" {
 		t.Fatalf("cancelled order from History: %v", o)
 	}
-	h.fails("DELETE", "/api/v1/order/"+itoa(int64(sellID)), u1, "", 404, "ORDER_NOT_FOUND")
-	h.fails("PATCH", "/api/v1/order/"+itoa(int64(sellID)), u1, `{"price":"50000"}`, 404, "ORDER_NOT_FOUND")
+	// A finished order of the caller is not open any more (issue 20): 409
+	// ORDER_NOT_OPEN with the order as GET shows it; nothing changes.
+	for _, c := range [][2]string{{"DELETE", ""}, {"PATCH", `{"price":"50000"}`}} {
+		st, b := h.do(c[0], "/api/v1/order/"+itoa(int64(sellID)), u1, c[1])
+		o, _ := b["order"].(map[string]any)
+		if st != 409 || b["code"] != "ORDER_NOT_OPEN" || o == nil || o["status"] != "CANCELLED" ||
+			num(t, o["order_id"]) != uint64(sellID) || o["filled_quantity"] != "0.40000000" {
+			t.Fatalf("%s of a cancelled order: %d %v", c[0], st, b)
+		}
+	}
+	if b := h.balance(1, btc); b != (core.Balance{Avail: 9_6000_0000}) {
+		t.Fatalf("seller BTC after a refused cancel: %+v", b)
+	}
+	// Another user's finished order stays 404 (no existence oracle).
+	h.fails("DELETE", "/api/v1/order/"+itoa(int64(sellID)), u2, "", 404, "ORDER_NOT_FOUND")
 	h.fails("GET", "/api/v1/order/999999", u1, "", 404, "ORDER_NOT_FOUND")
 	h.fails("GET", "/api/v1/order/abc", u1, "", 404, "ORDER_NOT_FOUND")
 	h.fails("GET", "/api/v1/order/01", u1, "", 404, "ORDER_NOT_FOUND")
@@ -160,6 +173,15 @@ func TestOrderLifecycle(t *testing.T) {
 	if sum := h.balance(1, usdt).Avail + h.balance(2, usdt).Avail + h.balance(0, usdt).Avail; sum != 1_000_000_000000 {
 		t.Fatalf("USDT not conserved: %d", sum)
 	}
+	// An admin reads the fee account (issue 20): every asset, as decimals.
+	fees := h.ok("GET", "/admin/v1/fees", h.admin, "")
+	fl := list(t, fees["fees"])
+	if num(t, fees["user_id"]) != 0 || len(fl) != 3 || obj(t, fl[0])["asset"] != "USDT" ||
+		obj(t, fl[0])["available"] != FormatUnits(int64(h.balance(0, usdt).Avail), 6) || h.balance(0, usdt).Avail == 0 ||
+		obj(t, fl[1])["asset"] != "BTC" || obj(t, fl[1])["available"] != "0.00000000" {
+		t.Fatalf("fees %v", fees)
+	}
+	h.fails("GET", "/admin/v1/fees", u1, "", 403, CodeForbidden)
 }
 
 func TestDuplicateClientOrderID(t *testing.T) {
@@ -447,6 +469,12 @@ func (a mapArchive) Order(id core.OrderID) (OrderRecord, bool, error) {
 	r, ok := a[id]
 	return r, ok, nil
 }
+
+func (a mapArchive) PersistedSeq() core.Seq { return 0 }
+func (a mapArchive) Orders(_ HistoryQuery, dst []OrderRecord) ([]OrderRecord, error) {
+	return dst, nil
+}
+func (a mapArchive) Trades(_ HistoryQuery, dst []UserTrade) ([]UserTrade, error) { return dst, nil }
 
 func TestArchiveFallback(t *testing.T) {
 	arch := mapArchive{77: {ID: 77, User: 5, Market: 2, Side: core.Buy, Type: core.Limit, TIF: core.GTC,

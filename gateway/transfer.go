@@ -69,9 +69,11 @@ const (
 	CodeSystemError     = "SYSTEM_ERROR"     // 500: internal failure; retry (spec §8.2)
 )
 
-// POST /api/v1/internal_transfer {from, to, asset, amount, cid?, user_id?}
+// POST /api/v1/internal_transfer {from, to, asset, amount, cid?, user_id?}:
+// amount is a decimal string like every decimal of the API (a JSON number is
+// INVALID_FIELD_TYPE, as for orders, adjust and deposit).
 var transferSchema = []jsonField{{"from", jsonString}, {"to", jsonString}, {"asset", jsonString},
-	{"amount", jsonDecimal}, {"cid", jsonString}, {"user_id", jsonNumber}}
+	{"amount", jsonString}, {"cid", jsonString}, {"user_id", jsonNumber}}
 
 // POST /admin/v1/deposit {user_id, asset, amount, tx_ref}
 var depositSchema = []jsonField{{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonString}, {"tx_ref", jsonString}}
@@ -149,15 +151,29 @@ func (s *Server) postTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 	defer cancel()
 	res, cerr := s.transfers.Create(c, caller, req)
 	if cerr != nil {
-		return s.transferError("create", cerr)
+		// Create's contract: an error other than a refusal means no
+		// transfer was recorded (issue 20): say so plainly.
+		if e := s.transferError("create", cerr); e.Code != string(transfer.CodeSystemError) {
+			return e
+		}
+		return &APIError{Status: http.StatusInternalServerError, Code: string(transfer.CodeSystemError),
+			Message: "internal failure before the transfer was recorded: nothing happened, no funds moved; retry"}
 	}
 	t := res.Transfer
+	if res.Unconfirmed {
+		st.out = s.appendUnconfirmed(st.out[:0], &t)
+		s.reply(ctx, st, http.StatusAccepted)
+		return nil
+	}
 	b := st.out[:0]
 	status := http.StatusOK
 	switch {
 	case t.State == transfer.Failed || t.State == transfer.RolledBack:
 		code := transfer.FailureCode(t)
 		status = http.StatusBadRequest
+		if cs, ok := transferCodeStatus[transfer.Code(code)]; ok {
+			status = cs // SYSTEM_ERROR: the system failed before anything moved
+		}
 		if code == string(transfer.CodeTransferFailed) {
 			status = http.StatusConflict
 		}
@@ -168,7 +184,7 @@ func (s *Server) postTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 		b = append(b, ',')
 	case !t.State.Terminal():
 		status = http.StatusAccepted
-		b = append(b, `{"message":"transfer in progress; query it by req_id",`...)
+		b = append(b, `{"message":"transfer in progress: poll GET /api/v1/internal_transfer/{req_id}",`...)
 	default:
 		b = append(b, `{"message":"transfer successful",`...)
 	}
@@ -181,13 +197,47 @@ func (s *Server) postTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 	return nil
 }
 
+// appendUnconfirmed writes the 202 answer of a transfer whose record the
+// database did not confirm (transfer.Result.Unconfirmed): its req_id and the
+// request, state UNKNOWN. Polling the req_id tells: the transfer, or
+// TRANSFER_NOT_FOUND, which then means nothing happened.
+func (s *Server) appendUnconfirmed(b []byte, t *transfer.Transfer) []byte {
+	b = append(b, `{"message":"transfer outcome unknown: the database did not confirm its record; poll GET /api/v1/internal_transfer/{req_id} (TRANSFER_NOT_FOUND there means nothing happened)",`...)
+	b = s.appendTransferRequest(b, t)
+	return append(b, `,"state":"UNKNOWN","state_id":null}`...)
+}
+
 // appendTransferFields writes the members of a transfer (spec §8.2 and
 // more) without braces.
 func (s *Server) appendTransferFields(b []byte, t *transfer.Transfer) []byte {
-	a, ok := s.reg.AssetByID(t.Asset)
 	b = append(b, `"transfer_id":`...)
 	b = strconv.AppendInt(b, t.TransferID, 10)
-	b = append(b, `,"req_id":`...)
+	b = append(b, ',')
+	b = s.appendTransferRequest(b, t)
+	b = append(b, `,"state":`...)
+	b = appendStr(b, t.State.String())
+	b = append(b, `,"state_id":`...)
+	b = strconv.AppendInt(b, int64(t.State), 10)
+	b = append(b, `,"retry_count":`...)
+	b = strconv.AppendInt(b, int64(t.RetryCount), 10)
+	b = append(b, `,"error_message":`...)
+	b = appendNameOrNull(b, t.ErrorMessage)
+	if t.State == transfer.Failed || t.State == transfer.RolledBack {
+		b = append(b, `,"failure_code":`...)
+		b = appendStr(b, transfer.FailureCode(*t))
+	}
+	b = append(b, `,"created_at":`...)
+	b = appendStr(b, t.CreatedAt.UTC().Format(time.RFC3339Nano))
+	b = append(b, `,"updated_at":`...)
+	b = appendStr(b, t.UpdatedAt.UTC().Format(time.RFC3339Nano))
+	return b
+}
+
+// appendTransferRequest writes what the transfer was asked to do: req_id,
+// cid, user_id, from, to, asset, amount (members, no braces).
+func (s *Server) appendTransferRequest(b []byte, t *transfer.Transfer) []byte {
+	a, ok := s.reg.AssetByID(t.Asset)
+	b = append(b, `"req_id":`...)
 	b = appendStr(b, t.ReqID)
 	b = append(b, `,"cid":`...)
 	b = appendNameOrNull(b, t.CID)
@@ -207,22 +257,6 @@ func (s *Server) appendTransferFields(b []byte, t *transfer.Transfer) []byte {
 		b = append(b, `,"amount":`...)
 		b = appendStr(b, strconv.FormatInt(int64(t.Amount), 10))
 	}
-	b = append(b, `,"state":`...)
-	b = appendStr(b, t.State.String())
-	b = append(b, `,"state_id":`...)
-	b = strconv.AppendInt(b, int64(t.State), 10)
-	b = append(b, `,"retry_count":`...)
-	b = strconv.AppendInt(b, int64(t.RetryCount), 10)
-	b = append(b, `,"error_message":`...)
-	b = appendNameOrNull(b, t.ErrorMessage)
-	if t.State == transfer.Failed || t.State == transfer.RolledBack {
-		b = append(b, `,"failure_code":`...)
-		b = appendStr(b, transfer.FailureCode(*t))
-	}
-	b = append(b, `,"created_at":`...)
-	b = appendStr(b, t.CreatedAt.UTC().Format(time.RFC3339Nano))
-	b = append(b, `,"updated_at":`...)
-	b = appendStr(b, t.UpdatedAt.UTC().Format(time.RFC3339Nano))
 	return b
 }
 

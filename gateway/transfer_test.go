@@ -152,7 +152,8 @@ func TestTransferLayerOneChecks(t *testing.T) {
 		{`{"from":"SPOT","to":"SPOT","asset":"USDT","amount":"1"}`, 400, "SAME_ACCOUNT"},
 		{`{"from":"INVALID","to":"SPOT","asset":"USDT","amount":"1"}`, 400, "INVALID_ACCOUNT_TYPE"},
 		{`{"from":"FUTURE","to":"SPOT","asset":"USDT","amount":"1"}`, 400, "UNSUPPORTED_ACCOUNT_TYPE"},
-		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":-100}`, 400, "INVALID_AMOUNT"},
+		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":-100}`, 400, CodeInvalidFieldType},
+		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":100}`, 400, CodeInvalidFieldType}, // decimals are strings (issue 20)
 		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":"0"}`, 400, "INVALID_AMOUNT"},
 		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":"0.0000001"}`, 400, "PRECISION_OVERFLOW"},
 		{`{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":"18446744073709551616"}`, 400, "OVERFLOW"},
@@ -218,6 +219,27 @@ func TestTransferAnswers(t *testing.T) {
 	h.fails("POST", "/api/v1/internal_transfer", tok, body, 503, CodeServiceUnavailable)
 	ft.err = errors.New("connection refused")
 	h.fails("POST", "/api/v1/internal_transfer", tok, body, 500, "SYSTEM_ERROR")
+	// Issue 20: an error from Create means nothing was recorded, and the
+	// answer says so; a transfer the database fenced off after an insert of
+	// unknown outcome is the transfer (FAILED, SYSTEM_ERROR, nothing moved);
+	// one it could not even confirm is 202 with its req_id to poll.
+	if _, out := h.do("POST", "/api/v1/internal_transfer", tok, body); !strings.Contains(out["message"].(string), "nothing happened") {
+		t.Fatalf("system error before the row: %v", out)
+	}
+	ft.err = nil
+	fenced := testTransfer
+	fenced.State, fenced.ErrorMessage = transfer.Failed, "create: not recorded (the database did not confirm the insert); nothing moved"
+	ft.next = transfer.Result{Transfer: fenced}
+	if st, out := h.do("POST", "/api/v1/internal_transfer", tok, body); st != 500 || out["code"] != "SYSTEM_ERROR" ||
+		out["state"] != "FAILED" || out["req_id"] != testTransfer.ReqID {
+		t.Fatalf("fenced answer %d %v", st, out)
+	}
+	ft.next = transfer.Result{Transfer: transfer.Transfer{ReqID: testTransfer.ReqID, UserID: 42, From: transfer.AccountFunding,
+		To: transfer.AccountSpot, Asset: 1, Amount: 100_500000}, Unconfirmed: true}
+	if st, out := h.do("POST", "/api/v1/internal_transfer", tok, body); st != 202 || out["state"] != "UNKNOWN" ||
+		out["req_id"] != testTransfer.ReqID || out["amount"] != "100.500000" || !strings.Contains(out["message"].(string), "poll GET") {
+		t.Fatalf("unconfirmed answer %d %v", st, out)
+	}
 
 	ft.stored[testTransfer.ReqID] = testTransfer
 	if out := h.ok("GET", "/api/v1/internal_transfer/"+testTransfer.ReqID, tok, ""); out["state"] != "COMMITTED" ||

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // The periodic full check (spec 004 §6.4): every interval the whole state is
@@ -84,7 +85,7 @@ func (pl *Pipeline) RunChecker(ctx context.Context, cfg CheckerConfig) error {
 		if len(open) == 0 {
 			continue
 		}
-		Critical(pl.log, "journal: the periodic full check found invariant violations", "checked_seq", seq,
+		logging.Critical(context.Background(), pl.log, "journal: the periodic full check found invariant violations", "checked_seq", seq,
 			"violations", describeViolations(open))
 		if err := pl.trip(ctx, core.ReasonNone, "periodic", seq, open); err != nil {
 			if ctx.Err() != nil {

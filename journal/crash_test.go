@@ -52,7 +52,7 @@ var crashSeedFlag = flag.Uint64("crash.seed", 0, "seed of TestCrashRecovery (0: 
 // Rounds and timing. Every round is one SIGKILL.
 const (
 	crashRounds      = 24
-	crashRoundsShort = 20
+	crashRoundsShort = 12                    // per data dir: still 2 planted temp files, 2 full replays, ~4 start-up kills; a new seed each run
 	crashEarlyPct    = 30                    // % of rounds killed at a random moment of start-up (exec, init, recovery)
 	crashRunMin      = 20 * time.Millisecond // kill this long after the first ack, at least
 	crashRunMax      = 300 * time.Millisecond

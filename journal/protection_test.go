@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/logging"
 )
 
 var protCore = core.Config{AllowFaults: true}
@@ -436,4 +437,4 @@ func TestCheckerNeedsReplica(t *testing.T) {
 	}
 }
 
-func textLog(w *walLogBuf) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+func textLog(w *walLogBuf) *slog.Logger { return slog.New(logging.NewHandler(w, true)) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // RecoveryReport is what the pipeline's start-up recovery found (metrics,
@@ -68,7 +69,7 @@ func (pl *Pipeline) trip(ctx context.Context, reason core.BreakerReason, phase s
 			}
 		}
 		c := core.Command{Kind: core.KindBreakerTrip, Market: m, Flags: uint8(why), Text: BreakerContext(phase, seq, vs)}
-		Critical(pl.log, "journal: tripping the circuit breaker", "market", m, "reason", why.String(), "phase", phase,
+		logging.Critical(context.Background(), pl.log, "journal: tripping the circuit breaker", "market", m, "reason", why.String(), "phase", phase,
 			"checked_seq", seq, "violations", describeViolations(vs))
 		if _, err := pl.Submit(&c, r); err != nil {
 			return fmt.Errorf("journal: breaker trip for market %d: %w", m, err)

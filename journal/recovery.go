@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // Sub-directories of a data dir.
@@ -157,11 +159,11 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 	})
 	out.Open, out.Contained = out.Proc.SplitViolations(all)
 	if len(out.Open) != 0 {
-		Critical(rc.Logger, "journal: the recovered state breaks invariants; what broke starts HALTED (RECOVERY_FAILED), the rest serves",
+		logging.Critical(context.Background(), rc.Logger, "journal: the recovered state breaks invariants; what broke starts HALTED (RECOVERY_FAILED), the rest serves",
 			"seq", out.Proc.LastSeq(), "violations", describeViolations(out.Open), "skipped_bases", out.Skipped)
 	}
 	if len(out.Contained) != 0 {
-		Critical(rc.Logger, "journal: recovered state holds invariant violations under halts in force; operator action needed",
+		logging.Critical(context.Background(), rc.Logger, "journal: recovered state holds invariant violations under halts in force; operator action needed",
 			"violations", describeViolations(out.Contained), "core_halted", out.Proc.Halted())
 	}
 	out.StateHash = out.Proc.StateHash()

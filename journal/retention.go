@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // DefaultMaxRetained is the default --follower-max-retained: how many
@@ -94,7 +96,7 @@ func (f *FollowerPin) release(r *Retention, cp, floor, durable core.Seq) {
 	f.released.Add(1)
 	if now := time.Now().Unix(); now-f.alerted.Load() >= 60 {
 		f.alerted.Store(now)
-		Critical(r.log, "journal: a follower is too far behind; releasing the WAL it still needs (it records the range it cannot derive)",
+		logging.Critical(context.Background(), r.log, "journal: a follower is too far behind; releasing the WAL it still needs (it records the range it cannot derive)",
 			"follower", f.name, "checkpoint", cp, "durable_seq", durable, "kept_from", floor, "max_retained", r.max)
 	}
 }

@@ -1,11 +1,13 @@
 package journal
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"time"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/logging"
 )
 
 var clockBase = time.Now()
@@ -193,7 +195,7 @@ func (pl *Pipeline) applySafe(c *core.Command) (evs []core.Event, discard *core.
 
 func (pl *Pipeline) discard(c *core.Command, rb core.Rollback, cause any) []core.Event {
 	if rb.Reason != core.ReasonNone {
-		Critical(pl.log, "journal: a command failed its per-command checks; rolled back and rejected, breaker tripped",
+		logging.Critical(context.Background(), pl.log, "journal: a command failed its per-command checks; rolled back and rejected, breaker tripped",
 			"seq", c.Seq, "kind", c.Kind.String(), "market", rb.Market, "asset", rb.Asset,
 			"detail", core.ViolName(rb.Detail), "reason", rb.Reason.String())
 	} else {

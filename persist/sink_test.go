@@ -164,9 +164,10 @@ func TestSinkTableIndexes(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"core_checkpoint.core_checkpoint_pkey", "orders.orders_pkey",
-		"trades.trades_maker_order_idx", "trades.trades_pkey", "trades.trades_taker_order_idx",
-		"wal_events.wal_events_pkey", "wal_events.wal_events_time_brin"}
+	want := []string{"core_checkpoint.core_checkpoint_pkey", "orders.orders_pkey", "orders.orders_user_idx",
+		"trades.trades_maker_order_idx", "trades.trades_maker_user_idx", "trades.trades_pkey",
+		"trades.trades_taker_order_idx", "trades.trades_taker_user_idx", "wal_events.wal_events_pkey",
+		"wal_events.wal_events_time_brin"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("indexes of the sink tables:\n got %v\nwant %v", got, want)
 	}

@@ -21,7 +21,15 @@ import (
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
-func TestAllTiny(t *testing.T) { checkAll(t, "tiny") }
+// TestAllTiny runs with the race detector in make test-long; make test
+// (-short) runs TestAllQuick instead: the same checks on the quick profile,
+// without the race detector, rather than both.
+func TestAllTiny(t *testing.T) {
+	if testing.Short() && os.Getenv("UBS_BENCH_TINY_TEST") != "1" {
+		t.Skip("make test runs TestAllQuick (the same checks); make test-long runs this one (UBS_BENCH_TINY_TEST=1 forces it)")
+	}
+	checkAll(t, "tiny")
+}
 
 // TestAllQuick is `make bench-quick` (bench all --quick) with the checks of
 // TestAllTiny. It takes about a minute, so `make test` runs it once,

@@ -18,9 +18,10 @@ import (
 // tables (gateway.OrderArchive). Postgres lags the WAL by the sink's lag, so
 // it is only a fallback for old orders.
 type pgArchive struct {
-	pool    *pgxpool.Pool
-	timeout time.Duration
-	ready   *atomic.Bool // the sink has applied the migrations: the tables exist
+	pool      *pgxpool.Pool
+	timeout   time.Duration
+	ready     *atomic.Bool    // the sink has applied the migrations: the tables exist
+	persisted func() core.Seq // the sink's persisted seq (nil: 0)
 }
 
 var (
@@ -44,17 +45,18 @@ func (a *pgArchive) Order(id core.OrderID) (gateway.OrderRecord, bool, error) {
 		price, qty, quoteQty, filled int64
 		side, typ, tif, status       string
 		clientID                     *string
+		created                      time.Time
 	)
 	err := a.pool.QueryRow(ctx, `SELECT user_id, market_id, side, type, time_in_force, price, quantity,
-		quote_quantity, filled_quantity, status, client_order_id FROM orders WHERE order_id = $1`, int64(id)).
-		Scan(&user, &market, &side, &typ, &tif, &price, &qty, &quoteQty, &filled, &status, &clientID)
+		quote_quantity, filled_quantity, status, client_order_id, created_at FROM orders WHERE order_id = $1`, int64(id)).
+		Scan(&user, &market, &side, &typ, &tif, &price, &qty, &quoteQty, &filled, &status, &clientID, &created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rec, false, nil
 	}
 	if err != nil {
 		return rec, false, err
 	}
-	rec = gateway.OrderRecord{ID: id, User: core.UserID(user), Market: core.MarketID(market),
+	rec = gateway.OrderRecord{ID: id, User: core.UserID(user), Time: created.UnixNano(), Market: core.MarketID(market),
 		Side: sideByName[side], Type: typeByName[typ], TIF: tifByName[tif], Status: statusByName[status],
 		Price: core.Price(price), Qty: core.Units(qty), QuoteQty: core.Units(quoteQty), Filled: core.Units(filled)}
 	if clientID != nil {

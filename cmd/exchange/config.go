@@ -83,6 +83,10 @@ type Config struct {
 	// AuditRetention is how long wal_events rows are kept (--audit-retention;
 	// 0 = forever).
 	AuditRetention time.Duration
+	// HistoryWindow is how many finished orders and trades the server keeps
+	// in memory for GET /order/{id}, the order history and my-trades; older
+	// ones are read from Postgres (--history-window, 1..gateway.MaxFinishedOrders).
+	HistoryWindow int
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -173,6 +177,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.DurationVar(&cfg.CoreCheckInterval, "core-check-interval", 10*time.Second, "period of the core's full invariant check on the read replica; a violation halts its market or the core (0 = off)")
 	fs.Uint64Var(&cfg.FollowerMaxRetained, "follower-max-retained", uint64(journal.DefaultMaxRetained), "WAL commands kept for a follower (the Postgres sink) that does not advance; past it the follower is released with a CRITICAL alert and its gap recorded")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", persist.DefaultAuditRetention, "how long the wal_events audit rows are kept in Postgres (0 = forever)")
+	fs.IntVar(&cfg.HistoryWindow, "history-window", gateway.MaxFinishedOrders, "finished orders and trades kept in memory for the order history; older ones come from Postgres")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -197,6 +202,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	}
 	if cfg.CoreCheckInterval < 0 || cfg.AuditRetention < 0 || cfg.FollowerMaxRetained == 0 {
 		return Config{}, usageError{errors.New("--core-check-interval and --audit-retention must be >= 0, --follower-max-retained > 0")}
+	}
+	if cfg.HistoryWindow < 1 || cfg.HistoryWindow > gateway.MaxFinishedOrders {
+		return Config{}, usageError{fmt.Errorf("--history-window must be in 1..%d", gateway.MaxFinishedOrders)}
 	}
 	if cfg.TransferStaleAfter <= 0 || cfg.TransferPerSecond < 0 || cfg.TransferPerDay < 0 || cfg.InvariantInterval < 0 {
 		return Config{}, usageError{errors.New("--transfer-stale-after must be > 0; --transfer-rate-per-second, --transfer-per-day and --invariant-interval must be >= 0")}

@@ -381,12 +381,23 @@ func TestTokenSubcommand(t *testing.T) {
 		}
 	}
 
-	// The token subcommand and the server resolve the same secret file.
-	tok, err := mint(nil, "--user", "42", "--admin", "--data-dir", dir)
+	// The token subcommand never creates a secret (issue 20): with none in
+	// the data dir it fails, naming where it looked, and leaves no file.
+	if _, err := mint(nil, "--user", "42", "--data-dir", dir); err == nil ||
+		!strings.Contains(err.Error(), filepath.Join(dir, "jwt.secret")) || !strings.Contains(err.Error(), "no JWT secret") {
+		t.Fatalf("token without a secret: %v, want an error naming %s", err, filepath.Join(dir, "jwt.secret"))
+	}
+	if des, _ := os.ReadDir(dir); len(des) != 0 {
+		t.Fatalf("the token command wrote into the data dir: %v", des)
+	}
+
+	// The token subcommand and the server resolve the same secret file
+	// (the server generates it).
+	cfg, err := loadConfig([]string{"--data-dir", dir}, envOf(nil), io.Discard, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig([]string{"--data-dir", dir}, envOf(nil), io.Discard, slog.New(slog.DiscardHandler))
+	tok, err := mint(nil, "--user", "42", "--admin", "--data-dir", dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ func readSinkRows(t *testing.T, pg string) sinkRows {
 }
 
 func TestE2ESinkRefusesForeignDatabase(t *testing.T) {
+	t.Parallel() // waits on servers and Postgres more than it computes
 	pg := pgtest.NewDB(t)
 	s1 := e2eStart(t, t.TempDir(), pg)
 	e2eFund(t, s1, 3)
@@ -105,6 +106,7 @@ func waitLog(t *testing.T, s *e2eServer, want ...string) {
 // checkpoint) is allowed, and the sink then derives the same rows again
 // from the WAL.
 func TestE2ECheckpointRefusesToMoveBack(t *testing.T) {
+	t.Parallel() // waits on servers and Postgres more than it computes
 	pg := pgtest.NewDB(t)
 	dir := t.TempDir()
 	s1 := e2eStart(t, dir, pg)

@@ -94,6 +94,14 @@ func freePort(t *testing.T) string {
 // and waits until /health/ready answers 200.
 func e2eStart(t *testing.T, dataDir, pgURL string, extra ...string) *e2eServer {
 	t.Helper()
+	s := e2eLaunch(t, dataDir, pgURL, extra...)
+	s.waitReady(60 * time.Second)
+	return s
+}
+
+// e2eLaunch starts the server as e2eStart does, without waiting for it.
+func e2eLaunch(t *testing.T, dataDir, pgURL string, extra ...string) *e2eServer {
+	t.Helper()
 	exe := e2eBinary(t)
 	addr := freePort(t)
 	args := append([]string{"--http", addr, "--data-dir", dataDir, "--jwt-secret", e2eSecret}, extra...)
@@ -128,25 +136,26 @@ func e2eStart(t *testing.T, dataDir, pgURL string, extra ...string) *e2eServer {
 		t.Fatal(err)
 	}
 	s.auth = a
-	deadline := time.Now().Add(60 * time.Second)
+	return s
+}
+
+// waitReady waits until /health/ready answers 200.
+func (s *e2eServer) waitReady(within time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		select {
 		case <-s.exited:
-			t.Fatalf("server exited during start-up:\n%s", s.Logs())
+			s.t.Fatalf("server exited during start-up:\n%s", s.Logs())
 		default:
 		}
-		resp, err := s.client.Get("http://" + addr + "/health/ready")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s
-			}
+		if s.ready() {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("server not ready after 60 s:\n%s", s.Logs())
+			s.t.Fatalf("server not ready after %v:\n%s", within, s.Logs())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -28,6 +28,8 @@ import (
 	"syscall"
 
 	"golang.org/x/term"
+
+	"github.com/ubscore/ubscore/logging"
 )
 
 func main() {
@@ -78,10 +80,8 @@ func run(args []string) error {
 	return err
 }
 
-// newLogger logs text to a terminal, JSON otherwise.
+// newLogger logs text to a terminal, JSON otherwise, in the project's
+// format (logging.NewHandler: a named CRITICAL level, readable durations).
 func newLogger(w io.Writer, terminal bool) *slog.Logger {
-	if terminal {
-		return slog.New(slog.NewTextHandler(w, nil))
-	}
-	return slog.New(slog.NewJSONHandler(w, nil))
+	return slog.New(logging.NewHandler(w, terminal))
 }

@@ -20,16 +20,6 @@ import (
 	"time"
 )
 
-func buildExchange(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "exchange")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // cleanEnv is the test process's environment without any UBS_* or
 // DATABASE_URL setting, plus extra.
 func cleanEnv(extra ...string) []string {
@@ -115,7 +105,8 @@ func find(recs []map[string]any, msg string) map[string]any {
 // The `make run` path: no Postgres flag or variable, so a private cluster
 // under <data-dir>/pg when the host has PostgreSQL binaries.
 func TestExchangeStartStopRecover(t *testing.T) {
-	bin, dir := buildExchange(t), t.TempDir()
+	t.Parallel() // waits on servers and Postgres more than it computes
+	bin, dir := e2eBinary(t), t.TempDir()
 	env := cleanEnv()
 	first, out1 := runUntilReady(t, bin, env, "--data-dir", dir)
 	if find(first, "default config installed") == nil {
@@ -170,7 +161,8 @@ func TestExchangeStartStopRecover(t *testing.T) {
 // A secret given by flag or environment never appears in the output, nor
 // does a Postgres password.
 func TestStartupLogsNoSecrets(t *testing.T) {
-	bin := buildExchange(t)
+	t.Parallel() // waits on servers and Postgres more than it computes
+	bin := e2eBinary(t)
 	const flagSecret = "flag-secret-0123456789abcdef0123456789abcdef"
 	const envSecret = "env-secret-0123456789abcdef0123456789abcdef"
 	for _, c := range []struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist"
 )
 
@@ -61,7 +62,7 @@ func (p *protection) onBreaker(b core.BreakerChange) {
 		return
 	}
 	p.trips.WithLabelValues(b.Reason.String()).Inc()
-	journal.Critical(p.log, "circuit breaker tripped: market halted", "market", name, "reason", b.Reason.String(),
+	logging.Critical(context.Background(), p.log, "circuit breaker tripped: market halted", "market", name, "reason", b.Reason.String(),
 		"seq", b.Seq, "details", string(b.ContextJSON()))
 }
 

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,11 +21,14 @@ import (
 )
 
 // TestReadmeWalkthrough is the newcomer path of the README, verbatim: `make
-// run` (private Postgres cluster under the data dir, built-in config,
-// generated JWT secret), then the walk-through block run by bash. Only the
-// port (UBS_HTTP / EX) and the data dir (DATA / UBS_DATA_DIR) are moved so it
-// cannot collide with anything else on the machine.
+// run DATA=dir` (private Postgres cluster under the data dir, built-in
+// config, generated JWT secret), then the walk-through block run by bash
+// with DATA=dir, as the README says. Only the port (UBS_HTTP / EX) and the
+// data dir are moved so it cannot collide with anything else on the
+// machine. Every answer must match the "# =>" line the README shows under
+// its call ("…" stands for any value).
 func TestReadmeWalkthrough(t *testing.T) {
+	t.Parallel() // waits on servers and Postgres more than it computes
 	for _, tool := range []string{"make", "bash", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed", tool)
@@ -103,17 +109,78 @@ func TestReadmeWalkthrough(t *testing.T) {
 
 	sh := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	sh.Dir = root
-	sh.Env = append(os.Environ(), "EX=http://"+addr, "UBS_DATA_DIR="+data, "UBS_JWT_SECRET=")
+	sh.Env = append(os.Environ(), "EX=http://"+addr, "DATA="+data, "UBS_DATA_DIR=", "UBS_JWT_SECRET=")
 	out, err := sh.CombinedOutput()
 	if err != nil {
 		t.Fatalf("walkthrough failed: %v\n%s\nserver:\n%s", err, out, logs)
 	}
-	o := string(out)
-	for _, want := range []string{`"status":"NEW"`, `"status":"FILLED"`, `"price":"50000.000000"`,
-		`"available":"74950.000000"`, `"available":"0.50000000"`, `"asks":[["50000.000000","0.50000000"]]`} {
-		if !strings.Contains(o, want) {
-			t.Fatalf("walkthrough output lacks %s:\n%s", want, o)
+	var want []string
+	for _, line := range strings.Split(script, "\n") {
+		if e, ok := strings.CutPrefix(line, "# => "); ok {
+			want = append(want, e)
+		}
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line != "" {
+			got = append(got, line)
+		}
+	}
+	if len(want) < 15 || len(got) != len(want) {
+		t.Fatalf("the walkthrough printed %d answers, the README shows %d:\n%s", len(got), len(want), out)
+	}
+	for i := range want {
+		if err := matchShown(got[i], want[i]); err != nil {
+			t.Errorf("answer %d: %v\n got %s\nwant %s", i+1, err, got[i], want[i])
 		}
 	}
 	stop()
+}
+
+// matchShown compares an answer with the README's rendering of it: the same
+// JSON, where the string "…" in the README stands for any non-null value.
+func matchShown(got, shown string) error {
+	var g, w any
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		return fmt.Errorf("the answer is not JSON: %w", err)
+	}
+	if err := json.Unmarshal([]byte(shown), &w); err != nil {
+		return fmt.Errorf("the README's line is not JSON: %w", err)
+	}
+	var match func(path string, g, w any) error
+	match = func(path string, g, w any) error {
+		switch wv := w.(type) {
+		case string:
+			if wv == "…" && g != nil {
+				return nil
+			}
+		case map[string]any:
+			gv, ok := g.(map[string]any)
+			if !ok || len(gv) != len(wv) {
+				return fmt.Errorf("%s: %v, shown %v", path, g, w)
+			}
+			for k := range wv {
+				if err := match(path+"."+k, gv[k], wv[k]); err != nil {
+					return err
+				}
+			}
+			return nil
+		case []any:
+			gv, ok := g.([]any)
+			if !ok || len(gv) != len(wv) {
+				return fmt.Errorf("%s: %v, shown %v", path, g, w)
+			}
+			for i := range wv {
+				if err := match(fmt.Sprintf("%s[%d]", path, i), gv[i], wv[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if !reflect.DeepEqual(g, w) {
+			return fmt.Errorf("%s: %v, shown %v", path, g, w)
+		}
+		return nil
+	}
+	return match("$", g, w)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist"
 )
 
@@ -36,7 +37,8 @@ const (
 //  3. start the Postgres sink (if cfg.PGURL is set): it follows the WAL from
 //     the persisted seq, independent of the core, retrying while Postgres is
 //     away; the WAL is never truncated past what it has persisted;
-//  4. serve HTTP; /health/ready turns 200 only now.
+//  4. serve HTTP; /health/ready turns 200 once that is done and, with
+//     Postgres, its migrations have run (every feature initialised once).
 //
 // On the way out: stop accepting and finish in-flight requests, drain the
 // ring, fsync, snapshot (Pipeline.Close), let the sink catch up briefly,
@@ -51,7 +53,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m := newMetrics()
-	hist := &gateway.History{}
+	hist := &gateway.History{Window: cfg.HistoryWindow}
 	ret := journal.NewRetention(core.Seq(cfg.FollowerMaxRetained), log)
 	prot := newProtection(m, reg, ret, log)
 
@@ -123,6 +125,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if n, err := installConfig(pl, cfg); err != nil {
 		_ = pl.Close()
 		return err
+	} else if err := writeNames(cfg.DataDir, reg); err != nil {
+		_ = pl.Close()
+		return fmt.Errorf("exchange: %w", err)
 	} else if n > 0 {
 		log.Info("exchange: default config installed", "assets", len(cfg.Assets), "markets", n, "config_file", cfg.ConfigFile)
 	}
@@ -144,12 +149,21 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}()
 	}
 
-	var ready atomic.Bool
+	// Ready (issue 20): recovery done, HTTP serving, and every enabled
+	// feature initialised once: with Postgres, its migrations applied (the
+	// sink, the transfer service, FUNDING balances and the order archive
+	// all need them). A later Postgres outage degrades /health and never
+	// drops readiness.
+	var serving atomic.Bool
+	ready := func() bool { return serving.Load() && (pool == nil || migrated.Load()) }
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
-		Observer: m, Metrics: m.handler(), Ready: ready.Load, Breakers: prot.breakers, CoreFaults: cfg.FaultInjection}
+		Observer: m, Metrics: m.handler(), Ready: ready, Breakers: prot.breakers, CoreFaults: cfg.FaultInjection}
 	var xfers *transfers
 	if pool != nil {
-		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated}
+		pgh := newPGHealth(pool, log)
+		sinkWG.Go(func() { pgh.run(sinkCtx) })
+		scfg.Degraded = pgh.degraded
+		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated, persisted: sink.PersistedSeqCached}
 		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log); err != nil {
 			stopSink()
 			sinkWG.Wait()
@@ -191,8 +205,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	stopProt := prot.start(pl, pool, &migrated, cfg)
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(gateway.NewDeadlineListener(ln, 0)) }()
-	ready.Store(true)
-	log.Info("exchange: serving", "http", ln.Addr().String(), "durable_seq", pl.DurableSeq())
+	serving.Store(true)
+	log.Info("exchange: serving", "http", ln.Addr().String(), "durable_seq", pl.DurableSeq(), "ready", ready())
 
 	var runErr error
 	select {
@@ -205,7 +219,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		runErr = fmt.Errorf("http: %w", err)
 		log.Error("exchange: http server failed", "err", err)
 	}
-	ready.Store(false)
+	serving.Store(false)
 	sctx, cancel := context.WithTimeout(context.Background(), httpDrainTimeout)
 	if err := hs.ShutdownWithContext(sctx); err != nil {
 		log.Warn("exchange: http shutdown", "err", err)
@@ -315,7 +329,9 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			}
 			continue
 		}
-		migrated.Store(true)
+		if !migrated.Swap(true) {
+			log.Info("sink: migrations applied; the Postgres features are initialised (ready)")
+		}
 		persisted, err := sink.PersistedSeq(ctx)
 		if err != nil {
 			log.Warn("sink: cannot read the persisted seq; retrying", "err", err)
@@ -330,7 +346,7 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			// from another data dir (or acknowledged WAL entries were lost).
 			// Its rows are another history: following from persisted+1
 			// would upsert this WAL's orders over them. Write nothing.
-			log.Error("CRITICAL sink: the database is ahead of this WAL (written from another data dir?); the sink writes nothing to it",
+			logging.Critical(ctx, log, "sink: the database is ahead of this WAL (written from another data dir?); the sink writes nothing to it",
 				"persisted_seq", persisted, "durable_seq", d)
 			return
 		}
@@ -351,7 +367,7 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			if dbWAL != nil {
 				other = *dbWAL
 			}
-			log.Error("CRITICAL sink: the database belongs to another data dir's WAL; the sink writes nothing to it",
+			logging.Critical(ctx, log, "sink: the database belongs to another data dir's WAL; the sink writes nothing to it",
 				"database_wal_id", other, "wal_id", walID)
 			return
 		}
@@ -364,7 +380,7 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			// The database is behind what the WAL still holds (e.g. wiped
 			// after the WAL front was truncated): rows before Earliest can
 			// no longer be derived. Say so loudly and continue from there.
-			journal.Critical(log, "sink: events before the earliest retained seq cannot be re-derived; the gap is recorded in sink_gaps",
+			logging.Critical(context.Background(), log, "sink: events before the earliest retained seq cannot be re-derived; the gap is recorded in sink_gaps",
 				"persisted_seq", persisted, "earliest", gone.Earliest)
 			if err := persist.RecordGap(ctx, pool, persisted+1, gone.Earliest-1,
 				"the WAL was released past the sink's checkpoint (--follower-max-retained) or truncated"); err != nil {

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/ubscore/ubscore/gateway"
@@ -14,9 +16,12 @@ import (
 // runToken is `exchange token --user N [--admin] [--ttl 1h] [--data-dir D]
 // [--jwt-secret S]`: it prints a bearer token for user N on stdout (and
 // nothing else there, so TOKEN=$(exchange token --user 42) works). The
-// secret is resolved exactly as the server does (flag, UBS_JWT_SECRET, then
-// <data-dir>/jwt.secret, generated if missing), so a token minted here is
-// accepted by `make run` on the same data dir. Notes go to stderr.
+// secret is resolved as the server does (flag, UBS_JWT_SECRET, then
+// <data-dir>/jwt.secret), so a token minted here is accepted by `make run`
+// on the same data dir. Unlike the server it never creates a secret: a token
+// signed with a fresh secret that no server uses would only ever answer 401
+// "bad token signature". No secret found is an error naming where it looked.
+// Notes go to stderr.
 func runToken(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("exchange token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -48,9 +53,15 @@ func runToken(args []string, getenv func(string) string, stdout, stderr io.Write
 		}
 		s = Secret(*secret)
 	} else {
+		path := filepath.Join(*dataDir, secretFileName)
 		var err error
-		if s, err = loadOrCreateSecret(*dataDir, slog.New(slog.NewTextHandler(stderr, nil))); err != nil {
-			return err
+		s, err = readSecretFile(path, slog.New(slog.NewTextHandler(stderr, nil)))
+		if errors.Is(err, iofs.ErrNotExist) {
+			return fmt.Errorf("token: no JWT secret: %s does not exist and neither --jwt-secret nor UBS_JWT_SECRET is set "+
+				"(start the server on that data dir once to generate it, or pass --data-dir of the server)", path)
+		}
+		if err != nil {
+			return fmt.Errorf("token: %w", err)
 		}
 	}
 	a, err := gateway.NewAuthenticator(s)

@@ -19,6 +19,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist/transfer"
 )
 
@@ -70,7 +71,7 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 	var fundingSide, spotSide transfer.Side = t.funding, &spotAdapter{pl: pl, timeout: spotCallTimeout}
 	if cfg.FaultInjection {
 		crash := func() {
-			log.Error("CRITICAL fault injection: killing the process (crash test)")
+			logging.Critical(context.Background(), log, "fault injection: killing the process (crash test)")
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // SIGKILL is not deliverable late; never return into the step
 		}

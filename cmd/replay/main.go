@@ -4,7 +4,7 @@
 //
 //	replay verify --data DIR [--to SEQ] [--json]
 //	replay dump   --data DIR [--from SEQ] [--to SEQ]
-//	replay state  --data DIR [--to SEQ] [--json] (--user U | --market M [--depth N])
+//	replay state  --data DIR [--to SEQ] [--json] [--raw] [--config F] (--user U [--asset A] | --market M [--depth N])
 //	replay stats  --data DIR [--to SEQ] [--json]
 //
 // Every subcommand also takes --quiet (no progress) and --cpuprofile FILE.
@@ -30,8 +30,12 @@
 //     code, side, type, tif and status as names (core's String forms). Zero
 //     fields are omitted (in the core, absent == zero). --from limits the
 //     output, not the replay.
-//   - state prints a user's balances and open orders, or a market's book
-//     depth (best first), as of --to.
+//   - state prints a user's balances and open orders (user 0: the fee
+//     account, its balances), or a market's book depth (best first), as of
+//     --to. Markets and assets are given and shown by name, amounts as
+//     decimals at the asset's scale (--raw: the core's integer units); the
+//     names come from <data>/instruments.json, which the exchange writes at
+//     every start, or from --config (the exchange's config file format).
 //   - stats counts commands per kind, results per code and events per kind,
 //     and reports the seq range and the WAL's size on disk.
 //

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ubscore/ubscore/bench"
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
 )
 
@@ -264,15 +265,17 @@ func TestState(t *testing.T) {
 			user = os[0].User
 		}
 	}
+	// Without names: ids, raw units (and a note on stderr).
+	raw := &names{assets: map[core.AssetID]gateway.NamedAsset{}, markets: map[core.MarketID]gateway.NamedMarket{}}
 	code, out, errs := runReplay(t, "state", "--json", "--data", dir, "--to", strconv.Itoa(at), "--user", strconv.Itoa(int(user)))
-	if code != exitOK {
+	if code != exitOK || !strings.Contains(errs, "instruments.json") {
 		t.Fatalf("state --user: exit %d: %s", code, errs)
 	}
 	var us userState
 	if err := json.Unmarshal([]byte(out), &us); err != nil {
 		t.Fatal(err)
 	}
-	if want := userView(p, user); fmt.Sprint(us) != fmt.Sprint(want) || len(us.OpenOrders) == 0 {
+	if want := userView(p, user, 0, raw, true); fmt.Sprint(us) != fmt.Sprint(want) || len(us.OpenOrders) == 0 {
 		t.Fatalf("user %d at %d:\n got %+v\nwant %+v", user, at, us, want)
 	}
 	code, out, errs = runReplay(t, "state", "--json", "--data", dir, "--to", strconv.Itoa(at), "--market", "2", "--depth", "3")
@@ -283,10 +286,43 @@ func TestState(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ms); err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := marketView(p, 2, 3); fmt.Sprint(ms) != fmt.Sprint(want) || len(ms.Bids) != 3 || len(ms.Asks) != 3 {
+	if want, _ := marketView(p, 2, 3, raw, true); fmt.Sprint(ms) != fmt.Sprint(want) || len(ms.Bids) != 3 || len(ms.Asks) != 3 {
 		t.Fatalf("market 2 at %d:\n got %+v\nwant %+v", at, ms, want)
 	}
-	for _, args := range [][]string{{"--user", "1", "--market", "1"}, {}, {"--market", "1", "--depth", "0"}} {
+
+	// With the data dir's instruments.json (as the exchange writes it):
+	// names in and out, decimals at each asset's scale, --raw for units.
+	if err := os.WriteFile(filepath.Join(dir, "instruments.json"), []byte(`{"assets":[{"symbol":"USDT","id":1,"scale":6},
+		{"symbol":"BTC","id":2,"scale":8},{"symbol":"ETH","id":3,"scale":8}],"markets":[{"symbol":"BTC-USDT","id":1,
+		"base":"BTC","quote":"USDT"},{"symbol":"ETH-USDT","id":2,"base":"ETH","quote":"USDT"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runReplay(t, "state", "--json", "--quiet", "--data", dir, "--to", strconv.Itoa(at), "--market", "ETH-USDT", "--depth", "3")
+	if code != exitOK || errs != "" { // no note about missing names (and no progress: --quiet)
+		t.Fatalf("state --market ETH-USDT: exit %d: %s", code, errs)
+	}
+	var named marketState
+	if err := json.Unmarshal([]byte(out), &named); err != nil {
+		t.Fatal(err)
+	}
+	bids, _, _ := p.Depth(2, 3, nil, nil)
+	if named.Market != "ETH-USDT" || named.ID != 2 || named.Bids[0].Price != gateway.FormatUnits(int64(bids[0].Price), 6) ||
+		named.Bids[0].Qty != gateway.FormatUnits(int64(bids[0].Qty), 8) {
+		t.Fatalf("named market: %+v (best bid %+v)", named, bids[0])
+	}
+	// The fee account (user 0): its balances, by name, as decimals.
+	code, out, errs = runReplay(t, "state", "--data", dir, "--to", strconv.Itoa(at), "--user", "0", "--asset", "USDT")
+	fee := p.BalanceOf(0, 1)
+	if code != exitOK || fee.Avail == 0 || !strings.Contains(out, "fee account") ||
+		!strings.Contains(out, "USDT") || !strings.Contains(out, gateway.FormatUnits(int64(fee.Avail), 6)) || strings.Contains(out, "BTC ") {
+		t.Fatalf("fee account: exit %d: %s %s (want %d USDT units)", code, out, errs, fee.Avail)
+	}
+	code, out, _ = runReplay(t, "state", "--json", "--raw", "--data", dir, "--to", strconv.Itoa(at), "--user", "0", "--asset", "1")
+	if code != exitOK || !strings.Contains(out, fmt.Sprintf(`"available":"%d"`, fee.Avail)) || !strings.Contains(out, `"asset":"USDT"`) {
+		t.Fatalf("fee account --raw: exit %d: %s", code, out)
+	}
+	for _, args := range [][]string{{"--user", "1", "--market", "1"}, {}, {"--market", "1", "--depth", "0"},
+		{"--market", "DOGE-USDT"}, {"--user", "1", "--asset", "DOGE"}} {
 		if code, _, _ := runReplay(t, append([]string{"state", "--data", dir}, args...)...); code != exitUsage {
 			t.Errorf("state %v: exit %d, want usage", args, code)
 		}

@@ -22,7 +22,8 @@ const usage = `usage: replay <verify|dump|state|stats> --data DIR [flags]
 
   verify   replay everything, check invariants, print the state hash
   dump     one JSON line per command with its events
-  state    a user's balances (--user U) or a market's depth (--market M [--depth N]) as of --to
+  state    a user's balances (--user U, 0 = the fee account [--asset A]) or a market's depth
+           (--market M [--depth N]) as of --to; names and decimals (--raw: units)
   stats    counts per command kind, result code and event kind; seq range; WAL size
 
 run "replay <subcommand> -h" for its flags
@@ -42,9 +43,12 @@ type opts struct {
 	asJSON  bool
 	quiet   bool
 	cpuprof string
-	user    uint64
-	market  uint64
+	user    int64  // state: -1 = none; 0 = the fee account
+	market  string // state: a symbol or an id
+	asset   string // state: a symbol or an id
 	depth   int
+	raw     bool   // state: amounts in raw units
+	config  string // state: names file (default <data>/instruments.json)
 }
 
 type subcommand func(o *opts, e env) error
@@ -108,9 +112,13 @@ func parseFlags(name string, args []string, e env) (*opts, int) {
 	case "dump":
 		fs.Uint64Var(&o.from, "from", 0, "print only commands from this seq on")
 	case "state":
-		fs.Uint64Var(&o.user, "user", 0, "user id whose balances to print")
-		fs.Uint64Var(&o.market, "market", 0, "market id whose book to print")
+		fs.Int64Var(&o.user, "user", -1, "user id whose balances and open orders to print (0 = the fee account)")
+		fs.StringVar(&o.market, "market", "", "market whose book to print: a symbol (BTC-USDT) or an id")
+		fs.StringVar(&o.asset, "asset", "", "with --user: only this asset's balance (a symbol or an id)")
 		fs.IntVar(&o.depth, "depth", 10, "price levels per side for --market")
+		fs.BoolVar(&o.raw, "raw", false, "amounts in raw units (the core's integers) instead of decimals at each asset's scale")
+		fs.StringVar(&o.config, "config", "", "names and scales of the instruments: the exchange's --config file "+
+			"(default: <data>/instruments.json, written by the exchange at start)")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

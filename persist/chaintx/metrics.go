@@ -1,15 +1,8 @@
 package chaintx
 
 import (
-	"log/slog"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-// levelCritical is the CRITICAL log level the rest of the project uses
-// (slog.Level(12), as persist/transfer.LevelCritical); one place to switch
-// when the gateway's named level lands.
-const levelCritical = slog.Level(12)
 
 // Metrics are the spec's §5.2 signals, named ubs_chain_*.
 type Metrics struct {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/ubscore/ubscore/logging"
 )
 
 // The tracker: for every submitter this node leads, each TrackInterval,
@@ -184,7 +186,7 @@ func (m *Manager) detectStuck(ctx context.Context, l Lease) error {
 		if t.AllocatedAt != nil {
 			age = t.UpdatedAt.Sub(*t.AllocatedAt)
 		}
-		m.log.Log(ctx, levelCritical, "chaintx: transaction STUCK: no receipt; operator action may be needed",
+		logging.Critical(ctx, m.log, "chaintx: transaction STUCK: no receipt; operator action may be needed",
 			"submitter", t.Submitter, "tx_id", t.ID, "nonce", *t.Nonce, "tx_hash", t.Hash, "fencing_token", l.Token,
 			"state_before", Tracking, "state_after", Stuck, "age", age.String(), "attempts", t.SubmitAttempts)
 		d := m.cfg.Hook.Decide(ctx, ResolutionContext{Submitter: t.Submitter, TxID: t.ID, RequestID: t.RequestID,

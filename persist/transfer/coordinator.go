@@ -7,11 +7,15 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/ubscore/ubscore/logging"
 )
 
 // LevelCritical is the slog level of alerts that need an operator: funds in
-// flight with an unknown outcome, a refund that keeps failing.
-const LevelCritical = slog.Level(12)
+// flight with an unknown outcome, a refund that keeps failing. It is
+// logging.LevelCritical (printed "CRITICAL"), named here for this package's
+// readers.
+const LevelCritical = logging.LevelCritical
 
 // Defaults of Config.
 const (
@@ -39,7 +43,10 @@ type Config struct {
 	// leaves a state, not a half-made call.
 	CallTimeout         time.Duration
 	RetryBase, RetryMax time.Duration // backoff between retries of an unknown outcome
-	Logger              *slog.Logger
+	// SettleWait bounds how long Create tries to settle an insert of
+	// unknown outcome (settle.go) before answering Unconfirmed.
+	SettleWait time.Duration
+	Logger     *slog.Logger
 	// Fuse runs every FUNDING operation and the CAS transitions around it as
 	// ONE transaction (fused.go, batch_fused.go) when Funding is the plain
 	// *Funding of a Batcher (NewFundingBatched) on the Store's pool; with
@@ -89,6 +96,7 @@ func NewCoordinator(cfg Config) (*Coordinator, error) {
 	def(&cfg.CallTimeout, DefaultCallTimeout)
 	def(&cfg.RetryBase, DefaultRetryBase)
 	def(&cfg.RetryMax, DefaultRetryMax)
+	def(&cfg.SettleWait, DefaultSettleWait)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -102,12 +110,26 @@ func (c *Coordinator) Stats() *Stats { return &c.stats }
 type Result struct {
 	Transfer  Transfer
 	Duplicate bool // the cid was already used: this is the original transfer, nothing new happened
+	// Unconfirmed: the database did not confirm the insert and could not be
+	// asked since; the row may exist (then the Worker drives it) or never
+	// will. Transfer holds the request with its req_id (State is INIT, no
+	// transfer_id): poll it by req_id; not found there means nothing happened.
+	Unconfirmed bool
 }
 
 // Create validates req (layer 2 of defense in depth, 1.5.8 order), stores
 // it as INIT with a new req_id and drives it until it is terminal or
-// MaxWait passes, returning the state reached. A refusal is an *Error with
-// the spec's code; any other error is a system error (SYSTEM_ERROR).
+// MaxWait passes, returning the state reached.
+//
+// Errors keep "failed" apart from "unknown" (spec 2.3, 4): a refusal is an
+// *Error with the spec's code; any other error means this call recorded no
+// transfer and moved nothing (SYSTEM_ERROR: retrying is safe). Once a row
+// exists Create never returns an error: it answers that transfer as last
+// known (the database failing while driving it leaves it to the Worker).
+// When the insert's own outcome is unknown, the req_id is settled first
+// (settleInsert): the row is found, or fenced off as FAILED so that it can
+// never appear later; if the database stays away even for that, the answer
+// is Result.Unconfirmed.
 func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (Result, error) {
 	var asset *AssetConfig
 	if a, found := c.cfg.Assets(req.Asset); found {
@@ -154,9 +176,13 @@ func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (R
 		t, inserted, err = c.cfg.Store.Insert(ctx, t)
 	}
 	if err != nil {
-		return Result{}, err
-	}
-	if !inserted { // lost a race on the same cid
+		// The row may or may not exist: settle it before answering.
+		var r Result
+		if r, known, err = c.settleInsert(ctx, t, err); err != nil || r.Duplicate || r.Unconfirmed || r.Transfer.State.Terminal() {
+			return r, err
+		}
+		t = r.Transfer
+	} else if !inserted { // lost a race on the same cid
 		return Result{Transfer: t, Duplicate: true}, nil
 	}
 	c.log.Info("transfer created", "req_id", t.ReqID, "user", t.UserID, "from", t.From, "to", t.To,
@@ -167,8 +193,14 @@ func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (R
 	if known {
 		from = &t
 	}
-	t, err = c.drive(wctx, t.ReqID, from)
-	return Result{Transfer: t}, err
+	if t, err = c.drive(wctx, t.ReqID, from, t); err != nil {
+		// The row exists: the answer is the transfer as last known, never
+		// a bare error (a client retrying an error without a cid would move
+		// the funds twice). It is not terminal; the Worker finishes it.
+		c.log.Warn("transfer: the database failed while driving; answering the last known state",
+			"req_id", t.ReqID, "state", t.State.String(), "err", err)
+	}
+	return Result{Transfer: t}, nil
 }
 
 // Get returns the transfer with reqID.
@@ -181,22 +213,29 @@ func (c *Coordinator) Get(ctx context.Context, reqID string) (Transfer, error) {
 // the last state read. A cancelled ctx stops it between steps, never inside
 // one.
 func (c *Coordinator) Drive(ctx context.Context, reqID string) (Transfer, error) {
-	return c.drive(ctx, reqID, nil)
+	return c.drive(ctx, reqID, nil, Transfer{})
 }
 
 // drive is Drive; known, when set, is the row exactly as this driver has
 // just left it (from its own write): stepped from without a read, and
-// returned as is once terminal (a terminal state never changes). It
-// advances the transfer and, whenever a step makes no progress, waits a
-// backoff that doubles up to RetryMax and restarts from RetryBase after
-// any progress.
-func (c *Coordinator) drive(ctx context.Context, reqID string, known *Transfer) (Transfer, error) {
+// returned as is once terminal (a terminal state never changes). last is
+// the row as last known (zero if none); on an error drive returns the last
+// state it knew. It advances the transfer and, whenever a step makes no
+// progress, waits a backoff that doubles up to RetryMax and restarts from
+// RetryBase after any progress.
+func (c *Coordinator) drive(ctx context.Context, reqID string, known *Transfer, last Transfer) (Transfer, error) {
 	backoff := c.cfg.RetryBase
 	for {
 		t, progressed, err := c.advanceFrom(ctx, reqID, known)
 		known = nil
-		if err != nil || t.State.Terminal() || ctx.Err() != nil {
-			return t, err
+		if t.ReqID != "" {
+			last = t
+		}
+		if err != nil {
+			return last, err
+		}
+		if t.State.Terminal() || ctx.Err() != nil {
+			return t, nil
 		}
 		if progressed {
 			backoff = c.cfg.RetryBase
@@ -223,8 +262,12 @@ func (c *Coordinator) advanceFrom(ctx context.Context, reqID string, known *Tran
 	for {
 		if known != nil && (known.State.Terminal() || ctx.Err() == nil) {
 			t = *known
-		} else if t, err = c.read(ctx, reqID); err != nil {
-			return t, progressed, err
+		} else {
+			rt, rerr := c.read(ctx, reqID)
+			if rerr != nil {
+				return t, progressed, rerr // t: the state this loop last knew (zero if none)
+			}
+			t = rt
 		}
 		known = nil
 		if t.State.Terminal() || ctx.Err() != nil {

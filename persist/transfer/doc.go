@@ -20,6 +20,10 @@
 //   - adapters are idempotent by (req_id, op) and keep their first outcome,
 //     failures included (funding: transfer_operations, same transaction as
 //     the balance change).
+//   - failed is never mixed up with unknown in an answer either: once a
+//     transfer's row exists Create answers that transfer, never an error;
+//     an insert of unknown outcome is settled first (settle.go: found, or
+//     fenced off as FAILED/SYSTEM_ERROR, or Result.Unconfirmed).
 //   - validation (validate.go) runs the spec's checks in the order of 1.5.8
 //     with its error codes, in the gateway, the Coordinator and (what they
 //     can see) the adapters.

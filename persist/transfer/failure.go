@@ -12,6 +12,9 @@ func FailureCode(t Transfer) string {
 	if t.State != Failed && t.State != RolledBack {
 		return ""
 	}
+	if strings.HasPrefix(t.ErrorMessage, msgNotRecorded) {
+		return string(CodeSystemError)
+	}
 	const mark = "EXPLICIT_FAIL("
 	i := strings.LastIndex(t.ErrorMessage, mark)
 	if i < 0 {

@@ -20,13 +20,17 @@ import (
 
 // migratedPool creates a throw-away database (see pgtest.NewDB), migrates
 // it and returns a pool on it, closed when the test ends.
-func migratedPool(t testing.TB) *pgxpool.Pool {
+func migratedPool(t testing.TB) *pgxpool.Pool { return migratedPoolAt(t, pgtest.NewDB(t), 32) }
+
+// migratedPoolAt migrates the database at url and returns a pool of at most
+// maxConns on it, closed when the test ends.
+func migratedPoolAt(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 32
+	cfg.MaxConns = maxConns
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -75,9 +79,11 @@ type harness struct {
 	coord   *Coordinator
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessOn(t, migratedPool(t)) }
+
+// newHarnessOn is newHarness on pool.
+func newHarnessOn(t *testing.T, pool *pgxpool.Pool) *harness {
 	t.Helper()
-	pool := migratedPool(t)
 	h := &harness{t: t, pool: pool, store: NewStore(pool), funding: NewFunding(pool), spot: NewFakeSpot(), crit: &critCounter{}}
 	h.fundF, h.spotF = NewFaulty(h.funding), NewFaulty(h.spot)
 	h.coord = h.newCoordinator(nil)

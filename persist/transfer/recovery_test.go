@@ -271,3 +271,49 @@ func TestWorkerRun(t *testing.T) {
 	}
 	h.conserved(usdt)
 }
+
+// TestWorkerResumesInterruptedAtStart (issue 20): the transfers a previous
+// process left mid-flight are resumed by the worker's first scan at once,
+// not after StaleAfter (1 h here), and without MON-001 "stuck" alerts: the
+// process that owned them is gone, nothing is stuck yet. More than one
+// batch of them is resumed.
+func TestWorkerResumesInterruptedAtStart(t *testing.T) {
+	h := newHarness(t)
+	var left []Transfer
+	for i, st := range []State{Init, SourcePending, SourceDone, TargetPending, TargetPending} {
+		user := UserID(300 + i)
+		h.deposit(user, usdt, 10_000)
+		h.spot.Credit(user, usdt, 10_000)
+		left = append(left, h.insertAt(user, AccountFunding, AccountSpot, usdt, 500, st))
+	}
+	// TARGET_PENDING after the deposit happened: the worker must not deposit twice.
+	if o := call(context.Background(), h.funding, OpWithdraw, left[3]); o.Kind != Success {
+		t.Fatal(o)
+	}
+	if o := call(context.Background(), h.spot, OpDeposit, left[3]); o.Kind != Success {
+		t.Fatal(o)
+	}
+	for _, i := range []int{2, 4} { // SOURCE_DONE and TARGET_PENDING before the deposit: withdrawn
+		if o := call(context.Background(), h.funding, OpWithdraw, left[i]); o.Kind != Success {
+			t.Fatal(o)
+		}
+	}
+	w := NewWorker(h.newCoordinator(nil), WorkerConfig{StaleAfter: time.Hour, Batch: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	for _, tr := range left {
+		waitFor(t, "the interrupted transfer "+tr.State.String()+" committed", func() bool { return h.get(tr.ReqID).State == Committed })
+	}
+	cancel()
+	<-done
+	if n := h.crit.n.Load(); n != 0 {
+		t.Fatalf("%d CRITICAL alerts for transfers resumed at start", n)
+	}
+	for i := range left {
+		if f, s := h.fundingBalance(UserID(300+i), usdt), h.spot.Balance(UserID(300+i), usdt); f != 9_500 || s != 10_500 {
+			t.Errorf("user %d: funding %d spot %d, want 9500 10500", 300+i, f, s)
+		}
+	}
+	h.conserved(usdt)
+}

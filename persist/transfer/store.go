@@ -181,6 +181,28 @@ func (s *Store) NoteRetry(ctx context.Context, reqID string, at State, errMsg st
 	return nil
 }
 
+// dbNow is the database's clock (transaction time).
+func (s *Store) dbNow(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("transfer: read the database clock: %w", err)
+	}
+	return now, nil
+}
+
+// unfinishedBefore returns up to limit non-terminal transfers with
+// updated_at < cutoff, in (updated_at, req_id) order after the cursor
+// `after` (its zero value: from the first).
+func (s *Store) unfinishedBefore(ctx context.Context, cutoff time.Time, after Transfer, limit int) ([]Transfer, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+transferCols+` FROM transfers_tb
+		WHERE state NOT IN (40, -10, -30) AND updated_at < $1 AND (updated_at, req_id) > ($2, $3)
+		ORDER BY updated_at, req_id LIMIT $4`, cutoff, after.UpdatedAt, after.ReqID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("transfer: interrupted scan: %w", err)
+	}
+	return collectTransfers(rows, "interrupted scan")
+}
+
 // Stale returns up to limit non-terminal transfers not updated for at least
 // olderThan (spec 6.2), oldest first.
 func (s *Store) Stale(ctx context.Context, olderThan time.Duration, limit int) ([]Transfer, error) {
@@ -190,14 +212,22 @@ func (s *Store) Stale(ctx context.Context, olderThan time.Duration, limit int) (
 	if err != nil {
 		return nil, fmt.Errorf("transfer: stale scan: %w", err)
 	}
+	return collectTransfers(rows, "stale scan")
+}
+
+// collectTransfers scans every row of rows (and closes it).
+func collectTransfers(rows pgx.Rows, what string) ([]Transfer, error) {
 	defer rows.Close()
 	var out []Transfer
 	for rows.Next() {
 		t, err := scanTransfer(rows)
 		if err != nil {
-			return nil, fmt.Errorf("transfer: stale scan: %w", err)
+			return nil, fmt.Errorf("transfer: %s: %w", what, err)
 		}
 		out = append(out, t)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("transfer: %s: %w", what, err)
+	}
+	return out, nil
 }

@@ -18,10 +18,14 @@ type WorkerConfig struct {
 	Batch      int           // transfers resumed per scan at most (default 100)
 }
 
-// Worker is the recovery worker (spec 6): at start and then every Interval
-// it resumes every non-terminal transfer whose updated_at is older than
-// StaleAfter, stepping each while it makes progress. It may run in several
-// processes at once: the CAS lets one driver win each state change.
+// Worker is the recovery worker (spec 6). At start it resumes every
+// non-terminal transfer last updated before it started, whatever its age:
+// the process that drove them is gone (a crash or a restart), so waiting for
+// them to go stale would only delay them and raise MON-001 alerts for
+// transfers nobody is stuck on. Then, every Interval, it resumes every
+// non-terminal transfer whose updated_at is older than StaleAfter. It steps
+// each transfer while it makes progress. It may run in several processes at
+// once: the CAS lets one driver win each state change.
 type Worker struct {
 	c   *Coordinator
 	cfg WorkerConfig
@@ -41,12 +45,22 @@ func NewWorker(c *Coordinator, cfg WorkerConfig) *Worker {
 	return &Worker{c: c, cfg: cfg}
 }
 
-// Run scans at once and then every Interval until ctx is done.
+// Run resumes the transfers a previous process left (RunInterrupted,
+// retried until it has run once) and then scans every Interval until ctx
+// is done.
 func (w *Worker) Run(ctx context.Context) error {
 	tick := time.NewTicker(w.cfg.Interval)
 	defer tick.Stop()
+	started := false
 	for {
-		if _, err := w.RunOnce(ctx); err != nil && ctx.Err() == nil {
+		var err error
+		if !started {
+			_, err = w.RunInterrupted(ctx)
+			started = err == nil
+		} else {
+			_, err = w.RunOnce(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
 			w.c.log.Error("transfer worker scan failed", "err", err)
 		}
 		select {
@@ -55,6 +69,43 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// RunInterrupted resumes every non-terminal transfer last updated before
+// the call (by the database's clock), oldest first, in batches of Batch,
+// and returns how many it found. These are the transfers of a process that
+// is gone; they are resumed at once (no staleness filter) and, not being
+// stuck on anything yet, raise no MON-001 alert. Transfers created while it
+// runs are left to their own drivers.
+func (w *Worker) RunInterrupted(ctx context.Context) (int, error) {
+	cutoff, err := w.c.cfg.Store.dbNow(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var after Transfer // keyset cursor: (updated_at, req_id) of the last one seen
+	for ctx.Err() == nil {
+		ts, err := w.c.cfg.Store.unfinishedBefore(ctx, cutoff, after, w.cfg.Batch)
+		if err != nil {
+			return n, err
+		}
+		for _, t := range ts {
+			if ctx.Err() != nil {
+				break
+			}
+			w.c.log.Info("resuming a transfer interrupted by a restart", "req_id", t.ReqID, "state", t.State.String(),
+				"updated_at", t.UpdatedAt)
+			if _, err := w.c.advance(ctx, t.ReqID); err != nil {
+				w.c.log.Error("transfer worker resume failed", "req_id", t.ReqID, "err", err)
+			}
+		}
+		n += len(ts)
+		if len(ts) < w.cfg.Batch {
+			break
+		}
+		after = ts[len(ts)-1]
+	}
+	return n, ctx.Err()
 }
 
 // RunOnce resumes one batch of stale transfers and returns how many it
