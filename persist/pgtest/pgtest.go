@@ -45,7 +45,14 @@ func NewDB(t testing.TB) string {
 		t.Fatal(err)
 	}
 	name := "ubs_test_" + hex.EncodeToString(rnd[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	// Reaching the server is bounded tightly (an absent server skips the
+	// test quickly); creating the database is not: CREATE DATABASE copies
+	// the template and waits on its locks, and on a busy 2-core machine
+	// (other suites creating and dropping databases, fsyncs queued) it
+	// took over 5 s.
+	cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer ccancel()
+	if _, err := admin.Exec(cctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("create database %s: %v", name, err)
 	}
 	t.Cleanup(func() {
