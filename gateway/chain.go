@@ -140,7 +140,17 @@ func (s *Server) postWithdrawal(ctx *fasthttp.RequestCtx, st *reqState) *APIErro
 	defer cancel()
 	w, dup, err := s.chain.Withdrawals.Create(c, withdraw.Request{User: core.UserID(st.claims.UserID), Asset: a.Symbol,
 		Amount: core.Units(amount), Address: string(v[2].b), CID: string(v[3].b)})
-	if err != nil {
+	var unconfirmed *withdraw.UnconfirmedError
+	switch {
+	case errors.As(err, &unconfirmed):
+		s.log.Warn("gateway: withdrawal outcome unknown", "withdrawal_id", unconfirmed.ID, "err", err)
+		return s.replyJSON(ctx, st, http.StatusAccepted, map[string]any{"withdrawal_id": unconfirmed.ID, "state": "UNKNOWN",
+			"message": "withdrawal outcome unknown: the database did not confirm its record; poll GET /api/v1/withdrawals/{id} (WITHDRAWAL_NOT_FOUND there, once the database answers, means nothing happened)"})
+	case errors.Is(err, withdraw.ErrNotRecorded):
+		s.log.Error("gateway: withdrawal not recorded", "err", err)
+		return &APIError{Status: http.StatusInternalServerError, Code: CodeSystemError,
+			Message: "internal failure before the withdrawal was recorded: nothing happened, no funds moved; retry"}
+	case err != nil:
 		return s.chainError("withdraw", err)
 	}
 	return s.replyJSON(ctx, st, http.StatusAccepted, s.withdrawalJSON(w, dup))

@@ -105,7 +105,39 @@ type Config struct {
 	// GasLimit of a withdrawal tx; default 21000 (a plain value transfer:
 	// contract recipients that need more gas revert, and are refunded).
 	GasLimit uint64
+	// SettleWait bounds how long Create keeps trying to settle a commit of
+	// unknown outcome before answering *UnconfirmedError; default 10 s.
+	SettleWait time.Duration
+	// Fault injects a lost commit answer (tests only; zero in production).
+	Fault Fault
 }
+
+// Fault is an injectable failure of Create's commit (tests only).
+type Fault uint8
+
+const (
+	FaultNone       Fault = iota
+	FaultCommitLost       // the commit happens, then its answer is lost (an unknown outcome)
+	FaultCommitDied       // the connection dies before the commit (rolled back; the outcome looks unknown)
+)
+
+// ErrNotRecorded: Create failed and nothing happened (no withdrawal, no
+// debit), for certain; retrying is safe.
+var ErrNotRecorded = errors.New("withdraw: not recorded: nothing happened, no funds moved")
+
+// UnconfirmedError: the database did not confirm Create's commit and could
+// not be asked since. Withdrawal ID may exist or never will: poll it (once
+// the database answers, WITHDRAWAL_NOT_FOUND there means nothing happened).
+type UnconfirmedError struct {
+	ID    int64
+	Cause error
+}
+
+func (e *UnconfirmedError) Error() string {
+	return fmt.Sprintf("withdraw: withdrawal %d: outcome unknown: %v", e.ID, e.Cause)
+}
+
+func (e *UnconfirmedError) Unwrap() error { return e.Cause }
 
 // Service creates and reads withdrawals.
 type Service struct {
@@ -172,12 +204,17 @@ func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicat
 			return w, false, err
 		}
 	}
+	// The id comes first, outside the transaction, so that a commit of
+	// unknown outcome can be settled by it (settle).
 	var id int64
-	err = pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
-		if err := debit(ctx, tx, r.User, a.ID, r.Amount); err != nil {
+	if err := s.cfg.Pool.QueryRow(ctx, `SELECT nextval('withdrawals_id_seq')`).Scan(&id); err != nil {
+		return w, false, fmt.Errorf("%w: %v", ErrNotRecorded, err)
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO withdrawal_claims (withdrawal_id, fenced) VALUES ($1, false)`, id); err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, `SELECT nextval('withdrawals_id_seq')`).Scan(&id); err != nil {
+		if err := debit(ctx, tx, r.User, a.ID, r.Amount); err != nil {
 			return err
 		}
 		txID, err := pgstore.InsertCreated(ctx, tx, chaintx.NewTx{Submitter: s.cfg.Submitter, RequestID: "wd-" + strconv.FormatInt(id, 10),
@@ -199,14 +236,86 @@ func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicat
 		w, err := s.byCID(ctx, r.User, r.CID)
 		return w, err == nil, err
 	}
-	if err != nil {
+	var refusal *Error
+	switch {
+	case errors.As(err, &refusal):
 		return w, false, err
+	case err != nil && noEffect(err):
+		return w, false, fmt.Errorf("%w: %v", ErrNotRecorded, err)
+	case err != nil:
+		if err = s.settle(ctx, id, err); err != nil {
+			return w, false, err
+		}
 	}
 	if s.cfg.Nudge != nil {
 		s.cfg.Nudge(s.cfg.Submitter)
 	}
 	w, err = s.Get(ctx, id)
 	return w, false, err
+}
+
+// inTx runs fn in one transaction and commits it, with Config.Fault applied
+// to the commit.
+func (s *Service) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := s.cfg.Pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit: a no-op
+	if err := fn(tx); err != nil {
+		return err
+	}
+	switch s.cfg.Fault {
+	case FaultCommitLost:
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+		return errors.New("injected: connection lost after COMMIT was sent")
+	case FaultCommitDied:
+		return errors.New("injected: connection lost before COMMIT was answered")
+	}
+	return tx.Commit(ctx)
+}
+
+// noEffect reports whether err proves that the transaction changed nothing:
+// Postgres answered with an error (the transaction rolled back), or the
+// request never left this process.
+func noEffect(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
+}
+
+// settle decides the withdrawal id whose commit had an unknown outcome
+// (cause) by claiming id as fenced (migration 0039): the claim conflicts
+// with the committed one (nil: the withdrawal exists), or it wins (then the
+// original transaction can never commit: ErrNotRecorded). If the database
+// does not answer within SettleWait: *UnconfirmedError.
+func (s *Service) settle(ctx context.Context, id int64, cause error) error {
+	wait := s.cfg.SettleWait
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	ctx = context.WithoutCancel(ctx)
+	deadline := time.Now().Add(wait)
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var fenced bool
+		err := s.cfg.Pool.QueryRow(cctx, `WITH ins AS (
+				INSERT INTO withdrawal_claims (withdrawal_id, fenced) VALUES ($1, true)
+				ON CONFLICT (withdrawal_id) DO NOTHING RETURNING fenced)
+			SELECT fenced FROM ins UNION ALL SELECT fenced FROM withdrawal_claims WHERE withdrawal_id = $1`, id).Scan(&fenced)
+		cancel()
+		switch {
+		case err == nil && fenced:
+			return fmt.Errorf("%w: fenced withdrawal %d after an unknown commit (%v)", ErrNotRecorded, id, cause)
+		case err == nil:
+			return nil
+		}
+		if time.Now().Add(backoff).After(deadline) {
+			return &UnconfirmedError{ID: id, Cause: cause}
+		}
+		time.Sleep(backoff)
+	}
 }
 
 // debit takes amount from the user's ACTIVE FUNDING account, or refuses.
