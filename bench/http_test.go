@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,26 +22,37 @@ func TestRunHTTPReportsServerPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
+	// The property is statistical and the machine is shared: a run where
+	// the scheduler stalls the client itself can lift p50 too. Each case
+	// gets up to 3 runs; a broken correction (the pause missing from p99,
+	// or smeared into p50) fails all of them.
 	for _, engine := range []string{EngineEvloop, EngineFasthttp} {
 		for _, rate := range []float64{0, 400} {
-			res, err := RunHTTP(HTTPConfig{Addr: addr, Method: "POST", Path: "/api/v1/order", Conns: 4, Engine: engine, Rate: rate,
-				Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond, Request: func(_, _ int, req *fasthttp.Request) {
-					req.Header.SetContentType("application/json")
-					req.SetBodyString(`{"market":"BTC-USDT","side":"BUY","type":"LIMIT","price":"1","quantity":"1"}`)
-				}})
-			if err != nil {
-				t.Fatal(err)
+			var fails []string
+			for attempt := 0; attempt < 3; attempt++ {
+				res, err := RunHTTP(HTTPConfig{Addr: addr, Method: "POST", Path: "/api/v1/order", Conns: 4, Engine: engine, Rate: rate,
+					Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond, Request: func(_, _ int, req *fasthttp.Request) {
+						req.Header.SetContentType("application/json")
+						req.SetBodyString(`{"market":"BTC-USDT","side":"BUY","type":"LIMIT","price":"1","quantity":"1"}`)
+					}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Errors != 0 || res.Non2xx != 0 || res.Requests < 100 {
+					t.Fatalf("%s rate %v: result %+v", engine, rate, res)
+				}
+				p50, p99 := res.WrkP50us, res.WrkP99us
+				if rate > 0 {
+					p50, p99 = res.P50us, res.P99us
+				}
+				if p99 >= 15_000 && p50*2 <= p99 {
+					fails = nil
+					break
+				}
+				fails = append(fails, fmt.Sprintf("corrected p50 %.0f us, p99 %.0f us (%+v)", p50, p99, res))
 			}
-			if res.Errors != 0 || res.Non2xx != 0 || res.Requests < 100 {
-				t.Fatalf("%s rate %v: result %+v", engine, rate, res)
-			}
-			p50, p99 := res.WrkP50us, res.WrkP99us
-			if rate > 0 {
-				p50, p99 = res.P50us, res.P99us
-			}
-			if p99 < 15_000 || p50*2 > p99 {
-				t.Errorf("%s rate %v: corrected p50 %.0f us, p99 %.0f us: want the 20 ms pause in p99 and not in p50 (%+v)",
-					engine, rate, p50, p99, res)
+			if fails != nil {
+				t.Errorf("%s rate %v: want the 20 ms pause in p99 and not in p50; every run: %v", engine, rate, fails)
 			}
 		}
 	}
