@@ -1,0 +1,581 @@
+package gateway
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// The transfer service's API (spec 003) at the spec's own paths, with its
+// field names (camelCase), its amounts (JSON numbers with the asset's
+// decimals), its status codes and error codes, and its error body
+// {timestamp, status, error, message} plus our code. Beyond the spec (which
+// has no security): every path needs the bearer token; creating users is
+// admin-only; a transfer's fromUserId must be the caller (or an admin); only
+// the sender (or an admin) cancels; balances and history only for oneself
+// (or an admin), else 403 FORBIDDEN. Handles (the spec's userId) are
+// resolved to numeric user ids (the token's sub) in the core's read view.
+
+// P2PConfig enables the transfer service (ServerConfig.P2P).
+type P2PConfig struct {
+	Asset core.AssetID  // the service's asset; its scale is the API's decimals
+	Scale uint8         // the asset's scale (USD: 2)
+	Hold  time.Duration // the cancel window: executeAt = createdAt + Hold
+}
+
+// The spec's error codes produced at the edge (the core's share its strings).
+const (
+	CodeInvalidUserID        = "INVALID_USER_ID"
+	CodeInvalidBalance       = "INVALID_BALANCE"
+	CodeInvalidDecimalPlaces = "INVALID_DECIMAL_PLACES"
+	CodeUserNotFound         = "USER_NOT_FOUND"
+	CodeInvalidPagination    = "INVALID_PAGINATION"
+	CodeTransferNotFound     = "TRANSFER_NOT_FOUND"
+)
+
+// Spec §2.2.2: page >= 1, 1 <= size <= MaxP2PPageSize (the bound is ours).
+const (
+	MaxP2PPageSize     = 100
+	defaultP2PPageSize = 10
+)
+
+func init() {
+	for c, v := range map[core.Code]struct {
+		status int
+		msg    string
+	}{
+		core.CodeInvalidHandle:           {400, "Invalid userId format"},
+		core.CodeInvalidBalance:          {400, "Initial balance must be non-negative"},
+		core.CodeUserAlreadyExists:       {400, "User already exists"},
+		core.CodeSelfTransfer:            {400, "Cannot transfer to self"},
+		core.CodeSenderNotFound:          {400, "Sender user not found"},
+		core.CodeRecipientNotFound:       {400, "Recipient user not found"},
+		core.CodeTransferNotFound:        {404, "Transfer not found"},
+		core.CodeCannotCancelTransfer:    {400, "Cannot cancel transfer"},
+		core.CodeCancelWindowExpired:     {400, "Cancel time window expired"},
+		core.CodeNotTransferSender:       {403, "only the sender or an admin may cancel a transfer"},
+		core.CodeTooManyPendingTransfers: {409, "too many pending transfers for this sender"},
+		core.CodePendingTransfersFull:    {409, "too many pending transfers; retry later"},
+		core.CodeTooManyTransfers:        {409, "the transfer service is full"},
+	} {
+		coreStatus[c] = v
+		coreErrors[c] = &APIError{Status: v.status, Code: c.String(), Message: v.msg}
+	}
+}
+
+// p2pCoreError is a core rejection on a spec 003 path: the spec's statuses
+// (INSUFFICIENT_BALANCE is 400 there).
+func p2pCoreError(c core.Code) *APIError {
+	e := coreError(c)
+	if c == core.CodeInsufficientBalance {
+		e = &APIError{Status: http.StatusBadRequest, Code: e.Code, Message: "Insufficient balance"}
+	}
+	return e
+}
+
+// isP2PPath reports whether path is one of spec 003's (its errors use the spec's body).
+func isP2PPath(path []byte) bool {
+	return hasSegPrefix(path, "/balance-service") || hasSegPrefix(path, "/transfers")
+}
+
+// appendP2PError appends spec 003 §4.2's error body plus our code.
+func appendP2PError(dst []byte, e *APIError, now time.Time) []byte {
+	dst = append(dst, `{"timestamp":`...)
+	dst = appendTime(dst, now.UnixNano())
+	dst = append(dst, `,"status":`...)
+	dst = strconv.AppendInt(dst, int64(e.Status), 10)
+	dst = append(dst, `,"error":`...)
+	dst = appendStr(dst, http.StatusText(e.Status))
+	dst = append(dst, `,"message":`...)
+	dst = appendStr(dst, e.Message)
+	dst = append(dst, `,"code":`...)
+	dst = appendStr(dst, e.Code)
+	return append(dst, '}')
+}
+
+// appendTime appends unix ns as a quoted ISO 8601 UTC time.
+func appendTime(dst []byte, ns int64) []byte {
+	dst = append(dst, '"')
+	dst = time.Unix(0, ns).UTC().AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, '"')
+}
+
+func appendTimeOrNull(dst []byte, ns int64) []byte {
+	if ns == 0 {
+		return append(dst, "null"...)
+	}
+	return appendTime(dst, ns)
+}
+
+// p2pAmount is how a spec 003 amount failed to parse.
+type p2pAmount uint8
+
+const (
+	amtOK       p2pAmount = iota
+	amtFormat             // not a plain decimal number (exponent, garbage), or too large
+	amtNegative           // below zero
+	amtTooSmall           // below one unit of the scale (for a transfer: < 0.01)
+	amtDecimals           // a non-zero digit beyond the scale
+)
+
+// parseP2PAmount reads a JSON number (or decimal string) at scale. The
+// checks follow spec 003 §3.3.1: the value is judged (negative, then
+// below one unit) before its decimals, so 0.001 is INVALID_AMOUNT and
+// 100.123 is INVALID_DECIMAL_PLACES.
+func parseP2PAmount(b []byte, scale uint8) (int64, p2pAmount) {
+	if len(b) > MaxDecimalLen {
+		return 0, amtFormat
+	}
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	ip, frac, ok := splitDecimal(bstr(b))
+	if !ok {
+		return 0, amtFormat
+	}
+	for len(frac) > 0 && frac[len(frac)-1] == '0' {
+		frac = frac[:len(frac)-1]
+	}
+	zero := ip == "0" && frac == ""
+	if neg && !zero {
+		return 0, amtNegative
+	}
+	head := frac
+	if len(head) > int(scale) {
+		head = head[:scale]
+	}
+	v, ok := accumulate(0, ip)
+	if ok {
+		v, ok = accumulate(v, head)
+	}
+	for i := len(head); ok && i < int(scale); i++ {
+		v, ok = accumulate(v, "0")
+	}
+	if !ok {
+		return 0, amtFormat
+	}
+	if v == 0 {
+		return 0, amtTooSmall
+	}
+	if len(frac) > int(scale) {
+		return 0, amtDecimals
+	}
+	return v, amtOK
+}
+
+func decimalsError(scale uint8) *APIError {
+	return BadRequest(CodeInvalidDecimalPlaces, "Amount must have at most "+strconv.Itoa(int(scale))+" decimal places")
+}
+
+// POST /balance-service/users
+var p2pUserSchema = []jsonField{{"userId", jsonString}, {"initialBalance", jsonDecimal}, {"id", jsonNumber}}
+
+// POST /transfers
+var p2pTransferSchema = []jsonField{{"fromUserId", jsonString}, {"toUserId", jsonString}, {"amount", jsonDecimal},
+	{"requestId", jsonString}}
+
+// postP2PUser: spec §3.1's checks in order — userId present, its format,
+// initialBalance present, >= 0, at most the scale's decimals, then the core
+// (USER_ALREADY_EXISTS). Admin only.
+func (s *Server) postP2PUser(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	if err := RequireAdmin(st.claims); err != nil {
+		e, _ := AsAPIError(err)
+		return e
+	}
+	v := st.vals[:len(p2pUserSchema)]
+	var err *APIError
+	if st.scratch, err = decodeObject(st.body, p2pUserSchema, v, st.scratch); err != nil {
+		return err
+	}
+	if !v[0].set {
+		return BadRequest(CodeMissingField, "Missing required field: userId")
+	}
+	if !core.ValidP2PHandle(bstr(v[0].b)) {
+		return BadRequest(CodeInvalidUserID, "Invalid userId format")
+	}
+	if !v[1].set {
+		return BadRequest(CodeMissingField, "Missing required field: initialBalance")
+	}
+	cfg := s.p2p
+	amt, why := parseP2PAmount(v[1].b, cfg.Scale)
+	switch why {
+	case amtFormat, amtNegative:
+		return BadRequest(CodeInvalidBalance, "Initial balance must be non-negative")
+	case amtDecimals:
+		return decimalsError(cfg.Scale)
+	}
+	c := &st.cmd
+	*c = core.Command{Kind: core.KindP2PCreateUser, Text: string(v[0].b), Asset: cfg.Asset, Amount: core.Units(amt)}
+	if v[2].set {
+		id, ok := parseUserID(bstr(v[2].b))
+		if !ok || core.UserID(id) >= core.P2PUserBase {
+			return BadRequest(CodeInvalidUser, "id must be an integer in [1, 2^40)")
+		}
+		c.User = core.UserID(id)
+	}
+	res, evs, aerr := s.submit(st, c)
+	if aerr != nil {
+		return aerr
+	}
+	if res.Code != core.OK {
+		return p2pCoreError(res.Code)
+	}
+	var id core.UserID
+	for i := range evs {
+		if evs[i].Kind == core.EvP2PUser {
+			id = evs[i].User
+		}
+	}
+	s.log.Info("User created", "userId", c.Text, "id", id, "balance", FormatUnits(amt, cfg.Scale))
+	o := append(st.out[:0], `{"userId":`...)
+	o = appendStr(o, c.Text)
+	o = append(o, `,"id":`...)
+	o = appendUint(o, uint64(id))
+	o = append(o, `,"balance":`...)
+	o = AppendUnits(o, amt, cfg.Scale)
+	o = append(o, `,"createdAt":`...)
+	o = appendTime(o, res.Time)
+	st.out = append(o, '}')
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}
+
+// ownHandle checks that the caller may act as handle h: an admin always,
+// anyone else only as their own handle (checked before existence, so a
+// non-admin learns nothing about other handles). It returns h's user (ok
+// false: not found, only possible for an admin).
+func ownHandle(p *core.Processor, cl Claims, h []byte) (core.P2PUser, bool, *APIError) {
+	u, ok := p.P2PUserByHandle(bstr(h))
+	if !cl.Admin && (!ok || uint64(u.ID) != cl.UserID) {
+		return u, false, Forbidden("token does not belong to this user")
+	}
+	return u, ok, nil
+}
+
+// getP2PBalance: GET /balance-service/users/{userId}/balance.
+func (s *Server) getP2PBalance(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	h := st.params[0]
+	if len(h) < core.MinP2PHandleLen || len(h) > core.MaxP2PHandleLen {
+		return BadRequest(CodeInvalidUserID, "Invalid userId format")
+	}
+	var b core.Balance
+	var aerr *APIError
+	err := s.backend.Read(func(p *core.Processor, _ *History) error {
+		u, ok, e := ownHandle(p, st.claims, h)
+		if e != nil {
+			aerr = e
+			return nil
+		}
+		if !ok {
+			aerr = &APIError{Status: http.StatusNotFound, Code: CodeUserNotFound, Message: "User not found"}
+			return nil
+		}
+		b = p.BalanceOf(u.ID, s.p2p.Asset)
+		return nil
+	})
+	if err != nil {
+		return s.backendError(err)
+	}
+	if aerr != nil {
+		return aerr
+	}
+	sc := s.p2p.Scale
+	o := append(st.out[:0], `{"userId":`...)
+	o = appendStrBytes(o, h)
+	o = append(o, `,"balance":`...)
+	o = AppendUnits(o, int64(b.Avail+b.Frozen), sc)
+	o = append(o, `,"available":`...)
+	o = AppendUnits(o, int64(b.Avail), sc)
+	o = append(o, `,"held":`...)
+	o = AppendUnits(o, int64(b.Frozen), sc)
+	st.out = append(o, '}')
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}
+
+// postP2PTransfer: spec §3.3.1's checks in order — fields present
+// (fromUserId, toUserId, amount), the handles' format, not to self, amount
+// >= one unit, at most the scale's decimals; then the sender (SENDER_NOT_FOUND,
+// or 403 unless it is the caller or an admin), the recipient, and the core
+// (INSUFFICIENT_BALANCE, limits). A repeated requestId answers the first transfer.
+func (s *Server) postP2PTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	v := st.vals[:len(p2pTransferSchema)]
+	var err *APIError
+	if st.scratch, err = decodeObject(st.body, p2pTransferSchema, v, st.scratch); err != nil {
+		return err
+	}
+	for i, f := range p2pTransferSchema[:3] {
+		if !v[i].set {
+			return BadRequest(CodeMissingField, "Missing required field: "+f.name)
+		}
+	}
+	if !core.ValidP2PHandle(bstr(v[0].b)) || !core.ValidP2PHandle(bstr(v[1].b)) {
+		return BadRequest(CodeInvalidUserID, "Invalid userId format")
+	}
+	if bytes.Equal(v[0].b, v[1].b) {
+		return p2pCoreError(core.CodeSelfTransfer)
+	}
+	cfg := s.p2p
+	amt, why := parseP2PAmount(v[2].b, cfg.Scale)
+	switch why {
+	case amtFormat, amtNegative, amtTooSmall:
+		return BadRequest(CodeInvalidAmount, "Amount must be at least "+FormatUnits(1, cfg.Scale))
+	case amtDecimals:
+		return decimalsError(cfg.Scale)
+	}
+	c := &st.cmd
+	*c = core.Command{Kind: core.KindP2PTransfer, Asset: cfg.Asset, Amount: core.Units(amt), Qty: core.Units(cfg.Hold)}
+	if v[3].set {
+		k, ok := parseKey(v[3].b)
+		if !ok {
+			return BadRequest(CodeInvalidKey, "requestId must be 1-32 printable ASCII characters")
+		}
+		c.Key = k
+	}
+	var aerr *APIError
+	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
+		from, ok := p.P2PUserByHandle(bstr(v[0].b))
+		if !ok {
+			aerr = p2pCoreError(core.CodeSenderNotFound)
+			return nil
+		}
+		if !st.claims.Admin && uint64(from.ID) != st.claims.UserID {
+			aerr = Forbidden("fromUserId must be the caller")
+			return nil
+		}
+		to, ok := p.P2PUserByHandle(bstr(v[1].b))
+		if !ok {
+			aerr = p2pCoreError(core.CodeRecipientNotFound)
+			return nil
+		}
+		c.User, c.OrderID = from.ID, core.OrderID(to.ID)
+		return nil
+	}); err != nil {
+		return s.backendError(err)
+	}
+	if aerr != nil {
+		return aerr
+	}
+	res, evs, aerr := s.submit(st, c)
+	if aerr != nil {
+		return aerr
+	}
+	if res.Code != core.OK {
+		s.log.Warn("Transfer refused", "fromUserId", bstr(v[0].b), "toUserId", bstr(v[1].b),
+			"amount", FormatUnits(amt, cfg.Scale), "code", res.Code.String())
+		return p2pCoreError(res.Code)
+	}
+	var t core.P2PTransfer
+	for i := range evs {
+		if e := &evs[i]; e.Kind == core.EvP2PTransfer {
+			t = core.P2PTransfer{ID: uint64(e.OrderID), Amount: e.Amount, Status: core.P2PStatus(e.Detail),
+				ExecuteAt: int64(e.Price), CreatedAt: e.Time}
+			if e.Flags == 1 { // a repeated requestId: the first transfer as it is now
+				if err := s.backend.Read(func(p *core.Processor, _ *History) error {
+					t, _ = p.P2PTransferByID(uint64(e.OrderID))
+					return nil
+				}); err != nil {
+					return s.backendError(err)
+				}
+			}
+		}
+	}
+	if t.Status == core.P2PPending && t.CreatedAt == res.Time {
+		s.log.Info("Transfer created", "transferId", t.ID, "fromUserId", bstr(v[0].b), "toUserId", bstr(v[1].b),
+			"amount", FormatUnits(amt, cfg.Scale), "status", "PENDING")
+	}
+	o := append(st.out[:0], `{"transferId":`...)
+	o = appendUint(o, t.ID)
+	o = append(o, `,"fromUserId":`...)
+	o = appendStrBytes(o, v[0].b)
+	o = append(o, `,"toUserId":`...)
+	o = appendStrBytes(o, v[1].b)
+	o = append(o, `,"amount":`...)
+	o = AppendUnits(o, int64(t.Amount), cfg.Scale)
+	o = append(o, `,"status":`...)
+	o = appendStr(o, t.Status.String())
+	o = append(o, `,"createdAt":`...)
+	o = appendTime(o, t.CreatedAt)
+	o = append(o, `,"executeAt":`...)
+	o = appendTime(o, t.ExecuteAt)
+	st.out = append(o, '}')
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}
+
+// listP2PTransfers: GET /transfers?userId=&page=&size= (§3.4): userId
+// required and 3..50 long, page >= 1 (default 1), 1 <= size <= 100 (default
+// 10), newest first, the user as sender or recipient.
+func (s *Server) listP2PTransfers(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	args := ctx.QueryArgs()
+	h := args.Peek("userId")
+	if h == nil {
+		return BadRequest(CodeMissingField, "Missing required field: userId")
+	}
+	if len(h) < core.MinP2PHandleLen || len(h) > core.MaxP2PHandleLen {
+		return BadRequest(CodeInvalidUserID, "Invalid userId format")
+	}
+	page, size := 1, defaultP2PPageSize
+	for _, q := range [...]struct {
+		name string
+		dst  *int
+		max  int
+	}{{"page", &page, 1 << 30}, {"size", &size, MaxP2PPageSize}} {
+		if b := args.Peek(q.name); b != nil {
+			n, err := strconv.Atoi(string(b))
+			if err != nil || n < 1 || n > q.max {
+				return BadRequest(CodeInvalidPagination, "Invalid pagination parameters")
+			}
+			*q.dst = n
+		}
+	}
+	type row struct {
+		t        core.P2PTransfer
+		from, to string
+	}
+	var rows []row
+	total := 0
+	var aerr *APIError
+	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
+		u, ok, e := ownHandle(p, st.claims, h)
+		if e != nil || !ok {
+			aerr = e
+			return nil
+		}
+		var ts []core.P2PTransfer
+		ts, total = p.P2PHistory(u.ID, (page-1)*size, size, nil)
+		for _, t := range ts {
+			f, _ := p.P2PUserByID(t.From)
+			to, _ := p.P2PUserByID(t.To)
+			rows = append(rows, row{t, f.Handle, to.Handle})
+		}
+		return nil
+	}); err != nil {
+		return s.backendError(err)
+	}
+	if aerr != nil {
+		return aerr
+	}
+	sc := s.p2p.Scale
+	o := append(st.out[:0], `{"content":[`...)
+	for i, r := range rows {
+		if i > 0 {
+			o = append(o, ',')
+		}
+		o = append(o, `{"transferId":`...)
+		o = appendUint(o, r.t.ID)
+		o = append(o, `,"fromUserId":`...)
+		o = appendStr(o, r.from)
+		o = append(o, `,"toUserId":`...)
+		o = appendStr(o, r.to)
+		o = append(o, `,"amount":`...)
+		o = AppendUnits(o, int64(r.t.Amount), sc)
+		o = append(o, `,"status":`...)
+		o = appendStr(o, r.t.Status.String())
+		o = append(o, `,"createdAt":`...)
+		o = appendTime(o, r.t.CreatedAt)
+		o = append(o, `,"completedAt":`...)
+		done := int64(0)
+		if r.t.Status == core.P2PCompleted {
+			done = r.t.DoneAt
+		}
+		o = appendTimeOrNull(o, done)
+		o = append(o, `,"executeAt":`...)
+		o = appendTime(o, r.t.ExecuteAt)
+		if r.t.Status == core.P2PCancelled {
+			o = append(o, `,"cancelledAt":`...)
+			o = appendTime(o, r.t.DoneAt)
+		}
+		if r.t.Status == core.P2PDebitFailed {
+			o = append(o, `,"failureReason":`...)
+			o = appendStr(o, r.t.Reason.String())
+		}
+		o = append(o, '}')
+	}
+	o = append(o, `],"page":`...)
+	o = strconv.AppendInt(o, int64(page), 10)
+	o = append(o, `,"size":`...)
+	o = strconv.AppendInt(o, int64(size), 10)
+	o = append(o, `,"totalElements":`...)
+	o = strconv.AppendInt(o, int64(total), 10)
+	o = append(o, `,"totalPages":`...)
+	o = strconv.AppendInt(o, int64((total+size-1)/size), 10)
+	st.out = append(o, '}')
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}
+
+// cancelP2PTransfer: POST /transfers/{transferId}/cancel (§3.5): not found
+// (404), not the sender nor an admin (403), not PENDING
+// (CANNOT_CANCEL_TRANSFER, the message naming its status), at or after
+// executeAt (CANCEL_WINDOW_EXPIRED). The core decides the last two.
+func (s *Server) cancelP2PTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	notFound := &APIError{Status: http.StatusNotFound, Code: CodeTransferNotFound, Message: "Transfer not found"}
+	id, ok := parseUserID(bstr(st.params[0]))
+	if !ok {
+		return notFound
+	}
+	var aerr *APIError
+	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
+		t, ok := p.P2PTransferByID(id)
+		switch {
+		case !ok:
+			aerr = notFound
+		case !st.claims.Admin && uint64(t.From) != st.claims.UserID:
+			aerr = Forbidden("only the sender or an admin may cancel a transfer")
+		}
+		return nil
+	}); err != nil {
+		return s.backendError(err)
+	}
+	if aerr != nil {
+		return aerr
+	}
+	c := &st.cmd
+	*c = core.Command{Kind: core.KindP2PCancel, User: core.UserID(st.claims.UserID), OrderID: core.OrderID(id)}
+	if st.claims.Admin {
+		c.Flags = core.P2PCancelAdmin
+	}
+	res, _, aerr := s.submit(st, c)
+	if aerr != nil {
+		return aerr
+	}
+	if res.Code == core.CodeCannotCancelTransfer {
+		var t core.P2PTransfer
+		_ = s.backend.Read(func(p *core.Processor, _ *History) error {
+			t, _ = p.P2PTransferByID(id)
+			return nil
+		})
+		return BadRequest(res.Code.String(), cannotCancelMessage(t.Status))
+	}
+	if res.Code != core.OK {
+		return p2pCoreError(res.Code)
+	}
+	s.log.Info("Transfer cancelled", "transferId", id, "status was", "PENDING")
+	o := append(st.out[:0], `{"transferId":`...)
+	o = appendUint(o, id)
+	o = append(o, `,"status":"CANCELLED","cancelledAt":`...)
+	o = appendTime(o, res.Time)
+	st.out = append(o, '}')
+	s.reply(ctx, st, http.StatusOK)
+	return nil
+}
+
+// cannotCancelMessage is spec §3.5's message for each status.
+func cannotCancelMessage(s core.P2PStatus) string {
+	switch s {
+	case core.P2PCompleted:
+		return "Cannot cancel completed transfer"
+	case core.P2PDebitFailed:
+		return "Cannot cancel failed transfer"
+	case core.P2PCancelled:
+		return "Transfer already cancelled"
+	}
+	return "Cannot cancel transfer in " + s.String() + " status"
+}
