@@ -26,7 +26,7 @@ const (
 	EvSnapshotRequested    EventKind = 19
 	EvCoreResumed          EventKind = 20 // the core halt was resolved: User = operator
 	EvOpsForgotten         EventKind = 21 // Key = req_id, Qty = records forgotten
-	EvP2PUser              EventKind = 22 // a transfer-service user was created: User, Asset, Amount = initial credit (p2p_cmd.go)
+	EvP2PUser              EventKind = 22 // a transfer-service user was created: User, Asset, Amount = initial credit, Fee = balance after (p2p_cmd.go)
 	EvP2PTransfer          EventKind = 23 // a transfer was created or changed status: see p2p_cmd.go
 )
 

@@ -12,7 +12,8 @@ package core
 //	KindP2PCancel      User = caller, OrderID = transfer id, Flags = P2PCancelAdmin or 0
 //	KindP2PTick        nothing: executes what is due at the command's time
 //
-// Events: EvP2PUser (User, Asset, Amount = initial) and EvP2PTransfer
+// Events: EvP2PUser (User, Asset, Amount = initial, Fee = the user's balance
+// of the asset after it, available + frozen) and EvP2PTransfer
 // (OrderID = transfer id, User = sender, OtherUser = recipient, Asset, Amount,
 // Detail = the P2PStatus it is in now, Code = DEBIT_FAILED's reason, Price =
 // executeAt, Key = requestId, Flags = 1 for a repeated requestId; when
@@ -73,7 +74,8 @@ func (p *Processor) p2pCreateUser(c *Command) Code {
 		st.adjusted += c.Amount
 		p.move(a, c.Asset, c.Amount, 0)
 	}
-	p.emit(Event{Kind: EvP2PUser, User: u, Asset: c.Asset, Amount: c.Amount})
+	b := p.balance(a, c.Asset)
+	p.emit(Event{Kind: EvP2PUser, User: u, Asset: c.Asset, Amount: c.Amount, Fee: b.Avail + b.Frozen})
 	return OK
 }
 
