@@ -18,6 +18,9 @@ import (
 // The transfer service (spec 003): flags, metrics and wiring. Behaviour
 // lives in core (p2p*.go) and gateway (p2p.go, p2p_ticker.go).
 
+// defaultP2PAsset is --p2p-asset's default, a built-in asset (instruments.go).
+const defaultP2PAsset = "USD"
+
 // p2pFlags are the --p2p-* flags.
 type p2pFlags struct {
 	Asset string        // --p2p-asset: the service's asset symbol; "" = service off
@@ -26,7 +29,7 @@ type p2pFlags struct {
 }
 
 func (f *p2pFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.Asset, "p2p-asset", "USD", "the asset of the user-to-user transfer service (spec 003: /balance-service, /transfers); empty = service off")
+	fs.StringVar(&f.Asset, "p2p-asset", defaultP2PAsset, "the asset of the user-to-user transfer service (spec 003: /balance-service, /transfers); empty = service off")
 	fs.DurationVar(&f.Hold, "p2p-hold", 10*time.Minute, "how long a user-to-user transfer stays PENDING (cancellable) before it executes")
 	fs.DurationVar(&f.Tick, "p2p-tick", gateway.DefaultP2PTickEvery, "how often the timer executes the due user-to-user transfers")
 }
@@ -130,6 +133,11 @@ func startP2P(f p2pFlags, pl *journal.Pipeline, b gateway.Backend, reg *gateway.
 		return nil, func() {}, nil
 	}
 	a, ok := reg.Asset(f.Asset)
+	if !ok && f.Asset == defaultP2PAsset {
+		// A --config without USD: the service is off unless asked for by name.
+		log.Info("p2p: transfer service off: the config has no asset " + defaultP2PAsset + " (set --p2p-asset)")
+		return nil, func() {}, nil
+	}
 	if !ok {
 		return nil, nil, usageError{fmt.Errorf("--p2p-asset %q is not a configured asset", f.Asset)}
 	}
