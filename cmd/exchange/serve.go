@@ -105,6 +105,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("postgres: none; orders and balances run from the WAL alone, no SQL read model is written")
 	}
 
+	pub := newPublisher(cfg.Publish, ret, m, log)
 	pl, err := journal.Start(jc)
 	if err != nil {
 		return err
@@ -151,6 +152,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			runSink(sinkCtx, pl, pool, sink, walID, &migrated, log)
 		}()
 	}
+
+	runPublisher(sinkCtx, pub, pl, &sinkWG)
 
 	// Ready (issue 20): recovery done, HTTP serving, and every enabled
 	// feature initialised once: with Postgres, its migrations applied (the
