@@ -17,9 +17,13 @@ import (
 // publishFlags are the publisher's flags.
 type publishFlags struct {
 	NATSURL string // --nats-url: the NATS server; "" = publisher off
+	Stream  string // --nats-stream: the stream's name
+	Prefix  string // --nats-subject-prefix: its subjects' prefix
 }
 
 func (f *publishFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Stream, "nats-stream", publish.Stream, "the JetStream stream the event publisher writes (one writer per stream)")
+	fs.StringVar(&f.Prefix, "nats-subject-prefix", publish.SubjectPrefix, "the prefix of the stream's subjects (ubs. gives ubs.transfer.created, ubs.trade, ...)")
 	fs.StringVar(&f.NATSURL, "nats-url", "", "NATS server (JetStream) the event publisher writes stream "+publish.Stream+" to, e.g. nats://127.0.0.1:4222; empty = publisher off; env UBS_NATS_URL")
 }
 
@@ -33,6 +37,7 @@ func newPublisher(f publishFlags, ret *journal.Retention, m *metrics, log *slog.
 		return nil
 	}
 	p := publish.New(f.NATSURL, log)
+	p.Stream, p.Prefix = f.Stream, f.Prefix
 	ret.Register("publisher", p.Checkpoint)
 	fac := promFactory{m.reg}
 	lag := func() float64 {
