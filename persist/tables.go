@@ -125,7 +125,7 @@ func writeRows(ctx context.Context, tx pgx.Tx, b *batchRows, cb *copyBuf) (missi
 	if err := writeBreakers(ctx, tx, b.breakerRows); err != nil {
 		return 0, err
 	}
-	return missing, writeP2P(ctx, tx, &b.p2p)
+	return missing, writeP2P(ctx, tx, &b.p2p, cb)
 }
 
 // writeBreakers applies the batch's breaker trips and resolutions in seq
