@@ -265,3 +265,23 @@ func TestP2PParseAmount(t *testing.T) {
 		}
 	}
 }
+
+// FuzzP2PAmount: parseP2PAmount never panics, and what it accepts is a
+// positive amount that formats back to the same value.
+func FuzzP2PAmount(f *testing.F) {
+	for _, s := range []string{"0", "0.01", "0.001", "-1", "1e2", "100.120", "92233720368547758.07", "92233720368547758.08", "", "-", "01", "1.", ".5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, why := parseP2PAmount([]byte(s), 2)
+		if why != amtOK {
+			return
+		}
+		if v <= 0 {
+			t.Fatalf("%q accepted as %d", s, v)
+		}
+		if back, w := parseP2PAmount([]byte(FormatUnits(v, 2)), 2); w != amtOK || back != v {
+			t.Fatalf("%q: %d does not round-trip", s, v)
+		}
+	})
+}
