@@ -131,6 +131,7 @@ type Server struct {
 	breakers  *BreakerLog
 	coreFault bool
 	p2p       *P2PConfig // nil: no transfer-service routes
+	p2pIDs    sync.Map   // handle (string) -> core.UserID: p2pResolve's cache
 	maxBody   int
 	tokens    *tokenCache
 	states    sync.Pool // *reqState
