@@ -18,7 +18,9 @@
 //   - JetStream's duplicate window (the message ids) drops a message sent
 //     twice within it (a publish whose ack was lost, then retried).
 //
-// The publisher assumes it is the stream's only writer.
+// The publisher assumes it is the stream's only writer, and that the stream
+// keeps its last message (it is created without limits: a retention set by
+// hand must keep at least the newest message).
 package publish
 
 import (
@@ -255,6 +257,12 @@ func resumePoint(ctx context.Context, s jetstream.Stream) (from core.Seq, skip i
 		return 0, 0, 0, fmt.Errorf("publish: stream info: %w", err)
 	}
 	last = info.State.LastSeq
+	if info.State.Msgs == 0 && last > 0 {
+		// Purged or aged out: where the publisher was is unknown, and
+		// starting over would publish everything again.
+		return 0, 0, 0, fmt.Errorf("publish: stream %s is empty but has held %d messages (purged?): refusing to guess where to resume",
+			info.Config.Name, last)
+	}
 	if info.State.Msgs == 0 {
 		return 1, -1, last, nil
 	}
