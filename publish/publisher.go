@@ -163,16 +163,27 @@ func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error 
 		return err
 	}
 	p.log.Info("publish: following the WAL", "from_seq", from, "stream_last_seq", last)
-	var (
-		msgs []message
-		buf  []byte
-	)
+	// Publishing is pipelined: this goroutine reads the WAL and sends each
+	// batch's messages without waiting; the acker takes the batches in
+	// order, waits for their acks and only then moves the checkpoint. A
+	// failed publish cancels the session (every later message fails too:
+	// each expects the sequence before it), which resumes from the stream.
+	sctx, cancel := context.WithCancelCause(ctx)
+	acks := make(chan ackBatch, MaxInflightBatches)
+	ackDone := make(chan struct{})
+	go p.acker(sctx, cancel, acks, ackDone, healthy)
+	defer func() { cancel(nil); close(acks); <-ackDone }()
+	var msgs []message
 	for {
-		recs, err := f.Next(ctx, MaxBatch)
+		recs, err := f.Next(sctx, MaxBatch)
 		if err != nil {
+			if c := context.Cause(sctx); c != nil && ctx.Err() == nil {
+				return c
+			}
 			return err
 		}
-		msgs, buf = msgs[:0], buf[:0]
+		msgs = msgs[:0]
+		var buf []byte // not reused: a message may still be resent by the client while the next batch is built
 		seqs := make([]core.Seq, 0, 64)
 		names := f.Processor()
 		for i := range recs {
@@ -190,23 +201,63 @@ func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error 
 				seqs = append(seqs, r.Cmd.Seq)
 			}
 		}
-		if last, err = p.publish(ctx, js, msgs, seqs, last); err != nil {
+		b := ackBatch{endSeq: recs[len(recs)-1].Cmd.Seq, endTime: recs[len(recs)-1].Cmd.Time}
+		if b.futs, last, err = p.send(js, msgs, seqs, last); err != nil {
 			return err
 		}
-		end := recs[len(recs)-1]
-		p.published.Store(uint64(end.Cmd.Seq))
-		p.lastTime.Store(end.Cmd.Time)
+		select {
+		case acks <- b:
+		case <-sctx.Done():
+			if c := context.Cause(sctx); c != nil && ctx.Err() == nil {
+				return c
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// MaxInflightBatches bounds the batches sent and not yet acknowledged.
+const MaxInflightBatches = 8
+
+// ackBatch is one batch's publishes awaiting their acks.
+type ackBatch struct {
+	futs    []jetstream.PubAckFuture
+	endSeq  core.Seq // the batch's last command: published once every ack is in
+	endTime int64
+}
+
+// acker waits for each batch's acks in order and moves the checkpoint; the
+// first failure cancels the session with it.
+func (p *Publisher) acker(ctx context.Context, cancel context.CancelCauseFunc, acks <-chan ackBatch, done chan<- struct{}, healthy func()) {
+	defer close(done)
+	for b := range acks {
+		for _, fut := range b.futs {
+			select {
+			case ack := <-fut.Ok():
+				if !ack.Duplicate {
+					p.messages.Add(1)
+				}
+			case err := <-fut.Err():
+				cancel(fmt.Errorf("publish: %s: %w", fut.Msg().Header.Get(jetstream.MsgIDHeader), err))
+				for range acks { // drain: the sender stops at the cancel
+				}
+				return
+			case <-ctx.Done():
+				for range acks {
+				}
+				return
+			}
+		}
+		p.published.Store(uint64(b.endSeq))
+		p.lastTime.Store(b.endTime)
 		healthy()
 	}
 }
 
-// publish sends msgs asynchronously, each expecting the stream's last
-// sequence to be the one before it, and waits for every ack. It returns the
-// stream's new last sequence.
-func (p *Publisher) publish(ctx context.Context, js jetstream.JetStream, msgs []message, seqs []core.Seq, last uint64) (uint64, error) {
-	if len(msgs) == 0 {
-		return last, nil
-	}
+// send publishes msgs asynchronously, each expecting the stream's last
+// sequence to be the one before it. It returns their futures and the
+// stream's last sequence once they are stored.
+func (p *Publisher) send(js jetstream.JetStream, msgs []message, seqs []core.Seq, last uint64) ([]jetstream.PubAckFuture, uint64, error) {
 	futs := make([]jetstream.PubAckFuture, 0, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
@@ -214,23 +265,11 @@ func (p *Publisher) publish(ctx context.Context, js jetstream.JetStream, msgs []
 		fut, err := js.PublishMsgAsync(nm, jetstream.WithMsgID(MsgID(seqs[i], m.idx)),
 			jetstream.WithExpectLastSequence(last+uint64(i)))
 		if err != nil {
-			return last, fmt.Errorf("publish: %s: %w", MsgID(seqs[i], m.idx), err)
+			return nil, last, fmt.Errorf("publish: %s: %w", MsgID(seqs[i], m.idx), err)
 		}
 		futs = append(futs, fut)
 	}
-	for i, fut := range futs {
-		select {
-		case ack := <-fut.Ok():
-			if !ack.Duplicate {
-				p.messages.Add(1)
-			}
-		case err := <-fut.Err():
-			return last, fmt.Errorf("publish: %s: %w", MsgID(seqs[i], msgs[i].idx), err)
-		case <-ctx.Done():
-			return last, ctx.Err()
-		}
-	}
-	return last + uint64(len(msgs)), nil
+	return futs, last + uint64(len(msgs)), nil
 }
 
 // EnsureStream creates the stream name over the subjects prefix+">" (or
