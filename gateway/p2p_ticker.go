@@ -38,7 +38,7 @@ func RunP2PTicker(ctx context.Context, b Backend, every time.Duration, obs P2PTi
 			due := false
 			if err := b.Read(func(p *core.Processor, _ *History) error {
 				next, ok := p.P2PNextDue()
-				due = ok && next <= now
+				due = ok && next <= now && !p.Halted() // a halted core refuses ticks: they wait for its resolution
 				return nil
 			}); err != nil || !due {
 				break
