@@ -129,6 +129,11 @@ func StartHelloServerWith(opts HelloOptions) (string, func() error, error) {
 				time.Sleep(opts.Stall - phase)
 			}
 		}
+		if ctx.IsGet() { // the baseline of GET /balance-service/users/{userId}/balance (bench p2p)
+			ctx.SetContentType("application/json")
+			ctx.SetBodyString(`{"userId":"user1","balance":999999999.99,"available":999999999.99,"held":0.00}`)
+			return
+		}
 		var o helloOrder
 		if err := json.Unmarshal(ctx.PostBody(), &o); err != nil {
 			ctx.SetStatusCode(400)

@@ -52,6 +52,21 @@ const (
 	CodeAccountNotFound
 	CodeMarketSuspended
 	CodeCancelledByOperator
+
+	// The transfer service's codes (spec 003), p2p_cmd.go.
+	CodeInvalidHandle
+	CodeInvalidBalance
+	CodeUserAlreadyExists
+	CodeSelfTransfer
+	CodeSenderNotFound
+	CodeRecipientNotFound
+	CodeTransferNotFound
+	CodeCannotCancelTransfer
+	CodeCancelWindowExpired
+	CodeNotTransferSender
+	CodeTooManyPendingTransfers
+	CodePendingTransfersFull
+	CodeTooManyTransfers
 	codeCount
 )
 
@@ -101,6 +116,20 @@ var codeNames = [codeCount]string{
 	CodeAccountNotFound:        "ACCOUNT_NOT_FOUND",
 	CodeMarketSuspended:        "MARKET_SUSPENDED",
 	CodeCancelledByOperator:    "CANCELLED_BY_OPERATOR",
+
+	CodeInvalidHandle:           "INVALID_USER_ID",
+	CodeInvalidBalance:          "INVALID_BALANCE",
+	CodeUserAlreadyExists:       "USER_ALREADY_EXISTS",
+	CodeSelfTransfer:            "SELF_TRANSFER",
+	CodeSenderNotFound:          "SENDER_NOT_FOUND",
+	CodeRecipientNotFound:       "RECIPIENT_NOT_FOUND",
+	CodeTransferNotFound:        "TRANSFER_NOT_FOUND",
+	CodeCannotCancelTransfer:    "CANNOT_CANCEL_TRANSFER",
+	CodeCancelWindowExpired:     "CANCEL_WINDOW_EXPIRED",
+	CodeNotTransferSender:       "NOT_TRANSFER_SENDER",
+	CodeTooManyPendingTransfers: "TOO_MANY_PENDING_TRANSFERS",
+	CodePendingTransfersFull:    "PENDING_TRANSFERS_FULL",
+	CodeTooManyTransfers:        "TOO_MANY_TRANSFERS",
 }
 
 // String returns the stable API code, e.g. "INSUFFICIENT_BALANCE".

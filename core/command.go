@@ -24,13 +24,17 @@ const (
 	KindCancelAll        Kind = 18 // Market, Qty = most orders to cancel (1..MaxCancelSlice): operator, HALTED/SUSPENDED market
 	KindFault            Kind = 19 // Flags = Fault, Market, Side, User, Asset, Amount: only with Config.AllowFaults (fault.go)
 	KindForgetOps        Kind = 20 // Key = req_id: forget its spot deposit / withdraw / refund records (the transfer is terminal)
-	kindMax                   = KindForgetOps
+	KindP2PCreateUser    Kind = 21 // User (0 = allocate), Text = handle, Asset, Amount = initial credit (p2p_cmd.go)
+	KindP2PTransfer      Kind = 22 // User = sender, OrderID = recipient UserID, Asset, Amount, Key = requestId, Qty = hold ns
+	KindP2PCancel        Kind = 23 // User = caller, OrderID = transfer id, Flags = P2PCancelAdmin
+	KindP2PTick          Kind = 24 // execute the PENDING transfers due at the command's time
+	kindMax                   = KindP2PTick
 )
 
 var kindNames = [...]string{"", "CONFIG_ASSET", "CONFIG_MARKET", "PLACE_ORDER", "CANCEL_ORDER",
 	"MODIFY_ORDER", "SPOT_DEPOSIT", "SPOT_WITHDRAW", "SPOT_REFUND", "ADJUST", "SET_ACCOUNT_STATUS",
 	"HALT_MARKET", "RESUME_MARKET", "TICK", "SNAPSHOT", "DEBUG_PANIC", "BREAKER_TRIP", "RESUME_CORE",
-	"CANCEL_ALL", "FAULT", "FORGET_OPS"}
+	"CANCEL_ALL", "FAULT", "FORGET_OPS", "P2P_CREATE_USER", "P2P_TRANSFER", "P2P_CANCEL", "P2P_TICK"}
 
 // Valid reports whether k is a kind the codec can journal and replay.
 func (k Kind) Valid() bool { return k >= 1 && k <= kindMax }

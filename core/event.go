@@ -26,12 +26,15 @@ const (
 	EvSnapshotRequested    EventKind = 19
 	EvCoreResumed          EventKind = 20 // the core halt was resolved: User = operator
 	EvOpsForgotten         EventKind = 21 // Key = req_id, Qty = records forgotten
+	EvP2PUser              EventKind = 22 // a transfer-service user was created: User, Asset, Amount = initial credit, Fee = balance after (p2p_cmd.go)
+	EvP2PTransfer          EventKind = 23 // a transfer was created or changed status: see p2p_cmd.go
 )
 
 var eventNames = [...]string{"", "RESULT", "ORDER_ACCEPTED", "ORDER_REJECTED", "TRADE", "ORDER_MATCHED",
 	"ORDER_PARTIALLY_FILLED", "ORDER_CANCELLED", "ORDER_EXPIRED", "ORDER_MODIFIED", "BALANCE",
 	"TRANSFER", "ASSET_CONFIGURED", "MARKET_CONFIGURED", "MARKET_HALTED", "MARKET_RESUMED",
-	"ACCOUNT_STATUS", "INVARIANT_VIOLATION", "CORE_HALTED", "SNAPSHOT_REQUESTED", "CORE_RESUMED", "OPS_FORGOTTEN"}
+	"ACCOUNT_STATUS", "INVARIANT_VIOLATION", "CORE_HALTED", "SNAPSHOT_REQUESTED", "CORE_RESUMED", "OPS_FORGOTTEN",
+	"P2P_USER", "P2P_TRANSFER"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) && k != 0 {

@@ -112,6 +112,8 @@ type gen struct {
 	ops       []genOp // recent transfers, for repeats and conflicts
 	withdrawn []genOp // successful withdrawals not yet refunded
 	nextKey   uint64
+	p2pLast   uint64   // the highest transfer id seen (p2p_gen_test.go)
+	p2pFrom   []UserID // each transfer's sender, by id-1
 }
 
 func newGen(seed uint64, prof genProfile) *gen {
@@ -145,6 +147,12 @@ func (g *gen) setup() {
 		for a := AssetID(1); a <= genAssets; a++ {
 			g.pending = append(g.pending, Command{Kind: KindSpotDeposit, User: u.id, Asset: a,
 				Amount: genFund[a], Key: g.newKey("f")})
+		}
+	}
+	if !g.prof.bench { // every user also has a handle in the transfer service (p2p_gen_test.go)
+		for _, u := range g.users {
+			g.pending = append(g.pending, Command{Kind: KindP2PCreateUser, User: u.id, Text: "g" + strconv.FormatUint(uint64(u.id), 10),
+				Asset: genUSDT, Amount: 1_000})
 		}
 	}
 	// The whale (the first user) can afford orders of ~MaxInt64 base units at the lowest price.
@@ -220,8 +228,10 @@ func (g *gen) propertyCmd(c *Command) {
 		}
 	case x < 935:
 		g.modify(c)
-	case x < 975:
+	case x < 965:
 		g.transfer(c)
+	case x < 975:
+		g.p2p(c)
 	case x < 983:
 		g.status(c)
 	case x < 985:
@@ -788,6 +798,11 @@ func (g *gen) observe(evs []Event) {
 		case EvAccountStatus:
 			if u, ok := g.userAt[e.User]; ok {
 				g.users[u].status = e.AcctSt
+			}
+		case EvP2PTransfer:
+			g.p2pLast = max(g.p2pLast, uint64(e.OrderID))
+			if P2PStatus(e.Detail) == P2PPending {
+				g.p2pFrom = append(g.p2pFrom, e.User) // ids are dense: p2pFrom[id-1]
 			}
 		case EvTransfer:
 			if e.CmdKind == KindSpotWithdraw && e.Code == OK && e.Flags == 0 {

@@ -147,6 +147,7 @@ func (p *Processor) CheckInvariantsEach(after func(MarketID)) []Violation {
 	if resting != p.orderIdx.len() || sc.fp != p.orderIdx.fingerprint() {
 		out = append(out, viol(0, 0, ViolBookIndex)) // cross-market: the index is shared
 	}
+	p.p2pHeld(sc)
 	return p.checkBalances(sc, out)
 }
 

@@ -54,6 +54,8 @@ type Processor struct {
 	broken Rollback
 
 	chk checkScratch // the full check's buffers, reused (not state)
+
+	p2p p2pState // the transfer service (p2p.go)
 }
 
 // cmdResult is what the final EvResult of a command reports.
@@ -73,6 +75,7 @@ func New(cfg Config) *Processor {
 		ops:         make(map[opKey]int32),
 	}
 	p.ensureAccount(FeeUser)
+	p.p2p.init()
 	return p
 }
 
@@ -160,6 +163,14 @@ func (p *Processor) dispatch(c *Command) Code {
 		return p.fault(c)
 	case KindForgetOps:
 		return p.forgetOps(c)
+	case KindP2PCreateUser:
+		return p.p2pCreateUser(c)
+	case KindP2PTransfer:
+		return p.p2pTransfer(c)
+	case KindP2PCancel:
+		return p.p2pCancel(c)
+	case KindP2PTick:
+		return p.p2pTick(c)
 	}
 	return CodeUnknownCommand
 }

@@ -19,7 +19,7 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	p.userIdx.reset()
 	r := rbuf{b: b}
 	ver := r.u8()
-	if ver != 1 && ver != SnapshotVersion {
+	if ver < 1 || ver > SnapshotVersion {
 		return nil, ErrSnapshot
 	}
 	p.lastSeq = Seq(r.uv())
@@ -83,6 +83,11 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	}
 	if err := p.readOps(&r, ver); err != nil {
 		return nil, err
+	}
+	if ver >= 3 {
+		if err := p.readP2P(&r); err != nil {
+			return nil, err
+		}
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return nil, ErrSnapshot

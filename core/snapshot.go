@@ -20,10 +20,12 @@ import (
 //	          side: level count, then per level best first: price, qty, count, n, n x order (FIFO)
 //	accounts: count, then in creation order: id, status, openOrders, n, n x (asset, avail, frozen)
 //	ops:      count, then the live ones in insertion order: kind, key, user, asset, amount, code, flags
+//	p2p:      the transfer service (version 3, p2p_snapshot.go)
 //
 // Version 1 (before the breaker and the stored aggregates: a halted byte,
 // no totals, orders per side) is still read (restore.go), never written.
-const SnapshotVersion = 2
+// Version 2 (before the transfer service) is read as having none.
+const SnapshotVersion = 3
 
 // AppendSnapshot appends the canonical serialization of the whole state to dst.
 func (p *Processor) AppendSnapshot(dst []byte) []byte {
@@ -108,6 +110,7 @@ func (p *Processor) AppendSnapshot(dst []byte) []byte {
 		w.uv(uint64(r.code))
 		w.u8(r.flags)
 	}
+	p.appendP2P(&w)
 	return w.b
 }
 

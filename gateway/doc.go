@@ -22,6 +22,9 @@
 //     above which it holds all of them; listing.go: the order history and
 //     my-trades, from History above the floors and the OrderArchive
 //     (Postgres) below them, once it has caught up.
+//   - p2p.go: spec 003's user-to-user transfer service at its own paths
+//     and in its own error body; p2p_ticker.go: the timer that submits the
+//     sequenced ticks executing due transfers.
 //
 // Handlers never touch the core's processor: reads go through Backend.Read
 // (a replica that is answered only once durable), writes through

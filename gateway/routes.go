@@ -26,6 +26,8 @@ func accessOf(path []byte) access {
 		return accessUser
 	case hasSegPrefix(path, "/admin"):
 		return accessAdmin
+	case isP2PPath(path):
+		return accessUser // spec 003's paths (p2p.go): the token is required there too
 	}
 	return accessPublic
 }
@@ -59,6 +61,7 @@ const (
 	featFaults             // ServerConfig.Faults (--enable-fault-injection)
 	featChain              // ServerConfig.Chain (--chain-rpc)
 	featCoreFaults         // ServerConfig.CoreFaults (--enable-fault-injection)
+	featP2P                // ServerConfig.P2P (spec 003's transfer service)
 )
 
 func (s *Server) has(f feature) bool {
@@ -71,6 +74,8 @@ func (s *Server) has(f feature) bool {
 		return s.chain != nil
 	case featCoreFaults:
 		return s.coreFault
+	case featP2P:
+		return s.p2p != nil
 	}
 	return true
 }
@@ -125,6 +130,11 @@ var routes = []route{
 	needing(featChain, mkRoute("GET", "/admin/v1/tx/completions", (*Server).txCompletions)),
 	needing(featChain, mkRoute("GET", "/admin/v1/tx/{id}", (*Server).getTx)),
 	needing(featChain, mkRoute("POST", "/admin/v1/tx/{id}/remediate", (*Server).remediateTx)),
+	needing(featP2P, mkRoute("POST", "/balance-service/users", (*Server).postP2PUser)),
+	needing(featP2P, mkRoute("GET", "/balance-service/users/{userId}/balance", (*Server).getP2PBalance)),
+	needing(featP2P, mkRoute("POST", "/transfers", (*Server).postP2PTransfer)),
+	needing(featP2P, mkRoute("GET", "/transfers", (*Server).listP2PTransfers)),
+	needing(featP2P, mkRoute("POST", "/transfers/{transferId}/cancel", (*Server).cancelP2PTransfer)),
 }
 
 func needing(f feature, r route) route {

@@ -102,6 +102,9 @@ type ServerConfig struct {
 	// Breakers, if set, is the breaker history GET /admin/v1/circuit-breaker
 	// lists beside the halts in force (which come from the core).
 	Breakers *BreakerLog
+	// P2P, if set, serves spec 003's transfer service at its own paths
+	// (gateway/p2p.go); without it those routes do not exist.
+	P2P *P2PConfig
 }
 
 // Server is the HTTP API. Create it with NewServer; it is safe for
@@ -127,6 +130,8 @@ type Server struct {
 	chain     *ChainConfig // nil: no chain routes
 	breakers  *BreakerLog
 	coreFault bool
+	p2p       *P2PConfig // nil: no transfer-service routes
+	p2pIDs    sync.Map   // handle (string) -> core.UserID: p2pResolve's cache
 	maxBody   int
 	tokens    *tokenCache
 	states    sync.Pool // *reqState
@@ -164,7 +169,7 @@ func NewServer(cfg ServerConfig) *Server {
 	s := &Server{backend: cfg.Backend, auth: cfg.Auth, reg: cfg.Registry, log: cfg.Logger,
 		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, degrade: cfg.Degraded, archive: cfg.Archive,
 		now: cfg.Now, maxBody: cfg.MaxBodyBytes, transfers: cfg.Transfers, faults: cfg.Faults,
-		chain: cfg.Chain, breakers: cfg.Breakers, coreFault: cfg.CoreFaults}
+		chain: cfg.Chain, breakers: cfg.Breakers, coreFault: cfg.CoreFaults, p2p: cfg.P2P}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -277,7 +282,11 @@ func (s *Server) reply(ctx *fasthttp.RequestCtx, st *reqState, status int) {
 
 // fail sends e as the error answer, counts it and logs server-side failures.
 func (s *Server) fail(ctx *fasthttp.RequestCtx, st *reqState, e *APIError) {
-	st.out = appendError(st.out[:0], e)
+	if isP2PPath(ctx.Path()) {
+		st.out = appendP2PError(st.out[:0], e, time.Now())
+	} else {
+		st.out = appendError(st.out[:0], e)
+	}
 	s.reply(ctx, st, e.Status)
 	if s.rej != nil {
 		s.rej.Rejected(e.Code)

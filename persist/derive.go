@@ -109,6 +109,7 @@ type batchRows struct {
 	byID        map[core.OrderID]int // index into orders
 	breakerRows []breakerRow         // in seq order
 	brk         []core.BreakerChange // scratch of breakers
+	p2p         p2pRows              // the transfer service's tables (p2p.go)
 }
 
 func (b *batchRows) reset() {
@@ -118,6 +119,7 @@ func (b *batchRows) reset() {
 	b.payloads = b.payloads[:0]
 	b.orders = b.orders[:0]
 	b.breakerRows = b.breakerRows[:0]
+	b.p2p.reset()
 	if b.byID == nil {
 		b.byID = make(map[core.OrderID]int)
 	}
@@ -126,7 +128,7 @@ func (b *batchRows) reset() {
 
 // rowCount is the number of rows the batch writes.
 func (b *batchRows) rowCount() int {
-	return len(b.trades) + len(b.ledger) + len(b.events) + len(b.orders) + len(b.breakerRows)
+	return len(b.trades) + len(b.ledger) + len(b.events) + len(b.orders) + len(b.breakerRows) + b.p2p.rows()
 }
 
 // derive fills b with the rows of recs (contiguous, in seq order). Orders
@@ -156,6 +158,7 @@ func (b *batchRows) record(r *Record) {
 		b.newOrder(c, res.OrderID, at)
 	}
 	b.breakers(r)
+	b.p2p.add(c, r.Events)
 	ref, hasRef := refOf(c, res)
 	cause := c.Kind.String()
 	// The BALANCE events right after an EvTrade are that trade's settlement.

@@ -122,7 +122,10 @@ func writeRows(ctx context.Context, tx pgx.Tx, b *batchRows, cb *copyBuf) (missi
 	if missing, err = writeOrders(ctx, tx, b.orders, cb); err != nil {
 		return 0, err
 	}
-	return missing, writeBreakers(ctx, tx, b.breakerRows)
+	if err := writeBreakers(ctx, tx, b.breakerRows); err != nil {
+		return 0, err
+	}
+	return missing, writeP2P(ctx, tx, &b.p2p, cb)
 }
 
 // writeBreakers applies the batch's breaker trips and resolutions in seq

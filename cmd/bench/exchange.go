@@ -45,7 +45,7 @@ type exchange struct {
 
 // startExchange runs exe on a free port with a fresh data dir, waits until
 // it is ready and funds users users.
-func startExchange(exe, pgURL string, users int) (*exchange, error) {
+func startExchange(exe, pgURL string, users int, extra ...string) (*exchange, error) {
 	dir, err := os.MkdirTemp("", "ubs-bench-http-")
 	if err != nil {
 		return nil, err
@@ -61,6 +61,7 @@ func startExchange(exe, pgURL string, users int) (*exchange, error) {
 	if pgURL != "" {
 		args = append(args, "--pg-url", pgURL)
 	}
+	args = append(args, extra...)
 	x.cmd = exec.Command(exe, args...)
 	x.cmd.Env = os.Environ() // UBS_CPUPROFILE etc. reach the exchange
 	logf, err := os.Create(filepath.Join(dir, "exchange.log"))

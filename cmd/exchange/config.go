@@ -87,6 +87,10 @@ type Config struct {
 	// in memory for GET /order/{id}, the order history and my-trades; older
 	// ones are read from Postgres (--history-window, 1..gateway.MaxFinishedOrders).
 	HistoryWindow int
+	// P2P is the user-to-user transfer service (spec 003; p2p.go).
+	P2P p2pFlags
+	// Publish is the event publisher (NATS JetStream; publish.go).
+	Publish publishFlags
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -178,6 +182,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.Uint64Var(&cfg.FollowerMaxRetained, "follower-max-retained", uint64(journal.DefaultMaxRetained), "WAL commands kept for a follower (the Postgres sink) that does not advance; past it the follower is released with a CRITICAL alert and its gap recorded")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", persist.DefaultAuditRetention, "how long the wal_events audit rows are kept in Postgres (0 = forever)")
 	fs.IntVar(&cfg.HistoryWindow, "history-window", gateway.MaxFinishedOrders, "finished orders and trades kept in memory for the order history; older ones come from Postgres")
+	cfg.P2P.register(fs)
+	cfg.Publish.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -188,10 +194,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if fs.NArg() > 0 {
 		return Config{}, usageError{fmt.Errorf("unexpected argument %q (subcommands: token)", fs.Arg(0))}
 	}
-	if err := applyEnv(fs, append(serverFlags, chainEnv...), getenv); err != nil {
+	if err := applyEnv(fs, append(append(serverFlags, chainEnv...), publishEnv...), getenv); err != nil {
 		return Config{}, err
 	}
 	if err := cfg.Chain.validate(); err != nil {
+		return Config{}, usageError{err}
+	}
+	if err := cfg.P2P.validate(); err != nil {
 		return Config{}, usageError{err}
 	}
 	if _, _, err := net.SplitHostPort(cfg.HTTPAddr); err != nil {

@@ -116,7 +116,7 @@ func TestE2EOrderHistory(t *testing.T) {
 	var names gateway.Names
 	if b, err := os.ReadFile(filepath.Join(dir, "instruments.json")); err != nil || json.Unmarshal(b, &names) != nil ||
 		len(names.Markets) != 2 || names.Markets[0].Symbol != "BTC-USDT" || names.Markets[0].Base != "BTC" ||
-		len(names.Assets) != 3 || names.Assets[0].Symbol != "USDT" || names.Assets[0].Scale != 6 {
+		len(names.Assets) != 4 || names.Assets[0].Symbol != "USDT" || names.Assets[0].Scale != 6 {
 		t.Fatalf("instruments.json: %+v %v", names, err)
 	}
 }

@@ -23,6 +23,7 @@ var defaultAssets = []gateway.Asset{
 	{ID: 1, Symbol: "USDT", Scale: 6},
 	{ID: 2, Symbol: "BTC", Scale: 8},
 	{ID: 3, Symbol: "ETH", Scale: 8},
+	{ID: 4, Symbol: "USD", Scale: 2}, // the user-to-user transfer service's (--p2p-asset)
 }
 
 var defaultMarkets = []gateway.MarketSpec{
@@ -43,6 +44,8 @@ var defaultTransfer = []transfer.AssetConfig{
 		Status: transfer.AssetActive, InternalTransferEnabled: true}, // 0.00001 .. 1000 BTC
 	{ID: 3, Symbol: "ETH", Precision: 8, MinTransfer: 10_000, MaxTransfer: 10_000 * 100_000_000,
 		Status: transfer.AssetActive, InternalTransferEnabled: true}, // 0.0001 .. 10000 ETH
+	{ID: 4, Symbol: "USD", Precision: 2, MinTransfer: 1, MaxTransfer: 10_000_000 * 100,
+		Status: transfer.AssetActive, InternalTransferEnabled: true}, // 0.01 .. 10M USD
 }
 
 // transferDefaults is the transfer config of an asset whose config file

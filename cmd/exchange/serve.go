@@ -53,6 +53,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m := newMetrics()
+	p2pm := newP2PMetrics(m, m.pl.Load)
+	p2pView := p2pm.onView(log, p2pScale(cfg))
 	hist := &gateway.History{Window: cfg.HistoryWindow}
 	ret := journal.NewRetention(core.Seq(cfg.FollowerMaxRetained), log)
 	prot := newProtection(m, reg, ret, log)
@@ -67,6 +69,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			hist.Apply(c, evs)
 			prot.breakers.Apply(c, evs)
 			m.onView(c, evs)
+			p2pView(c, evs)
 		},
 		OnJournalBatch: m.journalBatch,
 		TruncateLimit: ret.TruncateLimit(func() core.Seq {
@@ -102,6 +105,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("postgres: none; orders and balances run from the WAL alone, no SQL read model is written")
 	}
 
+	pub := newPublisher(cfg.Publish, ret, m, log)
 	pl, err := journal.Start(jc)
 	if err != nil {
 		return err
@@ -149,6 +153,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}()
 	}
 
+	runPublisher(sinkCtx, pub, pl, &sinkWG)
+
 	// Ready (issue 20): recovery done, HTTP serving, and every enabled
 	// feature initialised once: with Postgres, its migrations applied (the
 	// sink, the transfer service, FUNDING balances and the order archive
@@ -179,7 +185,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	} else if cfg.FaultInjection {
 		log.Warn("--enable-fault-injection ignored: internal transfers need Postgres")
 	}
+	stopP2P := func() {}
 	abort := func(err error) error { // stops what runs so far
+		stopP2P()
 		if xfers != nil {
 			xfers.close()
 		}
@@ -196,6 +204,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer chain.close()
 		scfg.Chain = chain.gateway()
 	}
+	p2p, stop, err := startP2P(cfg.P2P, pl, scfg.Backend, reg, p2pm, log)
+	if err != nil {
+		return abort(err)
+	}
+	stopP2P = stop
+	scfg.P2P = p2p
 	srv := gateway.NewServer(scfg)
 	hs := srv.HTTPServer()
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -229,6 +243,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// the core: stop them before it (a transfer step in progress finishes;
 	// the rest is resumed from Postgres by the next start's worker).
 	stopProt()
+	stopP2P()
 	if xfers != nil {
 		xfers.close()
 	}

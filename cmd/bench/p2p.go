@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ubscore/ubscore/bench"
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/gateway"
+)
+
+// bench p2p: spec 003's transfer service.
+//
+//   - POST /transfers over HTTP on the real exchange (durable answer, the
+//     amount held), closed loop, as a ratio to the hello-world ceiling
+//     measured in the same run with the same generator (the baseline
+//     decodes the same JSON body); then p99 at 50 % of the exchange's rate
+//     (open loop, corrected for coordinated omission).
+//   - GET /balance-service/users/{userId}/balance, the same way (the
+//     baseline answers a GET with a balance of the same size).
+//   - The core executing due transfers, in process: transfers per second of
+//     the process's CPU time.
+//   - The event publisher (--nats-url): its rate (messages stored per second
+//     during the POST load) and its lag (ubs_publisher_lag_seconds, max of
+//     samples every 100 ms).
+//
+// The exchange runs with --p2p-hold 0 (transfers execute at the next
+// tick, so the pending set stays far below its limits under load).
+
+type p2pReport struct {
+	Post         httpPair         `json:"post_transfers"`
+	PostHalfLoad bench.HTTPResult `json:"post_transfers_half_load"` // open loop at 50 % of the exchange's rate
+	Get          httpPair         `json:"get_balance"`
+	Exec         execResult       `json:"core_execution"`
+	Publisher    *pubResult       `json:"publisher,omitempty"`
+}
+
+type httpPair struct {
+	Baseline bench.HTTPResult `json:"baseline"`
+	Exchange bench.HTTPResult `json:"exchange"`
+	Ratio    float64          `json:"ratio"`
+}
+
+type execResult struct {
+	Transfers     int     `json:"transfers"`
+	CPUSeconds    float64 `json:"cpu_seconds"`
+	PerCPUSecond  float64 `json:"transfers_per_cpu_second"`
+	WallPerSecond float64 `json:"transfers_per_wall_second"`
+}
+
+type pubResult struct {
+	Messages   float64 `json:"messages"`
+	PerSecond  float64 `json:"messages_per_second"`
+	LagMaxSec  float64 `json:"lag_max_seconds"`
+	LagMaxCmds float64 `json:"lag_max_commands"`
+	CatchUpSec float64 `json:"catch_up_seconds"` // after the load, until the lag is 0
+}
+
+func runP2P(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench p2p", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var lf httpFlags
+	lf.register(fs)
+	exe := fs.String("exchange", "bin/exchange", "the exchange binary")
+	pgURL := fs.String("pg-url", bench.DefaultTransferPGURL, "admin Postgres URL: the exchange's sink writes a throw-away database created there (\"none\": no Postgres)")
+	natsURL := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS server for the event publisher (empty: publisher off)")
+	users := fs.Int("users", 64, "transfer-service users (senders)")
+	execN := fs.Int("exec-transfers", 1_000_000, "due transfers the in-process core executes")
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	defer lf.settleProcs()()
+	fail := func(err error) int { fmt.Fprintln(stderr, "bench p2p:", err); return exitFail }
+	var rep p2pReport
+	var err error
+	if rep.Exec, err = p2pExec(*execN); err != nil {
+		return fail(err)
+	}
+	extra := []string{"--p2p-hold", "0s"}
+	stream := ""
+	if *natsURL != "" {
+		stream = fmt.Sprintf("UBS_BENCH_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+		extra = append(extra, "--nats-url", *natsURL, "--nats-stream", stream, "--nats-subject-prefix", "ubsbench."+stream+".")
+		defer deleteStream(*natsURL, stream)
+	}
+	dbURL := "none"
+	if *pgURL != "none" {
+		u, drop, err := bench.TempDatabase(context.Background(), *pgURL)
+		if err != nil {
+			return fail(err)
+		}
+		defer func() { _ = drop() }()
+		dbURL = u
+	}
+	x, err := startExchange(*exe, dbURL, 1, extra...)
+	if err != nil {
+		return fail(err)
+	}
+	defer x.stop()
+	tokens, err := p2pUsers(x.addr, *users)
+	if err != nil {
+		return fail(err)
+	}
+	postReq := func(c, i int, req *fasthttp.Request) {
+		u := (c*7 + i) % len(tokens)
+		req.Header.SetContentType("application/json")
+		req.Header.Set("Authorization", "Bearer "+tokens[u])
+		req.SetBodyString(`{"fromUserId":"user` + strconv.Itoa(u+1) + `","toUserId":"user` + strconv.Itoa((u+1)%len(tokens)+1) +
+			`","amount":0.01}`)
+	}
+	getReq := func(c, i int, req *fasthttp.Request) {
+		u := (c*7 + i) % len(tokens)
+		req.URI().SetPath("/balance-service/users/user" + strconv.Itoa(u+1) + "/balance")
+		req.Header.Set("Authorization", "Bearer "+tokens[u])
+	}
+	h, err := startHelloProcess()
+	if err != nil {
+		return fail(err)
+	}
+	defer h.stop()
+	cfg := lf.config()
+	run := func(addr, method, path string, pid int, fill func(int, int, *fasthttp.Request), rate float64) (bench.HTTPResult, error) {
+		c := cfg
+		c.Addr, c.Method, c.Path, c.Request, c.ServerPID, c.Rate = addr, method, path, fill, pid, rate
+		return bench.RunHTTP(c)
+	}
+	// POST /transfers, with the publisher's lag sampled.
+	if rep.Post.Baseline, err = run(h.addr, "POST", "/transfers", h.cmd.Process.Pid, postReq, 0); err != nil {
+		return fail(err)
+	}
+	before := scrapeValues(x.addr, "ubs_publisher_messages_total")
+	var lagSec, lagCmds float64
+	stopLag := sampleEvery(100*time.Millisecond, func() {
+		v := scrapeValues(x.addr, "ubs_publisher_lag_seconds", "ubs_publisher_lag_commands")
+		lagSec, lagCmds = max(lagSec, v["ubs_publisher_lag_seconds"]), max(lagCmds, v["ubs_publisher_lag_commands"])
+	})
+	start := time.Now()
+	rep.Post.Exchange, err = run(x.addr, "POST", "/transfers", x.cmd.Process.Pid, postReq, 0)
+	elapsed := time.Since(start)
+	stopLag()
+	if err != nil {
+		return fail(err)
+	}
+	rep.Post.Ratio = rep.Post.Exchange.RPS / max(rep.Post.Baseline.RPS, 1)
+	if stream != "" {
+		catch := time.Now()
+		for time.Since(catch) < 60*time.Second {
+			if v, ok := scrape(x.addr, "ubs_publisher_lag_commands"); !ok || v == 0 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		after := scrapeValues(x.addr, "ubs_publisher_messages_total")
+		n := after["ubs_publisher_messages_total"] - before["ubs_publisher_messages_total"]
+		rep.Publisher = &pubResult{Messages: n, PerSecond: n / (elapsed + time.Since(catch)).Seconds(),
+			LagMaxSec: lagSec, LagMaxCmds: lagCmds, CatchUpSec: time.Since(catch).Seconds()}
+	}
+	if rep.PostHalfLoad, err = run(x.addr, "POST", "/transfers", x.cmd.Process.Pid, postReq, rep.Post.Exchange.RPS/2); err != nil {
+		return fail(err)
+	}
+	// GET balance.
+	if rep.Get.Baseline, err = run(h.addr, "GET", "/balance-service/users/user1/balance", h.cmd.Process.Pid, getReq, 0); err != nil {
+		return fail(err)
+	}
+	if rep.Get.Exchange, err = run(x.addr, "GET", "/balance-service/users/user1/balance", x.cmd.Process.Pid, getReq, 0); err != nil {
+		return fail(err)
+	}
+	rep.Get.Ratio = rep.Get.Exchange.RPS / max(rep.Get.Baseline.RPS, 1)
+	if lf.asJSON {
+		b, _ := json.Marshal(rep)
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	printHTTP(stdout, "baseline", rep.Post.Baseline)
+	printHTTP(stdout, "POST", rep.Post.Exchange)
+	fmt.Fprintf(stdout, "POST /transfers ratio %.2f; at 50%% load (%.0f req/s offered): p50 %.0f us, p99 %.0f us\n",
+		rep.Post.Ratio, rep.PostHalfLoad.OfferedRPS, rep.PostHalfLoad.P50us, rep.PostHalfLoad.P99us)
+	printHTTP(stdout, "baseline", rep.Get.Baseline)
+	printHTTP(stdout, "GET", rep.Get.Exchange)
+	fmt.Fprintf(stdout, "GET balance ratio %.2f\n", rep.Get.Ratio)
+	fmt.Fprintf(stdout, "core execution: %d due transfers in %.3f s of CPU: %.0f per CPU second (%.0f per wall second)\n",
+		rep.Exec.Transfers, rep.Exec.CPUSeconds, rep.Exec.PerCPUSecond, rep.Exec.WallPerSecond)
+	if p := rep.Publisher; p != nil {
+		fmt.Fprintf(stdout, "publisher: %.0f messages, %.0f/s; lag max %.3f s (%.0f commands); caught up %.2f s after the load\n",
+			p.Messages, p.PerSecond, p.LagMaxSec, p.LagMaxCmds, p.CatchUpSec)
+	}
+	return exitOK
+}
+
+// p2pUsers creates users u1..uN (ids 1..N, 10M USD each) and returns their tokens.
+func p2pUsers(addr string, n int) ([]string, error) {
+	auth, err := gateway.NewAuthenticator([]byte(exchangeSecret))
+	if err != nil {
+		return nil, err
+	}
+	admin, _ := auth.Mint(1_000_000, true, 24*time.Hour, time.Now())
+	tokens := mintTokens(auth, n)
+	for u := 1; u <= n; u++ {
+		if st, b := post(addr, "/balance-service/users", admin,
+			fmt.Sprintf(`{"userId":"user%d","initialBalance":10000000,"id":%d}`, u, u)); st != 200 {
+			return nil, fmt.Errorf("create user user%d: %d %s", u, st, b)
+		}
+	}
+	return tokens, nil
+}
+
+// p2pExec measures the core executing n due transfers (ticks of at most
+// core.MaxP2PExecPerTick), in process, on CPU time.
+func p2pExec(n int) (execResult, error) {
+	p := core.New(core.Config{})
+	seq := core.Seq(0)
+	apply := func(c core.Command) core.Event {
+		seq++
+		c.Seq, c.Time = seq, 1_700_000_000_000_000_000+int64(seq)
+		evs := p.Apply(&c)
+		return evs[len(evs)-1]
+	}
+	apply(core.Command{Kind: core.KindConfigAsset, Asset: 1, BaseScale: 2})
+	senders := (n + core.MaxP2PPendingPerUser - 1) / core.MaxP2PPendingPerUser
+	for u := 1; u <= senders+1; u++ {
+		if r := apply(core.Command{Kind: core.KindP2PCreateUser, User: core.UserID(u), Text: "user" + strconv.Itoa(u), Asset: 1,
+			Amount: 1 << 40}); r.Code != core.OK {
+			return execResult{}, fmt.Errorf("create user: %v", r.Code)
+		}
+	}
+	for i := 0; i < n; i++ {
+		from := core.UserID(i/core.MaxP2PPendingPerUser + 1)
+		if r := apply(core.Command{Kind: core.KindP2PTransfer, User: from, OrderID: core.OrderID(from + 1), Asset: 1,
+			Amount: 1}); r.Code != core.OK {
+			return execResult{}, fmt.Errorf("transfer %d: %v", i, r.Code)
+		}
+	}
+	cpu0, wall0 := cpuTime(), time.Now()
+	done := 0
+	for done < n {
+		r := apply(core.Command{Kind: core.KindP2PTick})
+		if r.Qty == 0 {
+			return execResult{}, fmt.Errorf("a tick executed nothing with %d left", n-done)
+		}
+		done += int(r.Qty)
+	}
+	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
+	return execResult{Transfers: done, CPUSeconds: cpu.Seconds(), PerCPUSecond: float64(done) / cpu.Seconds(),
+		WallPerSecond: float64(done) / wall.Seconds()}, nil
+}
+
+// cpuTime is this process's user + system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// sampleEvery calls fn every d until the returned stop is called.
+func sampleEvery(d time.Duration, fn func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+func deleteStream(url, name string) {
+	nc, err := nats.Connect(url, nats.Timeout(2*time.Second))
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	if js, err := jetstream.New(nc); err == nil {
+		_ = js.DeleteStream(context.Background(), name)
+	}
+}

@@ -1,0 +1,104 @@
+package core
+
+// The transfer service's section of a snapshot (version 3, after the ops):
+//
+//	p2p: nextID | users: count, then in creation order: id, handle (len, bytes), asset,
+//	     initial, createdAt, seq
+//	     transfers: count, then by id: from, to, asset, amount, status (u8), reason,
+//	     createdAt, executeAt, doneAt, requestId (key)
+//
+// The pending heap, the requestId index, the per-sender pending counts and
+// the per-user history are derived from the transfers on restore (not
+// stored, so not in the state hash: the heap's layout depends on history,
+// its pop order does not).
+
+func (p *Processor) appendP2P(w *wbuf) {
+	s := &p.p2p
+	w.uv(uint64(s.nextID))
+	w.uv(uint64(len(s.users)))
+	for i := range s.users {
+		u := &s.users[i]
+		w.uv(uint64(u.ID))
+		w.uv(uint64(len(u.Handle)))
+		w.raw([]byte(u.Handle))
+		w.uv(uint64(u.Asset))
+		w.sv(int64(u.Initial))
+		w.sv(u.CreatedAt)
+		w.uv(uint64(u.Seq))
+	}
+	w.uv(uint64(len(s.transfers)))
+	for i := range s.transfers {
+		t := &s.transfers[i]
+		w.uv(uint64(t.From))
+		w.uv(uint64(t.To))
+		w.uv(uint64(t.Asset))
+		w.sv(int64(t.Amount))
+		w.u8(uint8(t.Status))
+		w.uv(uint64(t.Reason))
+		w.sv(t.CreatedAt)
+		w.sv(t.ExecuteAt)
+		w.sv(t.DoneAt)
+		w.key(t.ReqID)
+	}
+}
+
+func (p *Processor) readP2P(r *rbuf) error {
+	s := &p.p2p
+	s.init()
+	s.nextID = UserID(r.uv())
+	n := r.uv()
+	if n > MaxP2PUsers || n > uint64(len(r.b)) || s.nextID < P2PUserBase {
+		return ErrSnapshot
+	}
+	for ; n > 0 && r.err == nil; n-- {
+		u := P2PUser{ID: UserID(r.uv())}
+		hl := r.uv()
+		if hl > MaxP2PHandleLen || hl > uint64(len(r.b)) {
+			return ErrSnapshot
+		}
+		u.Handle = string(r.b[:hl])
+		r.b = r.b[hl:]
+		u.Asset, u.Initial, u.CreatedAt, u.Seq = AssetID(r.uv()), Units(r.sv()), r.sv(), Seq(r.uv())
+		_, dupH := s.byHandle[u.Handle]
+		_, dupID := s.byID[u.ID]
+		if r.err != nil || dupH || dupID || !ValidP2PHandle(u.Handle) || u.Initial < 0 ||
+			u.Asset == 0 || u.Asset > MaxAssets || !p.assets[u.Asset].configured || p.accountIdx(u.ID) < 0 {
+			return ErrSnapshot
+		}
+		s.byHandle[u.Handle] = int32(len(s.users))
+		s.byID[u.ID] = int32(len(s.users))
+		s.users = append(s.users, u)
+		p.assets[u.Asset].adjusted += u.Initial
+	}
+	n = r.uv()
+	if n > MaxP2PTransfers || n > uint64(len(r.b)) {
+		return ErrSnapshot
+	}
+	for ; n > 0 && r.err == nil; n-- {
+		ti := int32(len(s.transfers))
+		t := P2PTransfer{ID: uint64(ti) + 1, From: UserID(r.uv()), To: UserID(r.uv()), Asset: AssetID(r.uv()),
+			Amount: Units(r.sv()), Status: P2PStatus(r.u8()), Reason: Code(r.uv()), heapIdx: -1}
+		t.CreatedAt, t.ExecuteAt, t.DoneAt, t.ReqID = r.sv(), r.sv(), r.sv(), r.key()
+		_, okF := s.byID[t.From]
+		_, okT := s.byID[t.To]
+		if r.err != nil || !okF || !okT || t.Amount <= 0 || t.Status == 0 || t.Status > P2PCancelled ||
+			t.Reason >= codeCount || t.Asset == 0 || t.Asset > MaxAssets || !p.assets[t.Asset].configured {
+			return ErrSnapshot
+		}
+		s.transfers = append(s.transfers, t)
+		if !t.ReqID.IsZero() {
+			k := p2pReq{t.From, t.ReqID}
+			if _, dup := s.reqs[k]; dup {
+				return ErrSnapshot
+			}
+			s.reqs[k] = t.ID
+		}
+		if t.Status == P2PPending {
+			s.push(ti)
+			s.pendingPer[t.From]++
+		}
+		s.byUser[t.From] = append(s.byUser[t.From], ti)
+		s.byUser[t.To] = append(s.byUser[t.To], ti)
+	}
+	return r.err
+}

@@ -1,0 +1,318 @@
+// Package publish is the event publisher: a follower of the durable WAL
+// (like the Postgres sink) that publishes the core's events to the NATS
+// JetStream stream UBS_EVENTS (events.go: subjects and payloads). It never
+// blocks the core: it reads the WAL on its own goroutine through a
+// journal.Follower, and a NATS outage only makes it lag (the WAL it still
+// needs is kept under the --follower-max-retained rule).
+//
+// Exactly once into the stream, across crashes and restarts:
+//
+//   - every message has the id "<seq>-<event index>" (Nats-Msg-Id);
+//   - on start (and after any error) the publisher reads the stream's last
+//     message and resumes right after it: the next event of that command,
+//     or the next command;
+//   - every publish carries Nats-Expected-Last-Sequence = the stream
+//     sequence of the message before it, so the stream can never get a hole
+//     (a later message stored after an earlier one failed): the server
+//     refuses it, the publisher resumes from what is stored;
+//   - JetStream's duplicate window (the message ids) drops a message sent
+//     twice within it (a publish whose ack was lost, then retried).
+//
+// The publisher assumes it is the stream's only writer, and that the stream
+// keeps its last message (it is created without limits: a retention set by
+// hand must keep at least the newest message).
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/logging"
+)
+
+// Stream is the JetStream stream the publisher writes.
+const Stream = "UBS_EVENTS"
+
+// Limits and timing.
+const (
+	// MaxBatch is how many commands one round of publishing reads from the WAL.
+	MaxBatch = 1024
+	// MaxPending bounds the publishes awaiting their ack.
+	MaxPending = 16_384
+	// DuplicateWindow is the stream's duplicate window (message ids).
+	DuplicateWindow = 10 * time.Minute
+	ackTimeout      = 10 * time.Second
+)
+
+// WAL is where the publisher reads the durable stream (journal.Pipeline).
+type WAL interface {
+	NewFollower(from core.Seq) (*journal.Follower, error)
+	DurableSeq() core.Seq
+}
+
+// Publisher publishes the WAL's events to JetStream. Create it with New;
+// Run it on one goroutine.
+type Publisher struct {
+	url string
+	log *slog.Logger
+	// Stream and Prefix name the stream and its subjects (default Stream
+	// and SubjectPrefix; tests use their own). Set them before Run.
+	Stream, Prefix string
+
+	published atomic.Uint64 // checkpoint: every event of every seq <= it is in the stream (0 = not known yet)
+	lastTime  atomic.Int64  // unix ns of the last command published
+	messages  atomic.Uint64 // messages stored (acked, not duplicates)
+	errors    atomic.Uint64 // publish failures (each one restarts from the stream's state)
+	gaps      atomic.Uint64 // commands the WAL no longer had (released past the checkpoint)
+}
+
+// New returns a publisher for the NATS server at url.
+func New(url string, log *slog.Logger) *Publisher {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Publisher{url: url, log: log, Stream: Stream, Prefix: SubjectPrefix}
+}
+
+// Checkpoint is the last seq all of whose events are in the stream (the
+// follower's checkpoint for journal.Retention; 0 until the first resume).
+func (p *Publisher) Checkpoint() core.Seq { return core.Seq(p.published.Load()) }
+
+// Stats is what the metrics show.
+type Stats struct {
+	Checkpoint core.Seq
+	LastTime   int64 // unix ns of the last command published (0 = none)
+	Messages   uint64
+	Errors     uint64
+	Gaps       uint64
+}
+
+// Stats returns the publisher's counters.
+func (p *Publisher) Stats() Stats {
+	return Stats{Checkpoint: p.Checkpoint(), LastTime: p.lastTime.Load(), Messages: p.messages.Load(),
+		Errors: p.errors.Load(), Gaps: p.gaps.Load()}
+}
+
+// Run publishes until ctx ends: connect, make sure the stream exists,
+// resume after its last message, follow the WAL; after any failure it
+// starts over from the stream's state, with backoff.
+func (p *Publisher) Run(ctx context.Context, wal WAL) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := p.session(ctx, wal, func() { backoff = 100 * time.Millisecond })
+		if ctx.Err() != nil || errors.Is(err, journal.ErrStopped) {
+			return
+		}
+		p.errors.Add(1)
+		p.log.Warn("publish: stopped; resuming from the stream's last message", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// session is one connection's life: resume, then publish batches.
+func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error {
+	nc, err := nats.Connect(p.url, nats.Name("ubscore-publisher"), nats.MaxReconnects(-1), nats.Timeout(2*time.Second))
+	if err != nil {
+		return fmt.Errorf("publish: connect: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(MaxPending), jetstream.WithPublishAsyncTimeout(ackTimeout))
+	if err != nil {
+		return err
+	}
+	s, err := EnsureStream(ctx, js, p.Stream, p.Prefix)
+	if err != nil {
+		return err
+	}
+	from, skip, last, err := resumePoint(ctx, s)
+	if err != nil {
+		return err
+	}
+	if d := wal.DurableSeq(); from > d+1 {
+		logging.Critical(ctx, p.log, "publish: the stream is ahead of this WAL (written from another data dir?); publishing nothing",
+			"stream_next_seq", from, "durable_seq", d)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	p.published.Store(uint64(from - 1))
+	f, err := wal.NewFollower(from)
+	var gone *journal.HistoryGoneError
+	if errors.As(err, &gone) {
+		logging.Critical(ctx, p.log, "publish: events before the earliest retained seq cannot be published (the WAL was released past the publisher's checkpoint)",
+			"from", from, "earliest", gone.Earliest)
+		p.gaps.Add(uint64(gone.Earliest - from))
+		from, skip = gone.Earliest, -1
+		p.published.Store(uint64(from - 1))
+		f, err = wal.NewFollower(from)
+	}
+	if err != nil {
+		return err
+	}
+	p.log.Info("publish: following the WAL", "from_seq", from, "stream_last_seq", last)
+	// Publishing is pipelined: this goroutine reads the WAL and sends each
+	// batch's messages without waiting; the acker takes the batches in
+	// order, waits for their acks and only then moves the checkpoint. A
+	// failed publish cancels the session (every later message fails too:
+	// each expects the sequence before it), which resumes from the stream.
+	sctx, cancel := context.WithCancelCause(ctx)
+	acks := make(chan ackBatch, MaxInflightBatches)
+	ackDone := make(chan struct{})
+	go p.acker(sctx, cancel, acks, ackDone, healthy)
+	defer func() { cancel(nil); close(acks); <-ackDone }()
+	var msgs []message
+	for {
+		recs, err := f.Next(sctx, MaxBatch)
+		if err != nil {
+			if c := context.Cause(sctx); c != nil && ctx.Err() == nil {
+				return c
+			}
+			return err
+		}
+		msgs = msgs[:0]
+		var buf []byte // not reused: a message may still be resent by the client while the next batch is built
+		seqs := make([]core.Seq, 0, 64)
+		names := f.Processor()
+		for i := range recs {
+			r := &recs[i]
+			n := len(msgs)
+			msgs, buf = appendMessages(msgs, buf, p.Prefix, r.Events, names)
+			if r.Cmd.Seq == from && skip >= 0 { // the command the stream ends inside: after its last stored event
+				k := n
+				for k < len(msgs) && msgs[k].idx <= skip {
+					k++
+				}
+				msgs = append(msgs[:n], msgs[k:]...)
+			}
+			for range len(msgs) - n {
+				seqs = append(seqs, r.Cmd.Seq)
+			}
+		}
+		b := ackBatch{endSeq: recs[len(recs)-1].Cmd.Seq, endTime: recs[len(recs)-1].Cmd.Time}
+		if b.futs, last, err = p.send(js, msgs, seqs, last); err != nil {
+			return err
+		}
+		select {
+		case acks <- b:
+		case <-sctx.Done():
+			if c := context.Cause(sctx); c != nil && ctx.Err() == nil {
+				return c
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// MaxInflightBatches bounds the batches sent and not yet acknowledged.
+const MaxInflightBatches = 8
+
+// ackBatch is one batch's publishes awaiting their acks.
+type ackBatch struct {
+	futs    []jetstream.PubAckFuture
+	endSeq  core.Seq // the batch's last command: published once every ack is in
+	endTime int64
+}
+
+// acker waits for each batch's acks in order and moves the checkpoint; the
+// first failure cancels the session with it.
+func (p *Publisher) acker(ctx context.Context, cancel context.CancelCauseFunc, acks <-chan ackBatch, done chan<- struct{}, healthy func()) {
+	defer close(done)
+	for b := range acks {
+		for _, fut := range b.futs {
+			select {
+			case ack := <-fut.Ok():
+				if !ack.Duplicate {
+					p.messages.Add(1)
+				}
+			case err := <-fut.Err():
+				cancel(fmt.Errorf("publish: %s: %w", fut.Msg().Header.Get(jetstream.MsgIDHeader), err))
+				for range acks { // drain: the sender stops at the cancel
+				}
+				return
+			case <-ctx.Done():
+				for range acks {
+				}
+				return
+			}
+		}
+		p.published.Store(uint64(b.endSeq))
+		p.lastTime.Store(b.endTime)
+		healthy()
+	}
+}
+
+// send publishes msgs asynchronously, each expecting the stream's last
+// sequence to be the one before it. It returns their futures and the
+// stream's last sequence once they are stored.
+func (p *Publisher) send(js jetstream.JetStream, msgs []message, seqs []core.Seq, last uint64) ([]jetstream.PubAckFuture, uint64, error) {
+	futs := make([]jetstream.PubAckFuture, 0, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		nm := &nats.Msg{Subject: m.subject, Data: m.data}
+		fut, err := js.PublishMsgAsync(nm, jetstream.WithMsgID(MsgID(seqs[i], m.idx)),
+			jetstream.WithExpectLastSequence(last+uint64(i)))
+		if err != nil {
+			return nil, last, fmt.Errorf("publish: %s: %w", MsgID(seqs[i], m.idx), err)
+		}
+		futs = append(futs, fut)
+	}
+	return futs, last + uint64(len(msgs)), nil
+}
+
+// EnsureStream creates the stream name over the subjects prefix+">" (or
+// updates its config) and returns it.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, name, prefix string) (jetstream.Stream, error) {
+	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:       name,
+		Subjects:   []string{prefix + ">"},
+		Storage:    jetstream.FileStorage,
+		Duplicates: DuplicateWindow,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("publish: stream %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// resumePoint reads the stream's last message: the publisher continues at
+// command from, skipping its events up to index skip (-1: none stored yet),
+// and the stream's last sequence is last.
+func resumePoint(ctx context.Context, s jetstream.Stream) (from core.Seq, skip int, last uint64, err error) {
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("publish: stream info: %w", err)
+	}
+	last = info.State.LastSeq
+	if info.State.Msgs == 0 && last > 0 {
+		// Purged or aged out: where the publisher was is unknown, and
+		// starting over would publish everything again.
+		return 0, 0, 0, fmt.Errorf("publish: stream %s is empty but has held %d messages (purged?): refusing to guess where to resume",
+			info.Config.Name, last)
+	}
+	if info.State.Msgs == 0 {
+		return 1, -1, last, nil
+	}
+	m, err := s.GetMsg(ctx, last)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("publish: read the stream's last message %d: %w", last, err)
+	}
+	seq, idx, ok := ParseMsgID(m.Header.Get(jetstream.MsgIDHeader))
+	if !ok {
+		return 0, 0, 0, fmt.Errorf("publish: the stream's last message %d has no valid id %q (another writer?)",
+			last, m.Header.Get(jetstream.MsgIDHeader))
+	}
+	return seq, idx, last, nil
+}
