@@ -118,8 +118,9 @@ func BenchmarkCreateBatchedVsNaive(b *testing.B) {
 	d := 3 * time.Second
 	for _, nsub := range []int{1, 16} {
 		signers := randomSigners(b, nsub)
-		workers, _ := strconv.Atoi(os.Getenv("UBS_BENCH_WORKERS")) // 0: the default
-		m, err := chaintx.New(chaintx.Config{Store: store, Chain: stubChain{}, Signers: signers, NodeID: "bench", Workers: workers,
+		workers, _ := strconv.Atoi(os.Getenv("UBS_BENCH_WORKERS"))       // 0: the default
+		committers, _ := strconv.Atoi(os.Getenv("UBS_BENCH_COMMITTERS")) // 0: the default
+		m, err := chaintx.New(chaintx.Config{Store: store, Chain: stubChain{}, Signers: signers, NodeID: "bench", Workers: workers, Committers: committers,
 			Lease: chaintx.LeaseConfig{Duration: time.Hour}, TrackInterval: time.Hour, Logger: quiet()})
 		if err != nil {
 			b.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 )
 
 // The TransactionWriter (spec §3.2): requests are routed to worker
@@ -93,7 +92,9 @@ func (w *worker) run(ctx context.Context) {
 			}
 			clear(w.poked)
 			w.mu.Unlock()
-			w.allocate(ctx, subs, map[Address][]*op{})
+			if t, err := w.m.allocs.wait(ctx); err == nil {
+				w.allocate(ctx, t, subs, map[Address][]*op{})
+			}
 		}
 	}
 }
@@ -109,9 +110,14 @@ func (w *worker) drainStopped() {
 	}
 }
 
-// batch drains the queue (up to MaxBatch) and allocates per submitter, in
-// arrival order within each.
+// batch waits for a committer (allocGate), then drains the queue (up to
+// MaxBatch) and allocates per submitter, in arrival order within each.
 func (w *worker) batch(ctx context.Context, first *op) {
+	t, err := w.m.allocs.wait(ctx)
+	if err != nil {
+		first.done <- opResult{err: ErrStopped}
+		return
+	}
 	ops := []*op{first}
 	for len(ops) < w.m.cfg.MaxBatch {
 		select {
@@ -131,7 +137,7 @@ func (w *worker) batch(ctx context.Context, first *op) {
 		}
 		bySub[o.req.Submitter] = append(bySub[o.req.Submitter], o)
 	}
-	w.allocate(ctx, order, bySub)
+	w.allocate(ctx, t, order, bySub)
 }
 
 // group is one submitter's part of a writer batch.
@@ -141,11 +147,18 @@ type group struct {
 	res AllocResult
 }
 
-// allocate runs ONE writer transaction for the submitters subs (in order):
-// the requests bySub[s] and (room permitting) each one's CREATED rows;
-// then broadcasts what it allocated and records that in one more.
-func (w *worker) allocate(ctx context.Context, subs []Address, bySub map[Address][]*op) {
+// allocate runs, in the shared writer transaction of ticket t (other
+// workers' batches in it too), the allocation for the submitters subs (in
+// order): the requests bySub[s] and (room permitting) each one's CREATED
+// rows; then broadcasts what it allocated and records that in one more.
+func (w *worker) allocate(ctx context.Context, t *ticket, subs []Address, bySub map[Address][]*op) {
 	m := w.m
+	ran := false
+	defer func() {
+		if !ran {
+			t.run(nil) // the committer waits for every ticket it claimed
+		}
+	}()
 	answer := func(ops []*op, err error, label string) {
 		m.met.TxCreate.WithLabelValues(label).Add(float64(len(ops)))
 		for _, o := range ops {
@@ -175,7 +188,8 @@ func (w *worker) allocate(ctx context.Context, subs []Address, bySub map[Address
 	for i, g := range groups {
 		gs[i] = w.allocGroup(ctx, g, fees)
 	}
-	res, err := m.cfg.Store.Allocate(ctx, gs)
+	ran = true
+	res, err := t.run(gs)
 	if err != nil {
 		for _, g := range groups {
 			delete(w.cache, g.l.Submitter) // spec §3.4: a failed batch must not leave the cache ahead
@@ -269,10 +283,7 @@ func (w *worker) broadcast(ctx context.Context, groups []*group) {
 	if len(sg) == 0 {
 		return
 	}
-	// The write outlives a cancelled ctx: what was sent must be recorded.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	errs, err := m.cfg.Store.Submitted(wctx, sg, m.cfg.ResubmitInterval)
+	errs, err := m.records.do(context.Background(), sg) // outlives a cancelled ctx: what was sent must be recorded
 	if err != nil {
 		m.log.Warn("chaintx: recording broadcasts failed (the resubmit scheduler sends again)", "err", err)
 		return
