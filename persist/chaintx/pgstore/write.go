@@ -3,11 +3,13 @@ package pgstore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ubscore/ubscore/persist/chaintx"
 )
@@ -16,38 +18,61 @@ import (
 // passes fence first; a statement's WHERE also names the state it moves
 // from, so a repeat changes nothing.
 
-// Allocate implements chaintx.Store: one writer batch, one transaction, a
-// fixed number of round trips whatever the number of groups (submitters) in
-// it: BEGIN; the fence and every read in one pipeline; signing (each group's
-// Assign); every write in one pipeline; COMMIT. Lookups go by index from
-// the arrays (LATERAL ... LIMIT), so plans do not depend on statistics.
+// Allocate implements chaintx.Store: one writer batch, one transaction, two
+// round trips whatever the number of groups (submitters) in it: BEGIN, the
+// fence and every read in one pipeline; signing (each group's Assign);
+// every write, its checks and COMMIT in one more (plus one for repeated
+// request_ids, and one for a submitter's very first allocation). Lookups
+// go by index from the arrays (LATERAL ... LIMIT), so plans do not depend
+// on statistics.
 func (s *Store) Allocate(ctx context.Context, gs []chaintx.AllocGroup) ([]chaintx.AllocResult, error) {
-	out := make([]chaintx.AllocResult, len(gs))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rd, err := allocReads(ctx, tx, gs)
-		if err != nil {
-			return err
-		}
-		var ws []groupWrite
-		for i, g := range gs {
-			if !rd.ok[i] {
-				out[i] = chaintx.AllocResult{Err: chaintx.ErrFenced}
-				continue
-			}
-			var w *groupWrite
-			if out[i], w, err = allocateGroup(ctx, tx, g, rd); err != nil {
-				return err
-			}
-			if w != nil {
-				ws = append(ws, *w)
-			}
-		}
-		return writeAllocated(ctx, tx, ws, rd.now)
-	})
+	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: allocate: %w", err)
 	}
+	defer c.Release()
+	out, err := allocate(ctx, c.Conn(), gs)
+	if err != nil {
+		// The transaction may be open or aborted: end it (a connection
+		// that cannot is closed, and the pool drops it).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, rerr := c.Exec(rctx, "ROLLBACK"); rerr != nil {
+			_ = c.Conn().Close(rctx)
+		}
+		return nil, fmt.Errorf("pgstore: allocate: %w", err)
+	}
 	return out, nil
+}
+
+// dbConn is a connection or a transaction.
+type dbConn interface {
+	querier
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+func allocate(ctx context.Context, c *pgx.Conn, gs []chaintx.AllocGroup) ([]chaintx.AllocResult, error) {
+	out := make([]chaintx.AllocResult, len(gs))
+	rd, err := allocReads(ctx, c, gs)
+	if err != nil {
+		return nil, err
+	}
+	var ws []groupWrite
+	for i, g := range gs {
+		if !rd.ok[i] {
+			out[i] = chaintx.AllocResult{Err: chaintx.ErrFenced}
+			continue
+		}
+		var w *groupWrite
+		if out[i], w, err = allocateGroup(ctx, c, g, rd); err != nil {
+			return nil, err
+		}
+		if w != nil {
+			ws = append(ws, *w)
+		}
+	}
+	return out, writeAllocated(ctx, c, ws, rd.now, true)
 }
 
 // allocRead is what one pipeline read for a whole writer batch.
@@ -61,7 +86,8 @@ type allocRead struct {
 	full     map[chaintx.TxID]chaintx.Tx      // the existing txs, with their signed ones
 }
 
-func allocReads(ctx context.Context, tx pgx.Tx, gs []chaintx.AllocGroup) (*allocRead, error) {
+// allocReads opens the transaction (BEGIN, in the pipeline) and reads.
+func allocReads(ctx context.Context, tx dbConn, gs []chaintx.AllocGroup) (*allocRead, error) {
 	leases := make([]chaintx.Lease, len(gs))
 	var rSubs, rIDs, cSubs, subs []string
 	var cLims []int32
@@ -81,6 +107,7 @@ func allocReads(ctx context.Context, tx pgx.Tx, gs []chaintx.AllocGroup) (*alloc
 	}
 	ls, ln, lt := leaseArrays(leases)
 	b := &pgx.Batch{}
+	b.Queue("BEGIN")
 	b.Queue(fenceSQL, ls, ln, lt)
 	// Second idempotency check, inside the batch (spec §3.10): a request_id
 	// that exists uses no nonce.
@@ -97,6 +124,9 @@ func allocReads(ctx context.Context, tx pgx.Tx, gs []chaintx.AllocGroup) (*alloc
 		cursor: map[chaintx.Address]int64{}, full: map[chaintx.TxID]chaintx.Tx{}}
 	br := tx.SendBatch(ctx, b)
 	err := func() error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
 		rows, err := br.Query()
 		if err != nil {
 			return err
@@ -189,7 +219,7 @@ type groupWrite struct {
 // allocateGroup is one submitter's part of Allocate, after the reads: the
 // answers for repeated request_ids, nonces and signatures (g.Assign) for
 // the rest and the CREATED rows, and what to write (nil: nothing).
-func allocateGroup(ctx context.Context, tx pgx.Tx, g chaintx.AllocGroup, rd *allocRead) (chaintx.AllocResult, *groupWrite, error) {
+func allocateGroup(ctx context.Context, tx dbConn, g chaintx.AllocGroup, rd *allocRead) (chaintx.AllocResult, *groupWrite, error) {
 	l, reqs := g.Lease, g.Reqs
 	res := chaintx.AllocResult{Answers: make([]chaintx.Tx, len(reqs)), Existing: make([]bool, len(reqs))}
 	created := rd.created[l.Submitter]
@@ -261,31 +291,28 @@ func sortByID(txs []chaintx.Tx) {
 
 // writeAllocated writes every group's rows (fresh ones with their ids set),
 // signed raws and cursors in one round trip, one statement per kind of
-// write (CREATED rows: one each). now is the transaction's now().
-func writeAllocated(ctx context.Context, tx pgx.Tx, ws []groupWrite, now time.Time) error {
-	if len(ws) == 0 {
-		return nil
-	}
+// write, and with commit, COMMIT in the same pipeline. The checks that a
+// locked row did change run in the pipeline too (a failed one is an error
+// that aborts the transaction before the COMMIT): every CREATED row moved
+// to ALLOCATED, every cursor is at its new value. now is the transaction's
+// now().
+func writeAllocated(ctx context.Context, tx dbConn, ws []groupWrite, now time.Time, commit bool) error {
 	b := &pgx.Batch{}
 	var ids, nonces, gas, toks []int64
 	var subs, to, vals, hashes []string
 	var reqs []*string
 	var datas [][]byte
+	var cIDs, cNonces, cToks []int64
+	var cHashes []string
 	var sIDs []int64
 	var sHash, sKind, sFee, sTip []string
 	var sRaw [][]byte
-	var cSubs []string
-	var cNext, cToks []int64
-	ncreated := 0
+	var curSubs []string
+	var curNext, curToks []int64
 	for _, w := range ws {
 		l := w.l
-		for i := range w.created {
-			t := &w.created[i]
-			b.Queue(`UPDATE managed_tx SET nonce = $2, tx_hash = $3, state = 'ALLOCATED', allocated_at = now(),
-				next_resubmit_at = now() + make_interval(secs => $4), fencing_token = $5, updated_at = now()
-				WHERE tx_id = $1 AND state = 'CREATED'`, int64(t.ID), int64(*t.Nonce), string(t.Hash),
-				chaintx.AllocatedGrace.Seconds(), l.Token)
-			ncreated++
+		for _, t := range w.created {
+			cIDs, cNonces, cToks, cHashes = append(cIDs, int64(t.ID)), append(cNonces, int64(*t.Nonce)), append(cToks, l.Token), append(cHashes, string(t.Hash))
 		}
 		for _, t := range w.fresh {
 			ids, nonces, gas, toks = append(ids, int64(t.ID)), append(nonces, int64(*t.Nonce)), append(gas, int64(t.Payload.GasLimit)), append(toks, l.Token)
@@ -300,7 +327,15 @@ func writeAllocated(ctx context.Context, tx pgx.Tx, ws []groupWrite, now time.Ti
 				sRaw = append(sRaw, sg.Raw)
 			}
 		}
-		cSubs, cNext, cToks = append(cSubs, string(l.Submitter)), append(cNext, int64(w.next)), append(cToks, l.Token)
+		curSubs, curNext, curToks = append(curSubs, string(l.Submitter)), append(curNext, int64(w.next)), append(curToks, l.Token)
+	}
+	if len(cIDs) > 0 {
+		b.Queue(`WITH w AS (UPDATE managed_tx m SET nonce = u.nonce, tx_hash = u.hash, state = 'ALLOCATED', allocated_at = now(),
+				next_resubmit_at = now() + make_interval(secs => $5), fencing_token = u.token, updated_at = now()
+			FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[]) AS u(id, nonce, hash, token)
+			WHERE m.tx_id = u.id AND m.state = 'CREATED' RETURNING 1)
+			SELECT 1 / (count(*) = cardinality($1::bigint[]))::int FROM w`,
+			cIDs, cNonces, cHashes, cToks, chaintx.AllocatedGrace.Seconds())
 	}
 	if len(ids) > 0 {
 		b.Queue(`INSERT INTO managed_tx (tx_id, submitter, request_id, nonce, to_address, value_wei, data, gas_limit,
@@ -311,38 +346,34 @@ func writeAllocated(ctx context.Context, tx pgx.Tx, ws []groupWrite, now time.Ti
 				$9::text[], $10::bigint[]) AS u(id, submitter, req, nonce, to_addr, val, data, gas, hash, token)`,
 			ids, subs, reqs, nonces, to, vals, datas, gas, hashes, toks, chaintx.AllocatedGrace.Seconds())
 	}
-	b.Queue(`INSERT INTO managed_tx_signed (tx_id, tx_hash, kind, raw, max_fee, max_tip)
-		SELECT u.id, u.hash, u.kind, u.raw, u.fee::numeric, u.tip::numeric
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::text[]) AS u(id, hash, kind, raw, fee, tip)`,
-		sIDs, sHash, sKind, sRaw, sFee, sTip)
-	b.Queue(`UPDATE submitter_nonce_cursor c SET next_nonce = u.next, fencing_token = u.token, updated_at = now()
-		FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(submitter, next, token) WHERE c.submitter = u.submitter`,
-		cSubs, cNext, cToks)
+	if len(sIDs) > 0 {
+		b.Queue(`INSERT INTO managed_tx_signed (tx_id, tx_hash, kind, raw, max_fee, max_tip)
+			SELECT u.id, u.hash, u.kind, u.raw, u.fee::numeric, u.tip::numeric
+			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::text[]) AS u(id, hash, kind, raw, fee, tip)`,
+			sIDs, sHash, sKind, sRaw, sFee, sTip)
+	}
+	if len(curSubs) > 0 {
+		b.Queue(`WITH w AS (UPDATE submitter_nonce_cursor c SET next_nonce = u.next, fencing_token = u.token, updated_at = now()
+				FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(submitter, next, token) WHERE c.submitter = u.submitter
+				RETURNING 1)
+			SELECT 1 / (count(*) = cardinality($1::text[]))::int FROM w`, curSubs, curNext, curToks)
+	}
+	if commit {
+		b.Queue("COMMIT")
+	}
+	if b.Len() == 0 {
+		return nil
+	}
 	br := tx.SendBatch(ctx, b)
-	defer br.Close()
-	for i := 0; i < ncreated; i++ {
-		tag, err := br.Exec()
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("a CREATED tx changed under its row lock")
-		}
-	}
-	if len(ids) > 0 {
+	for range b.Len() {
 		if _, err := br.Exec(); err != nil {
+			br.Close()
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "22012" { // the 1 / 0 of a check
+				return fmt.Errorf("a locked CREATED row or nonce cursor did not change as written: %w", err)
+			}
 			return err
 		}
-	}
-	if _, err := br.Exec(); err != nil {
-		return err
-	}
-	tag, err := br.Exec()
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() != int64(len(cSubs)) {
-		return fmt.Errorf("nonce cursors: %d of %d updated", tag.RowsAffected(), len(cSubs))
 	}
 	return br.Close()
 }
@@ -564,7 +595,7 @@ func (s *Store) InsertPlaceholder(ctx context.Context, l chaintx.Lease, t chaint
 			return fmt.Errorf("placeholder nonce %d is not below the cursor %d", *t.Nonce, cursor)
 		}
 		t.ID = chaintx.TxID(id)
-		if err := writeAllocated(ctx, tx, []groupWrite{{l: l, fresh: []chaintx.Tx{t}, next: uint64(cursor)}}, now); err != nil {
+		if err := writeAllocated(ctx, tx, []groupWrite{{l: l, fresh: []chaintx.Tx{t}, next: uint64(cursor)}}, now, false); err != nil {
 			return err
 		}
 		got, err := loadTxs(ctx, tx, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND nonce = $2`,
