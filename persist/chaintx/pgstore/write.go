@@ -378,10 +378,15 @@ func writeAllocated(ctx context.Context, tx dbConn, ws []groupWrite, now time.Ti
 	return br.Close()
 }
 
-// Submitted implements chaintx.Store: one statement for every group (its
-// own transaction), the fence and the write together: the CTE locks the
-// leases that pass (FOR SHARE, as fence does) and the UPDATE touches only
-// the txs of those. The txs are found by primary key, one probe each: the
+// Submitted implements chaintx.Store: one statement for every group, the
+// fence and the write together: the CTE locks the leases that pass (FOR
+// SHARE, as fence does) and the UPDATE touches only the txs of those. Its
+// transaction (one round trip) commits without waiting for the WAL flush
+// (synchronous_commit off, this transaction only): a record lost in a crash
+// leaves the tx ALLOCATED, and the resubmit scheduler sends the same signed
+// transaction again (the node answers "known" or "nonce too low") and
+// records it then; a later synchronous commit flushes it anyway (the WAL is
+// one sequence). The txs are found by primary key, one probe each: the
 // submitter check is written IS NOT DISTINCT FROM (not an index condition)
 // so that missing statistics (a young table, autovacuum off) cannot make
 // the planner walk the submitter's whole pending index per tx instead.
@@ -396,7 +401,10 @@ func (s *Store) Submitted(ctx context.Context, gs []chaintx.SubmitGroup, after t
 			rsubs, rtoks = append(rsubs, string(g.Lease.Submitter)), append(rtoks, g.Lease.Token)
 		}
 	}
-	rows, err := s.pool.Query(ctx, `WITH f AS (`+fenceSQL+`), w AS (
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(`WITH f AS (`+fenceSQL+`), w AS (
 			UPDATE managed_tx m SET
 				state = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN 'TRACKING' ELSE m.state END,
 				next_receipt_at = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN now() ELSE m.next_receipt_at END,
@@ -408,10 +416,28 @@ func (s *Store) Submitted(ctx context.Context, gs []chaintx.SubmitGroup, after t
 				AND (u.submitter, u.token) IN (SELECT submitter, fencing_token FROM f)
 				AND m.state IN ('ALLOCATED', 'TRACKING', 'STUCK'))
 		SELECT submitter, fencing_token FROM f`, subs, nodes, tokens, after.Seconds(), ids, errTexts, rsubs, rtoks)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: submitted: %w", err)
+	b.Queue("COMMIT")
+	var passed map[leaseKey]bool
+	br := s.pool.SendBatch(ctx, b) // one round trip; a failure leaves the connection in its transaction: the pool drops it
+	err := func() error {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if passed, err = passedLeases(rows); err != nil {
+			return err
+		}
+		_, err = br.Exec()
+		return err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
-	passed, err := passedLeases(rows)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: submitted: %w", err)
 	}
