@@ -92,8 +92,9 @@ func (w *worker) run(ctx context.Context) {
 			}
 			clear(w.poked)
 			w.mu.Unlock()
+			v := w.prepare(ctx, nil, nil, subs...)
 			if t, err := w.m.allocs.wait(ctx); err == nil {
-				w.allocate(ctx, t, subs, map[Address][]*op{})
+				w.allocate(ctx, t, subs, map[Address][]*op{}, v)
 			}
 		}
 	}
@@ -110,24 +111,21 @@ func (w *worker) drainStopped() {
 	}
 }
 
-// batch waits for a committer (allocGate), then drains the queue (up to
-// MaxBatch) and allocates per submitter, in arrival order within each.
+// batch drains the queue (up to MaxBatch), asks the chain what it needs
+// for those submitters (before waiting: an RPC never holds a committer),
+// waits for a committer (allocGate), drains again what arrived meanwhile
+// (late binding), and allocates per submitter, in arrival order within each.
 func (w *worker) batch(ctx context.Context, first *op) {
+	ops := w.drain([]*op{first})
+	pre := w.prepare(ctx, nil, ops)
 	t, err := w.m.allocs.wait(ctx)
 	if err != nil {
-		first.done <- opResult{err: ErrStopped}
+		for _, o := range ops {
+			o.done <- opResult{err: ErrStopped}
+		}
 		return
 	}
-	ops := []*op{first}
-	for len(ops) < w.m.cfg.MaxBatch {
-		select {
-		case o := <-w.q:
-			ops = append(ops, o)
-			continue
-		default:
-		}
-		break
-	}
+	ops = w.drain(ops)
 	w.m.met.QueueDepth.WithLabelValues(itoa(w.idx)).Set(float64(len(w.q)))
 	var order []Address
 	bySub := map[Address][]*op{}
@@ -137,7 +135,59 @@ func (w *worker) batch(ctx context.Context, first *op) {
 		}
 		bySub[o.req.Submitter] = append(bySub[o.req.Submitter], o)
 	}
-	w.allocate(ctx, t, order, bySub)
+	w.allocate(ctx, t, order, bySub, w.prepare(ctx, pre, ops))
+}
+
+// drain appends queued ops to ops, up to MaxBatch in all.
+func (w *worker) drain(ops []*op) []*op {
+	for len(ops) < w.m.cfg.MaxBatch {
+		select {
+		case o := <-w.q:
+			ops = append(ops, o)
+			continue
+		default:
+		}
+		break
+	}
+	return ops
+}
+
+// batchChain is what a batch needs from the chain: the fees and, per
+// submitter, the pending nonce (the chain end of max(chain, cache, db)).
+type batchChain struct {
+	fees    Fees
+	feesErr error
+	pending map[Address]uint64
+}
+
+// prepare completes v (nil: a new one) for the submitters of ops (or subs),
+// asking the chain only what v does not have yet.
+func (w *worker) prepare(ctx context.Context, v *batchChain, ops []*op, subs ...Address) *batchChain {
+	m := w.m
+	if v == nil {
+		v = &batchChain{pending: map[Address]uint64{}}
+		v.fees, v.feesErr = m.currentFees(ctx)
+	}
+	ask := func(s Address) {
+		if _, ok := v.pending[s]; ok {
+			return
+		}
+		// The node being unreachable does not stop allocation (the
+		// database cursor alone never repeats a nonce).
+		n, err := m.cfg.Chain.PendingNonce(ctx, s)
+		if err != nil {
+			m.log.Warn("chaintx: pending nonce unavailable; allocating from cache and database", "submitter", s, "err", err)
+			n = 0
+		}
+		v.pending[s] = n
+	}
+	for _, o := range ops {
+		ask(o.req.Submitter)
+	}
+	for _, s := range subs {
+		ask(s)
+	}
+	return v
 }
 
 // group is one submitter's part of a writer batch.
@@ -151,7 +201,7 @@ type group struct {
 // workers' batches in it too), the allocation for the submitters subs (in
 // order): the requests bySub[s] and (room permitting) each one's CREATED
 // rows; then broadcasts what it allocated and records that in one more.
-func (w *worker) allocate(ctx context.Context, t *ticket, subs []Address, bySub map[Address][]*op) {
+func (w *worker) allocate(ctx context.Context, t *ticket, subs []Address, bySub map[Address][]*op, v *batchChain) {
 	m := w.m
 	ran := false
 	defer func() {
@@ -177,16 +227,15 @@ func (w *worker) allocate(ctx context.Context, t *ticket, subs []Address, bySub 
 	if len(groups) == 0 {
 		return
 	}
-	fees, err := m.currentFees(ctx)
-	if err != nil {
+	if v.feesErr != nil {
 		for _, g := range groups {
-			answer(g.ops, fmt.Errorf("chaintx: fees: %w", err), "error")
+			answer(g.ops, fmt.Errorf("chaintx: fees: %w", v.feesErr), "error")
 		}
 		return
 	}
 	gs := make([]AllocGroup, len(groups))
 	for i, g := range groups {
-		gs[i] = w.allocGroup(ctx, g, fees)
+		gs[i] = w.allocGroup(g, v.fees, v.pending[g.l.Submitter])
 	}
 	ran = true
 	res, err := t.run(gs)
@@ -228,15 +277,8 @@ func (w *worker) allocate(ctx context.Context, t *ticket, subs []Address, bySub 
 
 // allocGroup is the store's view of g: its requests and the nonce policy
 // max(chain, cache, db) with signing at allocation.
-func (w *worker) allocGroup(ctx context.Context, g *group, fees Fees) AllocGroup {
+func (w *worker) allocGroup(g *group, fees Fees, chainNext uint64) AllocGroup {
 	m, s := w.m, g.l.Submitter
-	// The chain end of max(chain, cache, db); the node being unreachable
-	// does not stop allocation (the database cursor alone never repeats a nonce).
-	chainNext, err := m.cfg.Chain.PendingNonce(ctx, s)
-	if err != nil {
-		m.log.Warn("chaintx: pending nonce unavailable; allocating from cache and database", "submitter", s, "err", err)
-		chainNext = 0
-	}
 	cacheNext := w.cache[s]
 	signer := m.signers[s]
 	reqs := make([]NewTx, len(g.ops))
