@@ -7,15 +7,15 @@ import (
 	"time"
 )
 
-// combiner merges the writer workers' batches into fewer database
-// transactions (group commit): a call waits while up to n transactions are
-// running, then goes out together with every call queued meanwhile, in ONE
-// transaction (Store.Allocate / Store.Submitted take many submitters' groups
-// and fence each on its own). Each worker has at most one call in flight
-// and a submitter belongs to one worker, so a submitter's groups never
-// share a transaction and keep their order; merging only removes commits
-// and round trips, which is what limits a writer on a busy machine (a batch
-// costs a few round trips whatever its size).
+// combiner merges calls into fewer database round trips and commits: a
+// call waits while up to n runs are going, then goes out together with
+// every call queued meanwhile, as ONE run (one query or transaction over
+// all their groups). The manager uses it for the entry pre-checks of
+// request_ids (reads: order does not matter) and for the workers' broadcast
+// records (Store.Submitted fences each submitter's group on its own; each
+// worker's sender has one call in flight and a submitter belongs to one
+// worker, so a submitter's records keep their order). Nonce allocation uses
+// allocGate instead (late binding).
 type combiner[G, R any] struct {
 	q    chan *combineCall[G, R]
 	run  func(gs []G) ([]R, error) // one transaction for all the groups; one result per group
