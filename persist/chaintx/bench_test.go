@@ -8,7 +8,8 @@ package chaintx_test
 // writer workers (one transaction per batch) beside the naive allocation
 // (each request its own transaction: SELECT ... FOR UPDATE on the cursor,
 // insert, cursor update; then its own submitted record), same Postgres, same
-// Store code, same clients, interleaved rounds; one submitter and 16. The
+// Store code, same clients; one submitter and 16; 3 rounds of 3 s per mode,
+// each round alternating the modes in 1 s segments. The
 // chain is a stub that accepts every broadcast at once, so both measure
 // Postgres and signing only.
 // BenchmarkCreateToConfirmed: create -> CONFIRMED on anvil mining a block
@@ -71,8 +72,9 @@ func randomSigners(b *testing.B, n int) []chaintx.Signer {
 
 const benchClients = 64
 
-// rate runs clients for d, each calling create in a loop, and returns creations/s.
-func rate(d time.Duration, create func(client, i int) error) (float64, error) {
+// run runs clients for d, each calling create in a loop, and returns the
+// creations and the time they took (until the last client's call ended).
+func run(d time.Duration, create func(client, i int) error) (int64, time.Duration, error) {
 	var n atomic.Int64
 	var firstErr atomic.Value
 	stop := time.Now().Add(d)
@@ -93,10 +95,15 @@ func rate(d time.Duration, create func(client, i int) error) (float64, error) {
 	}
 	wg.Wait()
 	if e := firstErr.Load(); e != nil {
-		return 0, e.(error)
+		return 0, 0, e.(error)
 	}
-	return float64(n.Load()) / time.Since(start).Seconds(), nil
+	return n.Load(), time.Since(start), nil
 }
+
+// benchSegments: each round alternates the two modes this many times, so
+// that the load of the machine's neighbours (bursty: other test suites)
+// falls on both alike.
+const benchSegments = 3
 
 func BenchmarkCreateBatchedVsNaive(b *testing.B) {
 	url := pgtest.NewDB(b)
@@ -118,8 +125,9 @@ func BenchmarkCreateBatchedVsNaive(b *testing.B) {
 	d := 3 * time.Second
 	for _, nsub := range []int{1, 16} {
 		signers := randomSigners(b, nsub)
-		workers, _ := strconv.Atoi(os.Getenv("UBS_BENCH_WORKERS")) // 0: the default
-		m, err := chaintx.New(chaintx.Config{Store: store, Chain: stubChain{}, Signers: signers, NodeID: "bench", Workers: workers,
+		workers, _ := strconv.Atoi(os.Getenv("UBS_BENCH_WORKERS"))       // 0: the default
+		committers, _ := strconv.Atoi(os.Getenv("UBS_BENCH_COMMITTERS")) // 0: the default
+		m, err := chaintx.New(chaintx.Config{Store: store, Chain: stubChain{}, Signers: signers, NodeID: "bench", Workers: workers, Committers: committers,
 			Lease: chaintx.LeaseConfig{Duration: time.Hour}, TrackInterval: time.Hour, Logger: quiet()})
 		if err != nil {
 			b.Fatal(err)
@@ -133,14 +141,13 @@ func BenchmarkCreateBatchedVsNaive(b *testing.B) {
 			}
 			leases[s.Address()] = l
 		}
-		req := func(mode string, round, c, i int) chaintx.NewTx {
+		req := func(mode string, seg, c, i int) chaintx.NewTx {
 			s := signers[c%nsub].Address()
-			return transfer(s, fmt.Sprintf("%s-%d-%d-%d", mode, round, c, i), anviltest.Addr(c), 1)
+			return transfer(s, fmt.Sprintf("%s-%d-%d-%d", mode, seg, c, i), anviltest.Addr(c), 1)
 		}
-		var batched, naive, ratios []float64
-		for round := range 3 {
-			rn, err := rate(d, func(c, i int) error { // naive: one transaction per request, same Store code
-				n := req("n", round, c, i)
+		naiveCreate := func(seg int) func(c, i int) error {
+			return func(c, i int) error { // naive: one transaction per request, same Store code
+				n := req("n", seg, c, i)
 				l := leases[n.Submitter]
 				signer := signers[c%nsub]
 				res, err := allocOne(store, l, []chaintx.NewTx{n}, 0, func(db uint64, txs []*chaintx.Tx) (uint64, error) {
@@ -155,17 +162,30 @@ func BenchmarkCreateBatchedVsNaive(b *testing.B) {
 					return err
 				}
 				return submittedOne(store, l, []chaintx.SubmitResult{{ID: res.Allocated[0].ID}}, time.Hour)
-			})
-			if err != nil {
-				b.Fatal(err)
 			}
-			rb, err := rate(d, func(c, i int) error { // batched: the writer workers
-				_, _, err := m.Create(ctx, req("b", round, c, i))
+		}
+		batchedCreate := func(seg int) func(c, i int) error {
+			return func(c, i int) error { // batched: the writer workers
+				_, _, err := m.Create(ctx, req("b", seg, c, i))
 				return err
-			})
-			if err != nil {
-				b.Fatal(err)
 			}
+		}
+		var batched, naive, ratios []float64
+		for round := range 3 {
+			var nn, nb int64
+			var tn, tb time.Duration
+			for seg := round * benchSegments; seg < (round+1)*benchSegments; seg++ {
+				n, t, err := run(d/benchSegments, naiveCreate(seg))
+				if err != nil {
+					b.Fatal(err)
+				}
+				nn, tn = nn+n, tn+t
+				if n, t, err = run(d/benchSegments, batchedCreate(seg)); err != nil {
+					b.Fatal(err)
+				}
+				nb, tb = nb+n, tb+t
+			}
+			rn, rb := float64(nn)/tn.Seconds(), float64(nb)/tb.Seconds()
 			naive, batched, ratios = append(naive, rn), append(batched, rb), append(ratios, rb/rn)
 			b.Logf("submitters %d round %d: batched %.0f/s naive %.0f/s ratio %.2f", nsub, round, rb, rn, rb/rn)
 		}

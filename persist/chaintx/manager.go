@@ -23,7 +23,10 @@ type Config struct {
 
 	Workers   int // writer workers (hash(submitter) % Workers); default 16
 	QueueSize int // per worker; a full queue answers ErrBusy; default 1024
-	MaxBatch  int // requests + CREATED rows per writer transaction; default 256
+	MaxBatch  int // requests + CREATED rows per worker batch; default 256
+	// Committers: writer transactions at once; each merges the batches of
+	// every worker waiting for one (combiner); default 2.
+	Committers int
 
 	Finality         uint64        // blocks (receipt's block included) for CONFIRMED / FAILED_FINAL; default 12
 	TrackInterval    time.Duration // period of the tracker loop; default 500ms
@@ -56,6 +59,7 @@ func (c *Config) defaults() error {
 	defi(&c.Workers, 16)
 	defi(&c.QueueSize, 1024)
 	defi(&c.MaxBatch, 256)
+	defi(&c.Committers, 2)
 	if c.Finality == 0 {
 		c.Finality = 12
 	}
@@ -82,12 +86,15 @@ func (c *Config) defaults() error {
 // the tracker (receipts, finality, resubmission, STUCK + hook). Every
 // effect is leader-only and fenced.
 type Manager struct {
-	cfg     Config
-	log     *slog.Logger
-	met     *Metrics
-	signers map[Address]Signer
-	subs    []Address // sorted as configured
-	workers []*worker
+	cfg       Config
+	log       *slog.Logger
+	met       *Metrics
+	signers   map[Address]Signer
+	subs      []Address // sorted as configured
+	workers   []*worker
+	prechecks *combiner[RequestRef, *Tx]    // Create's entry checks of request_ids, merged (Start makes them)
+	allocs    *allocGate                    // the workers' nonce allocations, merged
+	records   *combiner[SubmitGroup, error] // the workers' broadcast records, merged
 
 	mu     sync.Mutex
 	leases map[Address]heldLease
@@ -133,6 +140,7 @@ func (m *Manager) Submitters() []Address { return append([]Address(nil), m.subs.
 
 // Start runs the lease keeper, the writer workers and the tracker until Close.
 func (m *Manager) Start() {
+	m.newCombiners()
 	m.renewAll(m.ctx) // be leader (if free) before the first request
 	m.goLoop(m.leaseLoop)
 	for _, w := range m.workers {
@@ -156,6 +164,11 @@ func (m *Manager) goLoop(f func(ctx context.Context)) {
 func (m *Manager) Close() {
 	m.cancel()
 	m.wg.Wait()
+	if m.allocs != nil { // the workers are gone: no call follows
+		m.prechecks.stop()
+		m.allocs.stop()
+		m.records.stop()
+	}
 }
 
 // Create is CreateTxUseCase: pre-check of (submitter, request_id), then the
@@ -167,7 +180,7 @@ func (m *Manager) Create(ctx context.Context, n NewTx) (t Tx, existing bool, err
 		return Tx{}, false, ErrNoSubmitter
 	}
 	if n.RequestID != "" {
-		switch t, err := m.cfg.Store.GetByRequest(ctx, n.Submitter, n.RequestID); {
+		switch t, err := m.precheck(ctx, RequestRef{n.Submitter, n.RequestID}); {
 		case err == nil:
 			m.met.TxCreate.WithLabelValues("existing").Inc()
 			return t, true, nil
@@ -193,6 +206,24 @@ func (m *Manager) Create(ctx context.Context, n NewTx) (t Tx, existing bool, err
 			return Tx{}, false, ErrStopped
 		}
 	}
+}
+
+// precheck is the entry check of a request_id (spec §3.10): the tx that
+// already has it, or ErrNotFound. The checks of concurrent requests go out
+// together, one query (prechecks); a stopped manager asks on its own.
+func (m *Manager) precheck(ctx context.Context, r RequestRef) (Tx, error) {
+	if m.prechecks != nil {
+		res, err := m.prechecks.do(ctx, []RequestRef{r})
+		switch {
+		case err == nil && res[0] != nil:
+			return *res[0], nil
+		case err == nil:
+			return Tx{}, ErrNotFound
+		case !errors.Is(err, errCombinerStopped):
+			return Tx{}, err
+		}
+	}
+	return m.cfg.Store.GetByRequest(ctx, r.Submitter, r.RequestID)
 }
 
 // Get is GetTxUseCase by id.

@@ -37,6 +37,12 @@ type NewTx struct {
 	Payload   Payload
 }
 
+// RequestRef names a request: (submitter, request_id).
+type RequestRef struct {
+	Submitter Address
+	RequestID string
+}
+
 // AllocGroup is one submitter's part of a writer batch.
 type AllocGroup struct {
 	Lease      Lease
@@ -98,6 +104,9 @@ type Store interface {
 
 	Get(ctx context.Context, id TxID) (Tx, error)
 	GetByRequest(ctx context.Context, submitter Address, requestID string) (Tx, error)
+	// GetByRequests returns the txs that the refs name (those that exist,
+	// in any order), in one query.
+	GetByRequests(ctx context.Context, refs []RequestRef) ([]Tx, error)
 	// Completions returns the feed after seq, at most limit entries.
 	Completions(ctx context.Context, after int64, limit int) ([]Completion, error)
 	Remediations(ctx context.Context, id TxID) ([]Remediation, error)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 )
 
 // The TransactionWriter (spec §3.2): requests are routed to worker
@@ -93,7 +92,10 @@ func (w *worker) run(ctx context.Context) {
 			}
 			clear(w.poked)
 			w.mu.Unlock()
-			w.allocate(ctx, subs, map[Address][]*op{})
+			v := w.prepare(ctx, nil, nil, subs...)
+			if t, err := w.m.allocs.wait(ctx); err == nil {
+				w.allocate(ctx, t, subs, map[Address][]*op{}, v)
+			}
 		}
 	}
 }
@@ -109,19 +111,21 @@ func (w *worker) drainStopped() {
 	}
 }
 
-// batch drains the queue (up to MaxBatch) and allocates per submitter, in
-// arrival order within each.
+// batch drains the queue (up to MaxBatch), asks the chain what it needs
+// for those submitters (before waiting: an RPC never holds a committer),
+// waits for a committer (allocGate), drains again what arrived meanwhile
+// (late binding), and allocates per submitter, in arrival order within each.
 func (w *worker) batch(ctx context.Context, first *op) {
-	ops := []*op{first}
-	for len(ops) < w.m.cfg.MaxBatch {
-		select {
-		case o := <-w.q:
-			ops = append(ops, o)
-			continue
-		default:
+	ops := w.drain([]*op{first})
+	pre := w.prepare(ctx, nil, ops)
+	t, err := w.m.allocs.wait(ctx)
+	if err != nil {
+		for _, o := range ops {
+			o.done <- opResult{err: ErrStopped}
 		}
-		break
+		return
 	}
+	ops = w.drain(ops)
 	w.m.met.QueueDepth.WithLabelValues(itoa(w.idx)).Set(float64(len(w.q)))
 	var order []Address
 	bySub := map[Address][]*op{}
@@ -131,7 +135,59 @@ func (w *worker) batch(ctx context.Context, first *op) {
 		}
 		bySub[o.req.Submitter] = append(bySub[o.req.Submitter], o)
 	}
-	w.allocate(ctx, order, bySub)
+	w.allocate(ctx, t, order, bySub, w.prepare(ctx, pre, ops))
+}
+
+// drain appends queued ops to ops, up to MaxBatch in all.
+func (w *worker) drain(ops []*op) []*op {
+	for len(ops) < w.m.cfg.MaxBatch {
+		select {
+		case o := <-w.q:
+			ops = append(ops, o)
+			continue
+		default:
+		}
+		break
+	}
+	return ops
+}
+
+// batchChain is what a batch needs from the chain: the fees and, per
+// submitter, the pending nonce (the chain end of max(chain, cache, db)).
+type batchChain struct {
+	fees    Fees
+	feesErr error
+	pending map[Address]uint64
+}
+
+// prepare completes v (nil: a new one) for the submitters of ops (or subs),
+// asking the chain only what v does not have yet.
+func (w *worker) prepare(ctx context.Context, v *batchChain, ops []*op, subs ...Address) *batchChain {
+	m := w.m
+	if v == nil {
+		v = &batchChain{pending: map[Address]uint64{}}
+		v.fees, v.feesErr = m.currentFees(ctx)
+	}
+	ask := func(s Address) {
+		if _, ok := v.pending[s]; ok {
+			return
+		}
+		// The node being unreachable does not stop allocation (the
+		// database cursor alone never repeats a nonce).
+		n, err := m.cfg.Chain.PendingNonce(ctx, s)
+		if err != nil {
+			m.log.Warn("chaintx: pending nonce unavailable; allocating from cache and database", "submitter", s, "err", err)
+			n = 0
+		}
+		v.pending[s] = n
+	}
+	for _, o := range ops {
+		ask(o.req.Submitter)
+	}
+	for _, s := range subs {
+		ask(s)
+	}
+	return v
 }
 
 // group is one submitter's part of a writer batch.
@@ -141,11 +197,18 @@ type group struct {
 	res AllocResult
 }
 
-// allocate runs ONE writer transaction for the submitters subs (in order):
-// the requests bySub[s] and (room permitting) each one's CREATED rows;
-// then broadcasts what it allocated and records that in one more.
-func (w *worker) allocate(ctx context.Context, subs []Address, bySub map[Address][]*op) {
+// allocate runs, in the shared writer transaction of ticket t (other
+// workers' batches in it too), the allocation for the submitters subs (in
+// order): the requests bySub[s] and (room permitting) each one's CREATED
+// rows; then broadcasts what it allocated and records that in one more.
+func (w *worker) allocate(ctx context.Context, t *ticket, subs []Address, bySub map[Address][]*op, v *batchChain) {
 	m := w.m
+	ran := false
+	defer func() {
+		if !ran {
+			t.run(nil) // the committer waits for every ticket it claimed
+		}
+	}()
 	answer := func(ops []*op, err error, label string) {
 		m.met.TxCreate.WithLabelValues(label).Add(float64(len(ops)))
 		for _, o := range ops {
@@ -164,18 +227,18 @@ func (w *worker) allocate(ctx context.Context, subs []Address, bySub map[Address
 	if len(groups) == 0 {
 		return
 	}
-	fees, err := m.currentFees(ctx)
-	if err != nil {
+	if v.feesErr != nil {
 		for _, g := range groups {
-			answer(g.ops, fmt.Errorf("chaintx: fees: %w", err), "error")
+			answer(g.ops, fmt.Errorf("chaintx: fees: %w", v.feesErr), "error")
 		}
 		return
 	}
 	gs := make([]AllocGroup, len(groups))
 	for i, g := range groups {
-		gs[i] = w.allocGroup(ctx, g, fees)
+		gs[i] = w.allocGroup(g, v.fees, v.pending[g.l.Submitter])
 	}
-	res, err := m.cfg.Store.Allocate(ctx, gs)
+	ran = true
+	res, err := t.run(gs)
 	if err != nil {
 		for _, g := range groups {
 			delete(w.cache, g.l.Submitter) // spec §3.4: a failed batch must not leave the cache ahead
@@ -214,15 +277,8 @@ func (w *worker) allocate(ctx context.Context, subs []Address, bySub map[Address
 
 // allocGroup is the store's view of g: its requests and the nonce policy
 // max(chain, cache, db) with signing at allocation.
-func (w *worker) allocGroup(ctx context.Context, g *group, fees Fees) AllocGroup {
+func (w *worker) allocGroup(g *group, fees Fees, chainNext uint64) AllocGroup {
 	m, s := w.m, g.l.Submitter
-	// The chain end of max(chain, cache, db); the node being unreachable
-	// does not stop allocation (the database cursor alone never repeats a nonce).
-	chainNext, err := m.cfg.Chain.PendingNonce(ctx, s)
-	if err != nil {
-		m.log.Warn("chaintx: pending nonce unavailable; allocating from cache and database", "submitter", s, "err", err)
-		chainNext = 0
-	}
 	cacheNext := w.cache[s]
 	signer := m.signers[s]
 	reqs := make([]NewTx, len(g.ops))
@@ -269,10 +325,7 @@ func (w *worker) broadcast(ctx context.Context, groups []*group) {
 	if len(sg) == 0 {
 		return
 	}
-	// The write outlives a cancelled ctx: what was sent must be recorded.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	errs, err := m.cfg.Store.Submitted(wctx, sg, m.cfg.ResubmitInterval)
+	errs, err := m.records.do(context.Background(), sg) // outlives a cancelled ctx: what was sent must be recorded
 	if err != nil {
 		m.log.Warn("chaintx: recording broadcasts failed (the resubmit scheduler sends again)", "err", err)
 		return

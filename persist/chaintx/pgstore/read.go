@@ -186,3 +186,20 @@ func (s *Store) FinalityCandidates(ctx context.Context, sub chaintx.Address, lim
 	return loadTxs(ctx, s.pool, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND state IN ('TRACKING', 'STUCK')
 		AND receipt_hash IS NOT NULL ORDER BY receipt_block, nonce LIMIT $2`, string(sub), limit)
 }
+
+// GetByRequests implements chaintx.Store: one query, each ref looked up by
+// the (submitter, request_id) index (LATERAL ... LIMIT 1: the plan does not
+// depend on statistics).
+func (s *Store) GetByRequests(ctx context.Context, refs []chaintx.RequestRef) ([]chaintx.Tx, error) {
+	subs, reqs := make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		subs[i], reqs[i] = string(r.Submitter), r.RequestID
+	}
+	txs, err := loadTxs(ctx, s.pool, `SELECT x.* FROM unnest($1::text[], $2::text[]) AS r(submitter, request_id),
+		LATERAL (SELECT `+txCols+` FROM managed_tx m WHERE m.submitter = r.submitter AND m.request_id = r.request_id LIMIT 1) x`,
+		subs, reqs)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: get by requests: %w", err)
+	}
+	return txs, nil
+}

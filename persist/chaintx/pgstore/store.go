@@ -39,44 +39,41 @@ func fence(ctx context.Context, tx pgx.Tx, l chaintx.Lease) error {
 	return err
 }
 
-// fencedMany runs fn in one transaction after fencing every lease at once
-// (their rows locked FOR SHARE in submitter order); ok[i] says whether
-// leases[i] passed. fn must write nothing for a lease that did not.
-func (s *Store) fencedMany(ctx context.Context, leases []chaintx.Lease, fn func(tx pgx.Tx, ok []bool) error) error {
-	subs, nodes, tokens := make([]string, len(leases)), make([]string, len(leases)), make([]int64, len(leases))
+// fenceSQL selects (and locks FOR SHARE, in submitter order) the leases of
+// the arrays $1 (submitter), $2 (node), $3 (token) that are still theirs:
+// owner, token, unexpired by the database clock. As with fence, the lock
+// makes a take-over wait until the transaction that passed it ends.
+const fenceSQL = `SELECT l.submitter, l.fencing_token FROM submitter_lease l
+	JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS g(submitter, node, token)
+		ON l.submitter = g.submitter AND l.owner_node = g.node AND l.fencing_token = g.token
+	WHERE l.expires_at > clock_timestamp() ORDER BY l.submitter FOR SHARE OF l`
+
+type leaseKey struct {
+	s string
+	t int64
+}
+
+// passedLeases reads the (submitter, token) rows of fenceSQL.
+func passedLeases(rows pgx.Rows) (map[leaseKey]bool, error) {
+	defer rows.Close()
+	passed := map[leaseKey]bool{}
+	for rows.Next() {
+		var k leaseKey
+		if err := rows.Scan(&k.s, &k.t); err != nil {
+			return nil, err
+		}
+		passed[k] = true
+	}
+	return passed, rows.Err()
+}
+
+// leaseArrays are the arguments $1..$3 of fenceSQL.
+func leaseArrays(leases []chaintx.Lease) (subs, nodes []string, tokens []int64) {
+	subs, nodes, tokens = make([]string, len(leases)), make([]string, len(leases)), make([]int64, len(leases))
 	for i, l := range leases {
 		subs[i], nodes[i], tokens[i] = string(l.Submitter), l.Node, l.Token
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT l.submitter, l.fencing_token FROM submitter_lease l
-			JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS u(submitter, node, token)
-				ON l.submitter = u.submitter AND l.owner_node = u.node AND l.fencing_token = u.token
-			WHERE l.expires_at > clock_timestamp() ORDER BY l.submitter FOR SHARE OF l`, subs, nodes, tokens)
-		if err != nil {
-			return err
-		}
-		type key struct {
-			s string
-			t int64
-		}
-		passed := map[key]bool{}
-		for rows.Next() {
-			var k key
-			if err := rows.Scan(&k.s, &k.t); err != nil {
-				rows.Close()
-				return err
-			}
-			passed[k] = true
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		ok := make([]bool, len(leases))
-		for i, l := range leases {
-			ok[i] = passed[key{string(l.Submitter), l.Token}] && l.Node != ""
-		}
-		return fn(tx, ok)
-	})
+	return subs, nodes, tokens
 }
 
 // fenced runs fn in a transaction that passed fence.

@@ -1,11 +1,15 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ubscore/ubscore/persist/chaintx"
 )
@@ -14,114 +18,221 @@ import (
 // passes fence first; a statement's WHERE also names the state it moves
 // from, so a repeat changes nothing.
 
-// Allocate implements chaintx.Store: one writer batch, one transaction.
+// Allocate implements chaintx.Store: one writer batch, one transaction, two
+// round trips whatever the number of groups (submitters) in it: BEGIN, the
+// fence and every read in one pipeline; signing (each group's Assign);
+// every write, its checks and COMMIT in one more (plus one for repeated
+// request_ids, and one for a submitter's very first allocation). Lookups
+// go by index from the arrays (LATERAL ... LIMIT), so plans do not depend
+// on statistics.
 func (s *Store) Allocate(ctx context.Context, gs []chaintx.AllocGroup) ([]chaintx.AllocResult, error) {
-	leases := make([]chaintx.Lease, len(gs))
-	for i, g := range gs {
-		leases[i] = g.Lease
-	}
-	out := make([]chaintx.AllocResult, len(gs))
-	err := s.fencedMany(ctx, leases, func(tx pgx.Tx, ok []bool) error {
-		for i, g := range gs {
-			if !ok[i] {
-				out[i] = chaintx.AllocResult{Err: chaintx.ErrFenced}
-				continue
-			}
-			var err error
-			if out[i], err = allocateGroup(ctx, tx, g); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	c, err := s.pool.Acquire(ctx)
 	if err != nil {
+		return nil, fmt.Errorf("pgstore: allocate: %w", err)
+	}
+	defer c.Release()
+	out, err := allocate(ctx, c.Conn(), gs)
+	if err != nil {
+		// The transaction may be open or aborted: end it (a connection
+		// that cannot is closed, and the pool drops it).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, rerr := c.Exec(rctx, "ROLLBACK"); rerr != nil {
+			_ = c.Conn().Close(rctx)
+		}
 		return nil, fmt.Errorf("pgstore: allocate: %w", err)
 	}
 	return out, nil
 }
 
-// allocateGroup is one submitter's part of Allocate, in its transaction:
-// one round trip reads what the group needs (request_ids that exist, CREATED
-// rows, the cursor, locked, fresh tx ids and the time), assign sets nonces
-// and signs, one more writes everything.
-func allocateGroup(ctx context.Context, tx pgx.Tx, g chaintx.AllocGroup) (chaintx.AllocResult, error) {
-	l, reqs := g.Lease, g.Reqs
-	res := chaintx.AllocResult{Answers: make([]chaintx.Tx, len(reqs)), Existing: make([]bool, len(reqs))}
-	var reqIDs []string
-	for _, r := range reqs {
-		if r.RequestID != "" {
-			reqIDs = append(reqIDs, r.RequestID)
+// dbConn is a connection or a transaction.
+type dbConn interface {
+	querier
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+func allocate(ctx context.Context, c *pgx.Conn, gs []chaintx.AllocGroup) ([]chaintx.AllocResult, error) {
+	out := make([]chaintx.AllocResult, len(gs))
+	rd, err := allocReads(ctx, c, gs)
+	if err != nil {
+		return nil, err
+	}
+	var ws []groupWrite
+	for i, g := range gs {
+		if !rd.ok[i] {
+			out[i] = chaintx.AllocResult{Err: chaintx.ErrFenced}
+			continue
+		}
+		var w *groupWrite
+		if out[i], w, err = allocateGroup(ctx, c, g, rd); err != nil {
+			return nil, err
+		}
+		if w != nil {
+			ws = append(ws, *w)
 		}
 	}
-	if len(reqs) == 0 { // a nudge: only CREATED rows, and nothing at all to write when there are none
-		n, err := countCreated(ctx, tx, l.Submitter)
-		if err != nil || n == 0 {
-			return res, err
+	return out, writeAllocated(ctx, c, ws, rd.now, true)
+}
+
+// allocRead is what one pipeline read for a whole writer batch.
+type allocRead struct {
+	ok       []bool                           // per group: passed the fence
+	existing map[reqKey]chaintx.TxID          // (submitter, request_id) -> the tx that has it
+	created  map[chaintx.Address][]chaintx.Tx // CREATED rows locked for the batch, tx_id order
+	cursor   map[chaintx.Address]int64        // next_nonce, locked; absent: no row yet
+	ids      []int64                          // fresh tx ids, one per request of the batch
+	now      time.Time                        // the transaction's now()
+	full     map[chaintx.TxID]chaintx.Tx      // the existing txs, with their signed ones
+}
+
+// allocReads opens the transaction (BEGIN, in the pipeline) and reads.
+func allocReads(ctx context.Context, tx dbConn, gs []chaintx.AllocGroup) (*allocRead, error) {
+	leases := make([]chaintx.Lease, len(gs))
+	var rSubs, rIDs, cSubs, subs []string
+	var cLims []int32
+	nreq := 0
+	for i, g := range gs {
+		leases[i] = g.Lease
+		subs = append(subs, string(g.Lease.Submitter))
+		for _, r := range g.Reqs {
+			if r.RequestID != "" {
+				rSubs, rIDs = append(rSubs, string(g.Lease.Submitter)), append(rIDs, r.RequestID)
+			}
 		}
+		if g.MaxCreated > 0 {
+			cSubs, cLims = append(cSubs, string(g.Lease.Submitter)), append(cLims, int32(g.MaxCreated))
+		}
+		nreq += len(g.Reqs)
 	}
+	ls, ln, lt := leaseArrays(leases)
 	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(fenceSQL, ls, ln, lt)
 	// Second idempotency check, inside the batch (spec §3.10): a request_id
-	// that exists, or repeats an earlier request of this batch, uses no nonce.
-	b.Queue(`SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND request_id = ANY($2)`, string(l.Submitter), reqIDs)
-	b.Queue(`SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND state = 'CREATED'
-		ORDER BY tx_id LIMIT $2 FOR UPDATE SKIP LOCKED`, string(l.Submitter), g.MaxCreated)
-	// The cursor row, locked (created first if new, so two writers of a new
-	// submitter serialize on it too; the nonce's unique index is the last guard).
-	b.Queue(`INSERT INTO submitter_nonce_cursor (submitter, next_nonce, fencing_token) VALUES ($1, 0, $2)
-		ON CONFLICT (submitter) DO UPDATE SET submitter = excluded.submitter RETURNING next_nonce`, string(l.Submitter), l.Token)
-	b.Queue(`SELECT now(), array(SELECT nextval('managed_tx_tx_id_seq') FROM generate_series(1, $1))`, len(reqs))
+	// that exists uses no nonce.
+	b.Queue(`SELECT r.submitter, r.request_id, x.tx_id FROM unnest($1::text[], $2::text[]) AS r(submitter, request_id),
+		LATERAL (SELECT tx_id FROM managed_tx m WHERE m.submitter = r.submitter AND m.request_id = r.request_id LIMIT 1) x`, rSubs, rIDs)
+	b.Queue(`SELECT x.* FROM unnest($1::text[], $2::int[]) AS g(submitter, lim),
+		LATERAL (SELECT `+txCols+` FROM managed_tx m WHERE m.submitter = g.submitter AND m.state = 'CREATED'
+			ORDER BY m.tx_id LIMIT g.lim FOR UPDATE SKIP LOCKED) x`, cSubs, cLims)
+	// The cursor rows, locked in submitter order (a new submitter has none
+	// yet: allocateGroup creates it; the nonce's unique index is the last guard).
+	b.Queue(`SELECT submitter, next_nonce FROM submitter_nonce_cursor WHERE submitter = ANY($1) ORDER BY submitter FOR UPDATE`, subs)
+	b.Queue(`SELECT now(), array(SELECT nextval('managed_tx_tx_id_seq') FROM generate_series(1, $1))`, nreq)
+	rd := &allocRead{existing: map[reqKey]chaintx.TxID{}, created: map[chaintx.Address][]chaintx.Tx{},
+		cursor: map[chaintx.Address]int64{}, full: map[chaintx.TxID]chaintx.Tx{}}
 	br := tx.SendBatch(ctx, b)
-	var existing, created []chaintx.Tx
-	var dbNext int64
-	var now time.Time
-	var ids []int64
 	err := func() error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
 		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
-		if existing, err = pgx.CollectRows(rows, scanTx); err != nil {
+		passed, err := passedLeases(rows)
+		if err != nil {
+			return err
+		}
+		rd.ok = make([]bool, len(gs))
+		for i, l := range leases {
+			rd.ok[i] = passed[leaseKey{string(l.Submitter), l.Token}] && l.Node != ""
+		}
+		if rows, err = br.Query(); err != nil {
+			return err
+		}
+		for rows.Next() {
+			var sub, req string
+			var id int64
+			if err := rows.Scan(&sub, &req, &id); err != nil {
+				rows.Close()
+				return err
+			}
+			rd.existing[reqKey{chaintx.Address(sub), req}] = chaintx.TxID(id)
+		}
+		if err := rows.Err(); err != nil {
 			return err
 		}
 		if rows, err = br.Query(); err != nil {
 			return err
 		}
-		if created, err = pgx.CollectRows(rows, scanTx); err != nil {
+		created, err := pgx.CollectRows(rows, scanTx)
+		if err != nil {
 			return err
 		}
-		if err := br.QueryRow().Scan(&dbNext); err != nil {
+		for _, t := range created {
+			rd.created[t.Submitter] = append(rd.created[t.Submitter], t)
+		}
+		for _, ts := range rd.created {
+			sortByID(ts)
+		}
+		if rows, err = br.Query(); err != nil {
 			return err
 		}
-		return br.QueryRow().Scan(&now, &ids)
+		for rows.Next() {
+			var sub string
+			var next int64
+			if err := rows.Scan(&sub, &next); err != nil {
+				rows.Close()
+				return err
+			}
+			rd.cursor[chaintx.Address(sub)] = next
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return br.QueryRow().Scan(&rd.now, &rd.ids)
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return res, err
+	if err != nil || len(rd.existing) == 0 {
+		return rd, err
 	}
-	byReq := map[string]chaintx.Tx{}
-	if len(existing) > 0 { // with their signed txs (a repeat's answer shows them)
-		idsOf := make([]int64, len(existing))
-		for i, t := range existing {
-			idsOf[i] = int64(t.ID)
-		}
-		if existing, err = loadTxs(ctx, tx, `SELECT `+txCols+` FROM managed_tx WHERE tx_id = ANY($1)`, idsOf); err != nil {
-			return res, err
-		}
-		for _, t := range existing {
-			byReq[t.RequestID] = t
-		}
+	// The txs that existing request_ids name, with their signed txs (a
+	// repeat's answer shows them): one more round trip, only for repeats.
+	ids := make([]int64, 0, len(rd.existing))
+	for _, id := range rd.existing {
+		ids = append(ids, int64(id))
 	}
+	full, err := loadTxs(ctx, tx, `SELECT `+txCols+` FROM managed_tx WHERE tx_id = ANY($1)`, ids)
+	for _, t := range full {
+		rd.full[t.ID] = t
+	}
+	return rd, err
+}
+
+// reqKey is (submitter, request_id).
+type reqKey struct {
+	s   chaintx.Address
+	req string
+}
+
+// groupWrite is what one group of a batch writes.
+type groupWrite struct {
+	l              chaintx.Lease
+	created, fresh []chaintx.Tx
+	next           uint64
+}
+
+// allocateGroup is one submitter's part of Allocate, after the reads: the
+// answers for repeated request_ids, nonces and signatures (g.Assign) for
+// the rest and the CREATED rows, and what to write (nil: nothing).
+func allocateGroup(ctx context.Context, tx dbConn, g chaintx.AllocGroup, rd *allocRead) (chaintx.AllocResult, *groupWrite, error) {
+	l, reqs := g.Lease, g.Reqs
+	res := chaintx.AllocResult{Answers: make([]chaintx.Tx, len(reqs)), Existing: make([]bool, len(reqs))}
+	created := rd.created[l.Submitter]
 	var fresh []chaintx.Tx // new requests, in order
 	firstOf := map[string]int{}
 	newIdx := make([]int, len(reqs)) // index into fresh, or -1
 	for i, r := range reqs {
 		newIdx[i] = -1
-		if t, ok := byReq[r.RequestID]; ok && r.RequestID != "" {
-			res.Answers[i], res.Existing[i] = t, true
+		if id, ok := rd.existing[reqKey{l.Submitter, r.RequestID}]; ok && r.RequestID != "" {
+			res.Answers[i], res.Existing[i] = rd.full[id], true
 			continue
 		}
+		// A repeat of an earlier request of this batch answers that one.
 		if j, ok := firstOf[r.RequestID]; ok && r.RequestID != "" {
 			newIdx[i], res.Existing[i] = j, true
 			continue
@@ -130,10 +241,19 @@ func allocateGroup(ctx context.Context, tx pgx.Tx, g chaintx.AllocGroup) (chaint
 			firstOf[r.RequestID] = len(fresh)
 		}
 		newIdx[i] = len(fresh)
-		fresh = append(fresh, chaintx.Tx{ID: chaintx.TxID(ids[len(fresh)]), Submitter: r.Submitter, RequestID: r.RequestID, Payload: r.Payload})
+		fresh = append(fresh, chaintx.Tx{ID: chaintx.TxID(rd.ids[0]), Submitter: r.Submitter, RequestID: r.RequestID, Payload: r.Payload})
+		rd.ids = rd.ids[1:]
 	}
 	if len(created)+len(fresh) == 0 {
-		return res, nil
+		return res, nil, nil
+	}
+	dbNext, ok := rd.cursor[l.Submitter]
+	if !ok { // the submitter's first allocation: create the cursor row (locked)
+		if err := tx.QueryRow(ctx, `INSERT INTO submitter_nonce_cursor (submitter, next_nonce, fencing_token) VALUES ($1, 0, $2)
+			ON CONFLICT (submitter) DO UPDATE SET submitter = excluded.submitter RETURNING next_nonce`,
+			string(l.Submitter), l.Token).Scan(&dbNext); err != nil {
+			return res, nil, err
+		}
 	}
 	all := make([]*chaintx.Tx, 0, len(created)+len(fresh))
 	for i := range created {
@@ -144,10 +264,16 @@ func allocateGroup(ctx context.Context, tx pgx.Tx, g chaintx.AllocGroup) (chaint
 	}
 	next, err := g.Assign(uint64(dbNext), all)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
-	if err := writeAllocated(ctx, tx, l, created, fresh, next, now); err != nil {
-		return res, err
+	for _, set := range [][]chaintx.Tx{created, fresh} {
+		for i := range set {
+			t := &set[i]
+			t.State, t.FencingToken, t.AllocatedAt, t.UpdatedAt = chaintx.Allocated, l.Token, &rd.now, rd.now
+			if t.CreatedAt.IsZero() {
+				t.CreatedAt = rd.now
+			}
+		}
 	}
 	for i := range reqs {
 		if newIdx[i] >= 0 {
@@ -156,127 +282,172 @@ func allocateGroup(ctx context.Context, tx pgx.Tx, g chaintx.AllocGroup) (chaint
 	}
 	res.Allocated = append(created, fresh...)
 	res.Next = next
-	return res, nil
+	return res, &groupWrite{l: l, created: created, fresh: fresh, next: next}, nil
 }
 
-func countCreated(ctx context.Context, tx pgx.Tx, sub chaintx.Address) (int, error) {
-	var n int
-	err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM managed_tx WHERE submitter = $1 AND state = 'CREATED' LIMIT 1) x`,
-		string(sub)).Scan(&n)
-	return n, err
+func sortByID(txs []chaintx.Tx) {
+	slices.SortFunc(txs, func(a, b chaintx.Tx) int { return cmp.Compare(a.ID, b.ID) })
 }
 
-// writeAllocated writes one group's rows (fresh ones with their ids set),
-// signed raws and cursor in one round trip, and sets their states and times
-// (now: the transaction's now()).
-func writeAllocated(ctx context.Context, tx pgx.Tx, l chaintx.Lease, created, fresh []chaintx.Tx, next uint64, now time.Time) error {
+// writeAllocated writes every group's rows (fresh ones with their ids set),
+// signed raws and cursors in one round trip, one statement per kind of
+// write, and with commit, COMMIT in the same pipeline. The checks that a
+// locked row did change run in the pipeline too (a failed one is an error
+// that aborts the transaction before the COMMIT): every CREATED row moved
+// to ALLOCATED, every cursor is at its new value. now is the transaction's
+// now().
+func writeAllocated(ctx context.Context, tx dbConn, ws []groupWrite, now time.Time, commit bool) error {
 	b := &pgx.Batch{}
+	var ids, nonces, gas, toks []int64
+	var subs, to, vals, hashes []string
+	var reqs []*string
+	var datas [][]byte
+	var cIDs, cNonces, cToks []int64
+	var cHashes []string
 	var sIDs []int64
 	var sHash, sKind, sFee, sTip []string
 	var sRaw [][]byte
-	for i := range created {
-		t := &created[i]
-		b.Queue(`UPDATE managed_tx SET nonce = $2, tx_hash = $3, state = 'ALLOCATED', allocated_at = now(),
-			next_resubmit_at = now() + make_interval(secs => $4), fencing_token = $5, updated_at = now()
-			WHERE tx_id = $1 AND state = 'CREATED'`, int64(t.ID), int64(*t.Nonce), string(t.Hash),
-			chaintx.AllocatedGrace.Seconds(), l.Token)
-	}
-	if len(fresh) > 0 {
-		n := len(fresh)
-		ids, nonces, gas := make([]int64, n), make([]int64, n), make([]int64, n)
-		reqs := make([]*string, n)
-		to, vals, hashes := make([]string, n), make([]string, n), make([]string, n)
-		datas := make([][]byte, n)
-		for i, t := range fresh {
-			ids[i], nonces[i], gas[i] = int64(t.ID), int64(*t.Nonce), int64(t.Payload.GasLimit)
-			reqs[i], to[i], vals[i], hashes[i], datas[i] = nullStr(t.RequestID), string(t.Payload.To), numeric(t.Payload.Value), string(t.Hash), data(t.Payload.Data)
+	var curSubs []string
+	var curNext, curToks []int64
+	for _, w := range ws {
+		l := w.l
+		for _, t := range w.created {
+			cIDs, cNonces, cToks, cHashes = append(cIDs, int64(t.ID)), append(cNonces, int64(*t.Nonce)), append(cToks, l.Token), append(cHashes, string(t.Hash))
 		}
+		for _, t := range w.fresh {
+			ids, nonces, gas, toks = append(ids, int64(t.ID)), append(nonces, int64(*t.Nonce)), append(gas, int64(t.Payload.GasLimit)), append(toks, l.Token)
+			subs, to, vals, hashes = append(subs, string(l.Submitter)), append(to, string(t.Payload.To)), append(vals, numeric(t.Payload.Value)), append(hashes, string(t.Hash))
+			reqs, datas = append(reqs, nullStr(t.RequestID)), append(datas, data(t.Payload.Data))
+		}
+		for _, set := range [][]chaintx.Tx{w.created, w.fresh} {
+			for _, t := range set {
+				sg := t.Signed[0]
+				sIDs, sHash, sKind, sFee, sTip = append(sIDs, int64(t.ID)), append(sHash, string(sg.Hash)),
+					append(sKind, string(sg.Kind)), append(sFee, numeric(sg.MaxFee)), append(sTip, numeric(sg.MaxTip))
+				sRaw = append(sRaw, sg.Raw)
+			}
+		}
+		curSubs, curNext, curToks = append(curSubs, string(l.Submitter)), append(curNext, int64(w.next)), append(curToks, l.Token)
+	}
+	if len(cIDs) > 0 {
+		b.Queue(`WITH w AS (UPDATE managed_tx m SET nonce = u.nonce, tx_hash = u.hash, state = 'ALLOCATED', allocated_at = now(),
+				next_resubmit_at = now() + make_interval(secs => $5), fencing_token = u.token, updated_at = now()
+			FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[]) AS u(id, nonce, hash, token)
+			WHERE m.tx_id = u.id AND m.state = 'CREATED' RETURNING 1)
+			SELECT 1 / (count(*) = cardinality($1::bigint[]))::int FROM w`,
+			cIDs, cNonces, cHashes, cToks, chaintx.AllocatedGrace.Seconds())
+	}
+	if len(ids) > 0 {
 		b.Queue(`INSERT INTO managed_tx (tx_id, submitter, request_id, nonce, to_address, value_wei, data, gas_limit,
 				tx_hash, state, allocated_at, next_resubmit_at, fencing_token)
-			SELECT u.id, $1, u.req, u.nonce, u.to_addr, u.val::numeric, u.data, u.gas, u.hash, 'ALLOCATED', now(),
-				now() + make_interval(secs => $10), $11
-			FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bytea[], $8::bigint[], $9::text[])
-				AS u(id, req, nonce, to_addr, val, data, gas, hash)`,
-			string(l.Submitter), ids, reqs, nonces, to, vals, datas, gas, hashes, chaintx.AllocatedGrace.Seconds(), l.Token)
+			SELECT u.id, u.submitter, u.req, u.nonce, u.to_addr, u.val::numeric, u.data, u.gas, u.hash, 'ALLOCATED', now(),
+				now() + make_interval(secs => $11), u.token
+			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bytea[], $8::bigint[],
+				$9::text[], $10::bigint[]) AS u(id, submitter, req, nonce, to_addr, val, data, gas, hash, token)`,
+			ids, subs, reqs, nonces, to, vals, datas, gas, hashes, toks, chaintx.AllocatedGrace.Seconds())
 	}
-	for _, set := range [][]chaintx.Tx{created, fresh} {
-		for i := range set {
-			t := &set[i]
-			t.State, t.FencingToken, t.AllocatedAt, t.UpdatedAt = chaintx.Allocated, l.Token, &now, now
-			if t.CreatedAt.IsZero() {
-				t.CreatedAt = now
-			}
-			sg := t.Signed[0]
-			sIDs, sHash, sKind, sFee, sTip = append(sIDs, int64(t.ID)), append(sHash, string(sg.Hash)),
-				append(sKind, string(sg.Kind)), append(sFee, numeric(sg.MaxFee)), append(sTip, numeric(sg.MaxTip))
-			sRaw = append(sRaw, sg.Raw)
-		}
+	if len(sIDs) > 0 {
+		b.Queue(`INSERT INTO managed_tx_signed (tx_id, tx_hash, kind, raw, max_fee, max_tip)
+			SELECT u.id, u.hash, u.kind, u.raw, u.fee::numeric, u.tip::numeric
+			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::text[]) AS u(id, hash, kind, raw, fee, tip)`,
+			sIDs, sHash, sKind, sRaw, sFee, sTip)
 	}
-	b.Queue(`INSERT INTO managed_tx_signed (tx_id, tx_hash, kind, raw, max_fee, max_tip)
-		SELECT u.id, u.hash, u.kind, u.raw, u.fee::numeric, u.tip::numeric
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::text[]) AS u(id, hash, kind, raw, fee, tip)`,
-		sIDs, sHash, sKind, sRaw, sFee, sTip)
-	b.Queue(`INSERT INTO submitter_nonce_cursor (submitter, next_nonce, fencing_token) VALUES ($1, $2, $3)
-		ON CONFLICT (submitter) DO UPDATE SET next_nonce = excluded.next_nonce, fencing_token = excluded.fencing_token,
-			updated_at = now()`, string(l.Submitter), int64(next), l.Token)
+	if len(curSubs) > 0 {
+		b.Queue(`WITH w AS (UPDATE submitter_nonce_cursor c SET next_nonce = u.next, fencing_token = u.token, updated_at = now()
+				FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(submitter, next, token) WHERE c.submitter = u.submitter
+				RETURNING 1)
+			SELECT 1 / (count(*) = cardinality($1::text[]))::int FROM w`, curSubs, curNext, curToks)
+	}
+	if commit {
+		b.Queue("COMMIT")
+	}
+	if b.Len() == 0 {
+		return nil
+	}
 	br := tx.SendBatch(ctx, b)
-	for i := range created {
-		tag, err := br.Exec()
-		if err != nil {
+	for range b.Len() {
+		if _, err := br.Exec(); err != nil {
 			br.Close()
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "22012" { // the 1 / 0 of a check
+				return fmt.Errorf("a locked CREATED row or nonce cursor did not change as written: %w", err)
+			}
 			return err
-		}
-		if tag.RowsAffected() != 1 {
-			br.Close()
-			return fmt.Errorf("CREATED tx %d changed under its row lock", created[i].ID)
 		}
 	}
 	return br.Close()
 }
 
-// Submitted implements chaintx.Store.
+// Submitted implements chaintx.Store: one statement for every group, the
+// fence and the write together: the CTE locks the leases that pass (FOR
+// SHARE, as fence does) and the UPDATE touches only the txs of those. Its
+// transaction (one round trip) commits without waiting for the WAL flush
+// (synchronous_commit off, this transaction only): a record lost in a crash
+// leaves the tx ALLOCATED, and the resubmit scheduler sends the same signed
+// transaction again (the node answers "known" or "nonce too low") and
+// records it then; a later synchronous commit flushes it anyway (the WAL is
+// one sequence). The txs are found by primary key, one probe each: the
+// submitter check is written IS NOT DISTINCT FROM (not an index condition)
+// so that missing statistics (a young table, autovacuum off) cannot make
+// the planner walk the submitter's whole pending index per tx instead.
 func (s *Store) Submitted(ctx context.Context, gs []chaintx.SubmitGroup, after time.Duration) ([]error, error) {
-	leases := make([]chaintx.Lease, len(gs))
+	subs, nodes, tokens := make([]string, len(gs)), make([]string, len(gs)), make([]int64, len(gs))
+	var ids, rtoks []int64
+	var errTexts, rsubs []string
 	for i, g := range gs {
-		leases[i] = g.Lease
+		subs[i], nodes[i], tokens[i] = string(g.Lease.Submitter), g.Lease.Node, g.Lease.Token
+		for _, r := range g.Results {
+			ids, errTexts = append(ids, int64(r.ID)), append(errTexts, r.Err)
+			rsubs, rtoks = append(rsubs, string(g.Lease.Submitter)), append(rtoks, g.Lease.Token)
+		}
 	}
-	errs := make([]error, len(gs))
-	err := s.fencedMany(ctx, leases, func(tx pgx.Tx, ok []bool) error {
-		for i, g := range gs {
-			if !ok[i] {
-				errs[i] = chaintx.ErrFenced
-				continue
-			}
-			if err := submitted(ctx, tx, g.Lease, g.Results, after); err != nil {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(`WITH f AS (`+fenceSQL+`), w AS (
+			UPDATE managed_tx m SET
+				state = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN 'TRACKING' ELSE m.state END,
+				next_receipt_at = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN now() ELSE m.next_receipt_at END,
+				submit_attempts = m.submit_attempts + 1, last_submit_at = now(),
+				last_error = NULLIF(u.err, ''), next_resubmit_at = now() + make_interval(secs => $4),
+				fencing_token = u.token, updated_at = now()
+			FROM unnest($5::bigint[], $6::text[], $7::text[], $8::bigint[]) AS u(id, err, submitter, token)
+			WHERE m.tx_id = u.id AND m.submitter IS NOT DISTINCT FROM u.submitter
+				AND (u.submitter, u.token) IN (SELECT submitter, fencing_token FROM f)
+				AND m.state IN ('ALLOCATED', 'TRACKING', 'STUCK'))
+		SELECT submitter, fencing_token FROM f`, subs, nodes, tokens, after.Seconds(), ids, errTexts, rsubs, rtoks)
+	b.Queue("COMMIT")
+	var passed map[leaseKey]bool
+	br := s.pool.SendBatch(ctx, b) // one round trip; a failure leaves the connection in its transaction: the pool drops it
+	err := func() error {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
 				return err
 			}
 		}
-		return nil
-	})
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if passed, err = passedLeases(rows); err != nil {
+			return err
+		}
+		_, err = br.Exec()
+		return err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: submitted: %w", err)
 	}
+	errs := make([]error, len(gs))
+	for i, g := range gs {
+		if !passed[leaseKey{string(g.Lease.Submitter), g.Lease.Token}] || g.Lease.Node == "" {
+			errs[i] = chaintx.ErrFenced
+		}
+	}
 	return errs, nil
-}
-
-func submitted(ctx context.Context, tx pgx.Tx, l chaintx.Lease, rs []chaintx.SubmitResult, after time.Duration) error {
-	if len(rs) == 0 {
-		return nil
-	}
-	ids, errs := make([]int64, len(rs)), make([]string, len(rs))
-	for i, r := range rs {
-		ids[i], errs[i] = int64(r.ID), r.Err
-	}
-	_, err := tx.Exec(ctx, `UPDATE managed_tx m SET
-			state = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN 'TRACKING' ELSE m.state END,
-			next_receipt_at = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN now() ELSE m.next_receipt_at END,
-			submit_attempts = m.submit_attempts + 1, last_submit_at = now(),
-			last_error = NULLIF(u.err, ''), next_resubmit_at = now() + make_interval(secs => $4),
-			fencing_token = $3, updated_at = now()
-		FROM unnest($1::bigint[], $2::text[]) AS u(id, err)
-		WHERE m.tx_id = u.id AND m.submitter = $5 AND m.state IN ('ALLOCATED', 'TRACKING', 'STUCK')`,
-		ids, errs, l.Token, after.Seconds(), string(l.Submitter))
-	return err
 }
 
 // ClaimResubmit implements chaintx.Store.
@@ -450,7 +621,7 @@ func (s *Store) InsertPlaceholder(ctx context.Context, l chaintx.Lease, t chaint
 			return fmt.Errorf("placeholder nonce %d is not below the cursor %d", *t.Nonce, cursor)
 		}
 		t.ID = chaintx.TxID(id)
-		if err := writeAllocated(ctx, tx, l, nil, []chaintx.Tx{t}, uint64(cursor), now); err != nil {
+		if err := writeAllocated(ctx, tx, []groupWrite{{l: l, fresh: []chaintx.Tx{t}, next: uint64(cursor)}}, now, false); err != nil {
 			return err
 		}
 		got, err := loadTxs(ctx, tx, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND nonce = $2`,
