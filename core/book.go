@@ -81,6 +81,7 @@ type market struct {
 	bids       bookSide
 	asks       bookSide
 	orders     int32 // resting orders in both sides; <= MaxOrdersPerBook
+	bin        *binaryMarket // nil: a spot market; else a binary YES/NO market (binary.go)
 }
 
 func (m *market) side(s Side) *bookSide {

@@ -24,13 +24,23 @@ const (
 	KindCancelAll        Kind = 18 // Market, Qty = most orders to cancel (1..MaxCancelSlice): operator, HALTED/SUSPENDED market
 	KindFault            Kind = 19 // Flags = Fault, Market, Side, User, Asset, Amount: only with Config.AllowFaults (fault.go)
 	KindForgetOps        Kind = 20 // Key = req_id: forget its spot deposit / withdraw / refund records (the transfer is terminal)
-	kindMax                   = KindForgetOps
+	// 21..27: issue 23. Binary markets (binary.go), issue 22:
+	KindConfigBinary  Kind = 28 // Market, Cfg.Quote/Lot/MinQty/MaxQty/MakerFee/TakerFee, Amount = payout (0: one whole quote unit), Price = close time (unix ns, 0: none)
+	KindActivate      Kind = 29 // Market, User = operator: DRAFT -> ACTIVE
+	KindSuspendMarket Kind = 30 // Market, User = operator: ACTIVE -> SUSPENDED (cancels only)
+	KindResolve       Kind = 31 // Market, Flags = Outcome (YES | NO), User = operator: -> RESOLVED, settling
+	KindVoid          Kind = 32 // Market, User = operator: -> VOIDED, settling (every share pays payout/2)
+	KindSettle        Kind = 33 // Market, Qty = most orders + positions to process (1..MaxSettleSlice)
+	kindMax                = KindSettle
 )
 
 var kindNames = [...]string{"", "CONFIG_ASSET", "CONFIG_MARKET", "PLACE_ORDER", "CANCEL_ORDER",
 	"MODIFY_ORDER", "SPOT_DEPOSIT", "SPOT_WITHDRAW", "SPOT_REFUND", "ADJUST", "SET_ACCOUNT_STATUS",
 	"HALT_MARKET", "RESUME_MARKET", "TICK", "SNAPSHOT", "DEBUG_PANIC", "BREAKER_TRIP", "RESUME_CORE",
-	"CANCEL_ALL", "FAULT", "FORGET_OPS"}
+	"CANCEL_ALL", "FAULT", "FORGET_OPS", 21: "KIND_21", 22: "KIND_22", 23: "KIND_23", 24: "KIND_24",
+	25: "KIND_25", 26: "KIND_26", 27: "KIND_27", // issue 23's, named at merge
+	KindConfigBinary: "CONFIG_BINARY", KindActivate: "ACTIVATE_MARKET", KindSuspendMarket: "SUSPEND_MARKET",
+	KindResolve: "RESOLVE_MARKET", KindVoid: "VOID_MARKET", KindSettle: "SETTLE_MARKET"}
 
 // Valid reports whether k is a kind the codec can journal and replay.
 func (k Kind) Valid() bool { return k >= 1 && k <= kindMax }

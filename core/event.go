@@ -26,12 +26,19 @@ const (
 	EvSnapshotRequested    EventKind = 19
 	EvCoreResumed          EventKind = 20 // the core halt was resolved: User = operator
 	EvOpsForgotten         EventKind = 21 // Key = req_id, Qty = records forgotten
+	// binary markets (issue 22): order events of a binary market carry
+	// Detail = the order's Outcome, Side = book direction, Price = book price
+	// (YES terms); EvTrade there has Flags = FillKind (binary.go).
+	EvMarketStatus  EventKind = 100 // a binary lifecycle step: Market, Detail = new MarketStatus, Flags = Outcome (resolve), User = operator
+	EvPositionSettled EventKind = 101 // Market, User, Qty = shares paid, Amount = quote paid, Fee = the position's cost sum removed
+	EvMarketSettled EventKind = 102 // settlement done: Market, Amount = pnl pool moved to the fee account, Detail = final MarketStatus
 )
 
 var eventNames = [...]string{"", "RESULT", "ORDER_ACCEPTED", "ORDER_REJECTED", "TRADE", "ORDER_MATCHED",
 	"ORDER_PARTIALLY_FILLED", "ORDER_CANCELLED", "ORDER_EXPIRED", "ORDER_MODIFIED", "BALANCE",
 	"TRANSFER", "ASSET_CONFIGURED", "MARKET_CONFIGURED", "MARKET_HALTED", "MARKET_RESUMED",
-	"ACCOUNT_STATUS", "INVARIANT_VIOLATION", "CORE_HALTED", "SNAPSHOT_REQUESTED", "CORE_RESUMED", "OPS_FORGOTTEN"}
+	"ACCOUNT_STATUS", "INVARIANT_VIOLATION", "CORE_HALTED", "SNAPSHOT_REQUESTED", "CORE_RESUMED", "OPS_FORGOTTEN",
+	EvMarketStatus: "MARKET_STATUS", EvPositionSettled: "POSITION_SETTLED", EvMarketSettled: "MARKET_SETTLED"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) && k != 0 {
@@ -50,10 +57,17 @@ const (
 	ViolOrderAccounting uint8 = 6 // a fill found an order holding less than it costs
 	ViolOpenOrders      uint8 = 7 // an account's open-order count != its resting orders
 	ViolLevelDrift      uint8 = 8 // a price level emptied with a quantity left (its total drifted)
+	// binary markets (binary_check.go)
+	ViolShares   uint8 = 9  // YES shares != NO shares, or a total != the sum of the positions
+	ViolReserve  uint8 = 10 // reserve != payout x shares (settling: x unsettled winning shares)
+	ViolCostSum  uint8 = 11 // reserve + pnl pool != sum of cost sums, or the running sum drifted
+	ViolOversold uint8 = 12 // a position's pending sell above its volume, or negative
+	ViolPending  uint8 = 13 // a position's pending sell != what its resting sell orders hold
 )
 
 var violNames = [...]string{"", "NEGATIVE_BALANCE", "CONSERVATION", "FROZEN_MISMATCH", "BOOK_INDEX",
-	"CROSSED_BOOK", "ORDER_ACCOUNTING", "OPEN_ORDERS", "LEVEL_DRIFT"}
+	"CROSSED_BOOK", "ORDER_ACCOUNTING", "OPEN_ORDERS", "LEVEL_DRIFT", "SHARES", "RESERVE", "COST_SUM", "OVERSOLD",
+	"PENDING_MISMATCH"}
 
 // ViolName is the stable name of a Viol* detail ("UNKNOWN" for others).
 func ViolName(d uint8) string { return enumName(violNames[:], d) }

@@ -13,7 +13,11 @@ type order struct {
 	typ    OrderType
 	tif    TimeInForce
 	stp    STP
-	price  Price // limit price (0 for MARKET)
+	// outcome is 0 on spot markets; on a binary market the order's outcome:
+	// side and price are then the YES book's (binary.go), frozen is quote
+	// for a BUY in the order's own terms and shares for a SELL.
+	outcome Outcome
+	price   Price // limit price (0 for MARKET)
 	qty    Units // total quantity (base Units); 0 for MARKET-by-quote
 	filled Units // base Units filled so far
 	lastPx Price // price of the last fill as taker (MARKET-by-quote status)

@@ -160,6 +160,18 @@ func (p *Processor) dispatch(c *Command) Code {
 		return p.fault(c)
 	case KindForgetOps:
 		return p.forgetOps(c)
+	case KindConfigBinary:
+		return p.configBinary(c)
+	case KindActivate:
+		return p.activate(c)
+	case KindSuspendMarket:
+		return p.suspendMarket(c)
+	case KindResolve:
+		return p.resolve(c)
+	case KindVoid:
+		return p.void(c)
+	case KindSettle:
+		return p.settle(c)
 	}
 	return CodeUnknownCommand
 }
@@ -174,7 +186,7 @@ var haltedAllowed = [kindMax + 1]bool{
 	KindConfigAsset: true, KindConfigMarket: true, KindSpotDeposit: true, KindSpotWithdraw: true,
 	KindSpotRefund: true, KindAdjust: true, KindSetAccountStatus: true, KindHaltMarket: true,
 	KindTick: true, KindSnapshot: true, KindBreakerTrip: true, KindResumeCore: true, KindFault: true,
-	KindForgetOps: true,
+	KindForgetOps: true, KindConfigBinary: true,
 }
 
 // emit appends an event stamped with the current command's seq and time.
