@@ -60,7 +60,7 @@ func (p *Processor) settlePosition(m *market, ps *position) {
 		pay = shares * (b.payout / 2)
 	}
 	b.reserve -= pay
-	p.assets[m.cfg.Quote].total -= pay // out of the reserve ...
+	p.assets[m.cfg.Quote].total -= pay   // out of the reserve ...
 	p.move(ps.acct, m.cfg.Quote, pay, 0) // ... into the account
 	b.yesShares -= ps.yesVol
 	b.noShares -= ps.noVol

@@ -13,17 +13,17 @@ package core
 type BreakerReason uint8
 
 const (
-	ReasonNone             BreakerReason = iota
-	ReasonInvariantBalance               // sum of balances != credited - debited, or frozen != what orders hold
-	ReasonNegativeBalance                // an available or frozen balance below zero
-	ReasonOrderbookDesync                // a book's levels, index or counts disagree with its orders
-	ReasonRecoveryFailed                 // the state failed verification after recovery
-	ReasonClearingError                  // a fill found an order holding less than it costs
-	ReasonManualHalt                     // an operator halted it
-	ReasonInvariantReserve               // binary markets: reserve != shares x payout
-	ReasonInvariantCostSum               // binary markets: reserve + pnl pool != sum of cost
-	ReasonInvariantShares                // binary markets: YES shares != NO shares
-	ReasonInvariantOversold              // binary markets: a position's pending sell above its volume
+	ReasonNone              BreakerReason = iota
+	ReasonInvariantBalance                // sum of balances != credited - debited, or frozen != what orders hold
+	ReasonNegativeBalance                 // an available or frozen balance below zero
+	ReasonOrderbookDesync                 // a book's levels, index or counts disagree with its orders
+	ReasonRecoveryFailed                  // the state failed verification after recovery
+	ReasonClearingError                   // a fill found an order holding less than it costs
+	ReasonManualHalt                      // an operator halted it
+	ReasonInvariantReserve                // binary markets: reserve != shares x payout
+	ReasonInvariantCostSum                // binary markets: reserve + pnl pool != sum of cost
+	ReasonInvariantShares                 // binary markets: YES shares != NO shares
+	ReasonInvariantOversold               // binary markets: a position's pending sell above its volume
 	reasonCount
 )
 

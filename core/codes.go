@@ -53,13 +53,13 @@ const (
 	CodeMarketSuspended
 	CodeCancelledByOperator
 	// binary markets (issue 22)
-	CodeInvalidOutcome      // an order or resolution names no outcome (YES = 1, NO = 2)
-	CodeInsufficientShares  // a SELL of more shares than the position holds free of other sells
-	CodeMarketNotOpen       // a DRAFT market: no orders yet
-	CodeMarketClosed        // past its close time, or RESOLVED / SETTLED / VOIDED
-	CodeNotBinary           // a binary-market command on a spot market
-	CodeNotSupported        // modify of a binary order, or a MARKET order on a binary market
-	CodeNothingToSettle     // a settle on a market that is not settling
+	CodeInvalidOutcome     // an order or resolution names no outcome (YES = 1, NO = 2)
+	CodeInsufficientShares // a SELL of more shares than the position holds free of other sells
+	CodeMarketNotOpen      // a DRAFT market: no orders yet
+	CodeMarketClosed       // past its close time, or RESOLVED / SETTLED / VOIDED
+	CodeNotBinary          // a binary-market command on a spot market
+	CodeNotSupported       // modify of a binary order, or a MARKET order on a binary market
+	CodeNothingToSettle    // a settle on a market that is not settling
 	codeCount
 )
 

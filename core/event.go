@@ -29,9 +29,9 @@ const (
 	// binary markets (issue 22): order events of a binary market carry
 	// Detail = the order's Outcome, Side = book direction, Price = book price
 	// (YES terms); EvTrade there has Flags = FillKind (binary.go).
-	EvMarketStatus  EventKind = 100 // a binary lifecycle step: Market, Detail = new MarketStatus, Flags = Outcome (resolve), User = operator
+	EvMarketStatus    EventKind = 100 // a binary lifecycle step: Market, Detail = new MarketStatus, Flags = Outcome (resolve), User = operator
 	EvPositionSettled EventKind = 101 // Market, User, Qty = shares paid, Amount = quote paid, Fee = the position's cost sum removed
-	EvMarketSettled EventKind = 102 // settlement done: Market, Amount = pnl pool moved to the fee account, Detail = final MarketStatus
+	EvMarketSettled   EventKind = 102 // settlement done: Market, Amount = pnl pool moved to the fee account, Detail = final MarketStatus
 )
 
 var eventNames = [...]string{"", "RESULT", "ORDER_ACCEPTED", "ORDER_REJECTED", "TRADE", "ORDER_MATCHED",

@@ -18,9 +18,9 @@ type order struct {
 	// for a BUY in the order's own terms and shares for a SELL.
 	outcome Outcome
 	price   Price // limit price (0 for MARKET)
-	qty    Units // total quantity (base Units); 0 for MARKET-by-quote
-	filled Units // base Units filled so far
-	lastPx Price // price of the last fill as taker (MARKET-by-quote status)
+	qty     Units // total quantity (base Units); 0 for MARKET-by-quote
+	filled  Units // base Units filled so far
+	lastPx  Price // price of the last fill as taker (MARKET-by-quote status)
 	// byQuote marks a MARKET BUY by quote budget: qty is MaxUnits and the
 	// budget left is frozen.
 	byQuote bool
