@@ -159,7 +159,7 @@ func (p *Processor) resumeMarket(c *Command) Code {
 	if m.status == MarketHalted {
 		// The order-level checks do not depend on the totals a rebuild
 		// replaces, so the command is validated before anything changes.
-		if !p.bookOK(m, !rebuild) {
+		if !p.bookOK(m, !rebuild) || (m.bin != nil && len(p.checkBinary(m, nil)) != 0) {
 			return CodeInvariantViolation
 		}
 		if rebuild {
