@@ -313,6 +313,24 @@ func (p *Processor) beginSettlement(m *market, s MarketStatus, out Outcome, user
 	return OK
 }
 
+// archive releases the slot of a binary market whose settlement is done
+// (SETTLED, or VOIDED and no longer settling): the market id may then be
+// configured again, so MaxMarkets bounds the markets alive at once, not
+// every market ever listed. The operator archives it once its rows are
+// kept downstream (the sink has them from the WAL).
+func (p *Processor) archive(c *Command) Code {
+	m, code := p.binaryOf(c)
+	if code != OK {
+		return code
+	}
+	if !(m.status == MarketSettled || (m.status == MarketVoided && !m.bin.settling)) || m.orders != 0 {
+		return CodeInvalidStatus
+	}
+	p.markets[m.id] = nil
+	p.emit(Event{Kind: EvMarketArchived, Market: c.Market, User: c.User})
+	return OK
+}
+
 // settle runs one settlement slice of at most c.Qty orders and positions.
 // EvResult's Qty is how many it processed; the market leaves settling (and
 // EvMarketSettled is emitted) in the slice that finishes.

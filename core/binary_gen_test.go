@@ -31,7 +31,8 @@ type binGen struct {
 	users []UserID
 
 	market   MarketID // the current market (0: none yet)
-	phase    int      // 0 none, 1 draft, 2 trading, 3 settling
+	phase    int      // 0 none, 1 draft, 2 trading, 3 settling, 4 settled (archive next)
+	reuse    bool     // configure the archived market's id again
 	left     int      // commands until the current phase moves on
 	mid      Price    // YES reference price (ticks x binGenTick)
 	live     []binGenOrder
@@ -54,10 +55,15 @@ func (g *binGen) next(c *Command) {
 	*c = Command{}
 	g.mustReject = false
 	switch g.phase {
+	case 4: // settled: release the slot; every other market id is then used again
+		*c = Command{Kind: KindArchive, Market: g.market}
+		g.phase, g.reuse = 0, g.r.IntN(2) == 0
 	case 0:
-		if g.market == 0 {
+		switch {
+		case g.market == 0:
 			g.market = binGenFirstMarket
-		} else if g.market < binGenLastMarket {
+		case g.reuse:
+		case g.market < binGenLastMarket:
 			g.market++
 		}
 		g.markets++
@@ -205,7 +211,7 @@ func (g *binGen) observe(evs []Event) {
 			}
 		case EvMarketSettled:
 			if e.Market == g.market {
-				g.phase = 0
+				g.phase = 4
 				g.settled++
 			}
 		case EvResult:

@@ -20,7 +20,7 @@ import (
 
 func TestPropertyBinaryStream(t *testing.T) {
 	seed := propSeed(t)
-	n := propCmds(1_000_000, 40_000)
+	n := propCmds(1_000_000, 100_000)
 	g := newGen(seed, propProfile())
 	p, shadow := New(Config{}), New(Config{})
 	users := make([]UserID, len(g.users))

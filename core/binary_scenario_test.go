@@ -4,7 +4,7 @@ package core
 // (scenario_test.go runs them):
 //
 //	binary <id> quote= lot= min= max= maker= taker= [payout=] [close=]
-//	activate market= | suspend market= | void market=
+//	activate market= | suspend market= | void market= | archive market=
 //	resolve market= YES|NO | settle market= n=
 //	bplace user= market= BUY|SELL YES|NO GTC|IOC|FOK|POST_ONLY price= qty= [cid=] [stp=] [outcome=<n>]
 //
@@ -36,8 +36,9 @@ func (r *scnRunner) execBinary(a *scnArgs, name string) (c Command, out []string
 				MinQty: Units(a.need("min")), MaxQty: Units(a.need("max")), MakerFee: Rate(a.need("maker")),
 				TakerFee: Rate(a.need("taker"))}}
 		a.done(1)
-	case "activate", "suspend", "void":
-		c = Command{Kind: map[string]Kind{"activate": KindActivate, "suspend": KindSuspendMarket, "void": KindVoid}[name],
+	case "activate", "suspend", "void", "archive":
+		c = Command{Kind: map[string]Kind{"activate": KindActivate, "suspend": KindSuspendMarket, "void": KindVoid,
+			"archive": KindArchive}[name],
 			Market: MarketID(a.need("market"))}
 		a.done(0)
 	case "resolve":

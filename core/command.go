@@ -31,7 +31,8 @@ const (
 	KindResolve       Kind = 31 // Market, Flags = Outcome (YES | NO), User = operator: -> RESOLVED, settling
 	KindVoid          Kind = 32 // Market, User = operator: -> VOIDED, settling (every share pays payout/2)
 	KindSettle        Kind = 33 // Market, Qty = most orders + positions to process (1..MaxSettleSlice)
-	kindMax                = KindSettle
+	KindArchive       Kind = 34 // Market, User = operator: release a settled binary market's slot (its rows are archived downstream)
+	kindMax                = KindArchive
 )
 
 var kindNames = [...]string{"", "CONFIG_ASSET", "CONFIG_MARKET", "PLACE_ORDER", "CANCEL_ORDER",
@@ -40,7 +41,7 @@ var kindNames = [...]string{"", "CONFIG_ASSET", "CONFIG_MARKET", "PLACE_ORDER", 
 	"CANCEL_ALL", "FAULT", "FORGET_OPS", 21: "KIND_21", 22: "KIND_22", 23: "KIND_23", 24: "KIND_24",
 	25: "KIND_25", 26: "KIND_26", 27: "KIND_27", // issue 23's, named at merge
 	KindConfigBinary: "CONFIG_BINARY", KindActivate: "ACTIVATE_MARKET", KindSuspendMarket: "SUSPEND_MARKET",
-	KindResolve: "RESOLVE_MARKET", KindVoid: "VOID_MARKET", KindSettle: "SETTLE_MARKET"}
+	KindResolve: "RESOLVE_MARKET", KindVoid: "VOID_MARKET", KindSettle: "SETTLE_MARKET", KindArchive: "ARCHIVE_MARKET"}
 
 // Valid reports whether k is a kind the codec can journal and replay.
 func (k Kind) Valid() bool { return k >= 1 && k <= kindMax }

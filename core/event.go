@@ -32,13 +32,15 @@ const (
 	EvMarketStatus    EventKind = 100 // a binary lifecycle step: Market, Detail = new MarketStatus, Flags = Outcome (resolve), User = operator
 	EvPositionSettled EventKind = 101 // Market, User, Qty = shares paid, Amount = quote paid, Fee = the position's cost sum removed
 	EvMarketSettled   EventKind = 102 // settlement done: Market, Amount = pnl pool moved to the fee account, Detail = final MarketStatus
+	EvMarketArchived  EventKind = 103 // the market's slot is released (KindArchive): Market, User = operator
 )
 
 var eventNames = [...]string{"", "RESULT", "ORDER_ACCEPTED", "ORDER_REJECTED", "TRADE", "ORDER_MATCHED",
 	"ORDER_PARTIALLY_FILLED", "ORDER_CANCELLED", "ORDER_EXPIRED", "ORDER_MODIFIED", "BALANCE",
 	"TRANSFER", "ASSET_CONFIGURED", "MARKET_CONFIGURED", "MARKET_HALTED", "MARKET_RESUMED",
 	"ACCOUNT_STATUS", "INVARIANT_VIOLATION", "CORE_HALTED", "SNAPSHOT_REQUESTED", "CORE_RESUMED", "OPS_FORGOTTEN",
-	EvMarketStatus: "MARKET_STATUS", EvPositionSettled: "POSITION_SETTLED", EvMarketSettled: "MARKET_SETTLED"}
+	EvMarketStatus: "MARKET_STATUS", EvPositionSettled: "POSITION_SETTLED", EvMarketSettled: "MARKET_SETTLED",
+	EvMarketArchived: "MARKET_ARCHIVED"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) && k != 0 {

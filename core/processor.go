@@ -172,6 +172,8 @@ func (p *Processor) dispatch(c *Command) Code {
 		return p.void(c)
 	case KindSettle:
 		return p.settle(c)
+	case KindArchive:
+		return p.archive(c)
 	}
 	return CodeUnknownCommand
 }
