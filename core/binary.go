@@ -130,6 +130,14 @@ func (p *Processor) ensurePosition(b *binaryMarket, a int32) int32 {
 	return i
 }
 
+// emitPosition reports position ps of market m after a change (EvPosition:
+// followers keep the latest per user and market from it).
+func (p *Processor) emitPosition(m *market, ps *position) {
+	e := p.newEvent(EvPosition)
+	e.Market, e.User, e.Qty, e.Amount = m.id, ps.user, ps.yesVol, ps.noVol
+	e.DAvail, e.DFrozen, e.Fee, e.Fee2 = ps.yesCost, ps.noCost, ps.yesPending, ps.noPending
+}
+
 // userSide is the side of an order in its own outcome's terms: a NO order
 // rests on the YES book on the other side (SYNTHETIC).
 func (o *order) userSide() Side {

@@ -107,6 +107,7 @@ func (p *Processor) binaryLegApply(m *market, o *order, q, n, fee Units) {
 		p.move(o.acct, m.cfg.Quote, 0, -spend)
 		*ps.vol(o.outcome) += q
 		*ps.cost(o.outcome) += spend
+		p.emitPosition(m, ps)
 		return
 	}
 	if o.frozen < q {
@@ -121,6 +122,7 @@ func (p *Processor) binaryLegApply(m *market, o *order, q, n, fee Units) {
 	}
 	p.move(o.acct, m.cfg.Quote, n-fee, 0)
 	*ps.cost(o.outcome) -= n - fee
+	p.emitPosition(m, ps)
 }
 
 // trimHold releases at once what a BUY order holds beyond what its
@@ -159,4 +161,5 @@ func (p *Processor) releaseBinary(m *market, o *order, rel Units) {
 	if *pend < 0 {
 		p.fail(m.id, 0, ViolOversold)
 	}
+	p.emitPosition(m, &b.pos[i])
 }

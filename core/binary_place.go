@@ -36,6 +36,7 @@ func (p *Processor) placeBinary(c *Command, m *market) Code {
 		b := m.bin
 		ps := &b.pos[b.positionOf(pl.acct)]
 		*ps.pending(pl.out) += pl.freeze
+		p.emitPosition(m, ps)
 	}
 	o.frozen = pl.freeze
 	p.touchedMarket = c.Market

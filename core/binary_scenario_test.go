@@ -180,3 +180,9 @@ func scnBinaryDepth(p *Processor, id MarketID, o Outcome) []string {
 	}
 	return out
 }
+
+// scnRenderPosition prints an EvPosition with its fields' names: volume/pending per outcome, then the cost sums.
+func scnRenderPosition(e *Event) string {
+	return fmt.Sprintf("POSITION market=%d user=%d yes=%d/%d no=%d/%d yes_cost=%d no_cost=%d", e.Market, e.User,
+		e.Qty, e.Fee, e.Amount, e.Fee2, e.DAvail, e.DFrozen)
+}

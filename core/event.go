@@ -33,6 +33,7 @@ const (
 	EvPositionSettled EventKind = 101 // Market, User, Qty = shares paid, Amount = quote paid, Fee = the position's cost sum removed
 	EvMarketSettled   EventKind = 102 // settlement done: Market, Amount = pnl pool moved to the fee account, Detail = final MarketStatus
 	EvMarketArchived  EventKind = 103 // the market's slot is released (KindArchive): Market, User = operator
+	EvPosition        EventKind = 104 // a position after a change (absolute): Market, User, Qty/Amount = YES/NO volume, DAvail/DFrozen = YES/NO cost sum, Fee/Fee2 = YES/NO pending sell
 )
 
 var eventNames = [...]string{"", "RESULT", "ORDER_ACCEPTED", "ORDER_REJECTED", "TRADE", "ORDER_MATCHED",
@@ -40,7 +41,7 @@ var eventNames = [...]string{"", "RESULT", "ORDER_ACCEPTED", "ORDER_REJECTED", "
 	"TRANSFER", "ASSET_CONFIGURED", "MARKET_CONFIGURED", "MARKET_HALTED", "MARKET_RESUMED",
 	"ACCOUNT_STATUS", "INVARIANT_VIOLATION", "CORE_HALTED", "SNAPSHOT_REQUESTED", "CORE_RESUMED", "OPS_FORGOTTEN",
 	EvMarketStatus: "MARKET_STATUS", EvPositionSettled: "POSITION_SETTLED", EvMarketSettled: "MARKET_SETTLED",
-	EvMarketArchived: "MARKET_ARCHIVED"}
+	EvMarketArchived: "MARKET_ARCHIVED", EvPosition: "POSITION"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) && k != 0 {

@@ -418,6 +418,9 @@ var scnAcctNames = [...]string{"ACTIVE", "FROZEN", "DISABLED"}
 // scnRenderEvent prints an event's kind and every non-zero field except Seq and
 // Time, in declaration order. RESULT and TRANSFER always print their code.
 func scnRenderEvent(e *Event) string {
+	if e.Kind == EvPosition {
+		return scnRenderPosition(e) // binary_scenario_test.go
+	}
 	var sb strings.Builder
 	sb.WriteString(e.Kind.String())
 	f := func(name string, v string) { sb.WriteString(" " + name + "=" + v) }
