@@ -125,6 +125,11 @@ var routes = []route{
 	needing(featChain, mkRoute("GET", "/admin/v1/tx/completions", (*Server).txCompletions)),
 	needing(featChain, mkRoute("GET", "/admin/v1/tx/{id}", (*Server).getTx)),
 	needing(featChain, mkRoute("POST", "/admin/v1/tx/{id}/remediate", (*Server).remediateTx)),
+	// binary markets (binary.go)
+	mkRoute("POST", "/admin/v1/binary-markets", (*Server).createBinary),
+	mkRoute("POST", "/admin/v1/binary-markets/{market}/{action}", (*Server).binaryAction),
+	mkRoute("GET", "/api/v1/binary-markets/{market}", (*Server).getBinary),
+	mkRoute("GET", "/api/v1/positions", (*Server).positions),
 }
 
 func needing(f feature, r route) route {
