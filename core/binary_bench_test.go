@@ -10,6 +10,7 @@ package core
 
 import (
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -351,4 +352,37 @@ func BenchmarkSettle1MPositions(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(slices), "ns/slice")
 	b.ReportMetric(worst, "worst-ns/slice")
 	b.ReportMetric(float64(slices)/float64(b.N), "slices")
+}
+
+// BenchmarkBinaryVsMixed runs the binary and the mixed streams in
+// alternating chunks of 8k commands and reports the median over the chunk
+// pairs of binary throughput / mixed throughput ("ratio"): on a shared,
+// loaded machine the two see the same load, which separate benchmark runs
+// do not. One op is one chunk pair.
+func BenchmarkBinaryVsMixed(b *testing.B) {
+	const chunk = 8_192
+	mw, bw := benchWorkloadOnce(), binaryWorkloadOnce()
+	mp, bp := mustRestore(b, mw.snap), mustRestore(b, bw.snap)
+	mi, bi := 0, 0
+	var ratios []float64
+	run := func(p **Processor, w *benchWorkload, i *int) time.Duration {
+		if *i+chunk > len(w.cmds) {
+			*p, *i = mustRestore(b, w.snap), 0
+		}
+		t0 := time.Now()
+		for k := 0; k < chunk; k++ {
+			(*p).Apply(&w.cmds[*i])
+			*i++
+		}
+		return time.Since(t0)
+	}
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		dm := run(&mp, mw, &mi)
+		db := run(&bp, bw, &bi)
+		ratios = append(ratios, float64(dm)/float64(db))
+	}
+	b.StopTimer()
+	sort.Float64s(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
 }

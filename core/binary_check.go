@@ -129,10 +129,13 @@ func (p *Processor) pendingMatchesOrders(m *market) bool {
 					continue
 				}
 				if o.userSide() != Sell {
+					if o.pos >= 0 && o.pos != b.positionOf(o.acct) {
+						ok = false // the order's cached position is its owner's (-1: look it up at the first fill)
+					}
 					continue
 				}
 				i := b.positionOf(o.acct)
-				if i < 0 {
+				if i < 0 || o.pos != i {
 					ok = false
 					continue
 				}

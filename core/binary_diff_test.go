@@ -220,6 +220,12 @@ func (n *naiveBinary) place(c *Command) (Code, []nbFill) {
 		qty := min(t.rem, r.rem)
 		fills = append(fills, n.fill(t, r, qty))
 	}
+	if t.side == Buy && len(fills) > 0 && t.rem > 0 { // the taker keeps exactly what its remainder can cost
+		need := n.hold(t.price, t.rem)
+		n.avail[t.user] += t.frozen - need
+		n.frozen[t.user] -= t.frozen - need
+		t.frozen = need
+	}
 	if t.rem > 0 && (c.TIF == GTC || c.TIF == PostOnly) && !stopped {
 		n.orders = append(n.orders, t)
 	} else {
@@ -268,12 +274,6 @@ func (n *naiveBinary) fill(t, r *nbOrder, qty Units) nbFill {
 			*ps.cost(o.out) -= x - fee
 		}
 		o.rem -= qty
-		if o.side == Buy && o.rem > 0 { // keep exactly what the remainder can cost at its own limit
-			need := n.hold(o.price, o.rem)
-			n.avail[o.user] += o.frozen - need
-			n.frozen[o.user] -= o.frozen - need
-			o.frozen = need
-		}
 	}
 	switch kind {
 	case FillMint:

@@ -56,10 +56,6 @@ func (p *Processor) binaryFill(m *market, ti, mi int32, lv *level, q Units) {
 		e.Market, e.User, e.OrderID, e.OtherOrderID = m.id, mk.user, mk.id, t.id
 		e.Price, e.Qty, e.Amount, e.Side, e.Status, e.Detail = bp, q, mk.remaining(), mk.side, StatusPartiallyFilled,
 			uint8(mk.outcome)
-		p.trimHold(m, mk)
-	}
-	if t.remaining() > 0 {
-		p.trimHold(m, t)
 	}
 }
 
@@ -79,8 +75,8 @@ func fillKind(t, mk *order) FillKind {
 
 // binaryLeg is one party's notional (its own outcome's price x q) and fee.
 func binaryLeg(b *binaryMarket, o *order, bookPrice Price, q Units, rate Rate) (Units, Units, bool) {
-	n, ok := notional(b.ownPrice(o.outcome, bookPrice), q, 0)
-	return n, feeOf(n, rate), ok
+	n, ok := binNotional(b.ownPrice(o.outcome, bookPrice), q)
+	return n, binFee(n, rate), ok
 }
 
 // legCost is how much a leg moves its owner's cost sum: + paid on a buy,
@@ -96,8 +92,10 @@ func (p *Processor) legCost(o *order, n, fee Units) Units {
 // n + fee and it gains q shares; a seller's held shares go and it receives
 // n − fee. The position's cost sum moves by the same amount.
 func (p *Processor) binaryLegApply(m *market, o *order, q, n, fee Units) {
-	b := m.bin
-	ps := &b.pos[p.ensurePosition(b, o.acct)]
+	if o.pos < 0 {
+		o.pos = p.ensurePosition(m.bin, o.acct) // a BUY's first fill creates its owner's position
+	}
+	ps := &m.bin.pos[o.pos]
 	if o.userSide() == Buy {
 		spend := n + fee
 		if o.frozen < spend {
@@ -125,9 +123,12 @@ func (p *Processor) binaryLegApply(m *market, o *order, q, n, fee Units) {
 	p.emitPosition(m, ps)
 }
 
-// trimHold releases at once what a BUY order holds beyond what its
-// remainder can still cost at its own limit (a taker filled at a better
-// price than its limit, or a maker whose fee rate is below the worst case).
+// trimHold releases what a BUY taker holds beyond what its remainder can
+// still cost at its own limit, once its matching ends: the price it got
+// below its limit, and the fee difference when the taker rate is below the
+// worst-case rate held. One release per command, before the remainder
+// rests or expires (a taker filled whole releases everything when it
+// closes). A resting order keeps what it froze until it closes, as on spot.
 func (p *Processor) trimHold(m *market, o *order) {
 	if o.userSide() != Buy {
 		return
@@ -150,16 +151,11 @@ func (p *Processor) releaseBinary(m *market, o *order, rel Units) {
 		p.move(o.acct, m.cfg.Quote, rel, -rel)
 		return
 	}
-	b := m.bin
-	i := b.positionOf(o.acct)
-	if i < 0 {
-		p.fail(m.id, 0, ViolPending)
-		return
-	}
-	pend := b.pos[i].pending(o.outcome)
+	ps := &m.bin.pos[o.pos]
+	pend := ps.pending(o.outcome)
 	*pend -= rel
 	if *pend < 0 {
 		p.fail(m.id, 0, ViolOversold)
 	}
-	p.emitPosition(m, &b.pos[i])
+	p.emitPosition(m, ps)
 }

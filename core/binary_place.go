@@ -11,6 +11,7 @@ type binPlacement struct {
 	bookSide  Side
 	bookPrice Price
 	freeze    Units // quote (user BUY) or shares (user SELL) held at placement
+	pos       int32 // a SELL's position (index in binaryMarket.pos)
 	rests     bool
 }
 
@@ -31,16 +32,21 @@ func (p *Processor) placeBinary(c *Command, m *market) Code {
 		outcome: pl.out}
 	p.nextOrderID++
 	if c.Side == Buy {
+		pl.pos = m.bin.positionOf(pl.acct) // -1: created at the first fill
 		p.move(pl.acct, m.cfg.Quote, -pl.freeze, pl.freeze)
 	} else {
-		b := m.bin
-		ps := &b.pos[b.positionOf(pl.acct)]
+		ps := &m.bin.pos[pl.pos]
 		*ps.pending(pl.out) += pl.freeze
 		p.emitPosition(m, ps)
 	}
+	o = &p.pool.slots[oi]
+	o.pos = pl.pos
 	o.frozen = pl.freeze
 	p.touchedMarket = c.Market
 	stopped := p.match(m, oi)
+	if t := &p.pool.slots[oi]; t.filled > 0 && t.remaining() > 0 {
+		p.trimHold(m, t) // a better price than the limit is released at once
+	}
 	p.finalize(m, oi, pl.rests && !stopped)
 	return OK
 }
@@ -142,7 +148,7 @@ func (p *Processor) checkBinaryFunds(c *Command, m *market, pl *binPlacement) Co
 		if *ps.vol(pl.out)-*ps.pending(pl.out) < c.Qty {
 			return CodeInsufficientShares
 		}
-		pl.freeze = c.Qty
+		pl.freeze, pl.pos = c.Qty, i
 		return OK
 	}
 	need, ok := binaryHold(c.Price, c.Qty, m.maxRate())
@@ -154,14 +160,4 @@ func (p *Processor) checkBinaryFunds(c *Command, m *market, pl *binPlacement) Co
 	}
 	pl.freeze = need
 	return OK
-}
-
-// binaryHold is what a BUY of qty shares at its own price holds: the
-// notional plus the worst-case fee (floor, like every fee).
-func binaryHold(price Price, qty Units, rate Rate) (Units, bool) {
-	n, ok := notional(price, qty, 0)
-	if !ok {
-		return 0, false
-	}
-	return withFee(n, rate)
 }

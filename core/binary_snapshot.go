@@ -113,5 +113,16 @@ func (p *Processor) placePositions(s *stagedMarket) error {
 		b.pos[i].acct = a
 		b.posIdx.put(uint64(a), int32(i))
 	}
+	for _, side := range [2]*bookSide{&s.m.bids, &s.m.asks} { // each order to its owner's position
+		for li := range side.levels {
+			for oi := side.levels[li].head; oi >= 0; oi = p.pool.slots[oi].next {
+				o := &p.pool.slots[oi]
+				o.pos = b.positionOf(o.acct)
+				if o.pos < 0 && o.userSide() == Sell {
+					return ErrSnapshot // a SELL holds shares of a position
+				}
+			}
+		}
+	}
 	return nil
 }

@@ -59,10 +59,12 @@
 //     the taker's outcome, Amount = book price x qty (YES terms), Fee / Fee2
 //     = maker / taker fee, each on that party's own notional.
 //   - Holds: a BUY holds own price x qty + the worst-case fee (the higher
-//     of the two rates, floor) in quote; after every fill a BUY order keeps
-//     exactly what its remainder can cost at its own limit and the rest is
-//     released in the same command (a taker that got a better price, a maker
-//     whose rate is below the worst case). A SELL holds shares of its
+//     of the two rates, floor) in quote. A BUY taker that traded keeps,
+//     once its matching ends, exactly what its remainder can cost at its own
+//     limit: what it got below its limit (and the fee difference) is
+//     released in the same command, in one release. A resting order keeps
+//     what it froze until it closes, as on spot (a maker whose rate is below
+//     the worst case holds that difference until then). A SELL holds shares of its
 //     outcome (pending sell); selling more than volume - pending is refused
 //     with INSUFFICIENT_SHARES (no short selling: to be short YES, buy NO).
 //   - Accounting, exact to the unit: a leg's notional = own price x qty;

@@ -24,6 +24,7 @@ type order struct {
 	// byQuote marks a MARKET BUY by quote budget: qty is MaxUnits and the
 	// budget left is frozen.
 	byQuote bool
+	pos     int32 // binary markets: the owner's position (index in binaryMarket.pos), -1 (a BUY) until its first fill looks it up; in byQuote's padding
 	frozen  Units // still frozen for this order (quote for buys, base for sells)
 	key     Key   // client order id, zero if none
 	seq     Seq   // seq of the command that created (or last re-inserted) it
