@@ -546,3 +546,18 @@ func (s *Server) binaryDepth(ctx *fasthttp.RequestCtx, st *reqState, outcome []b
 	s.reply(ctx, st, http.StatusOK)
 	return nil
 }
+
+// binaryRecordReply answers GET of a binary market's order that no longer
+// rests, from History: its status and shares (its prices stay in the
+// order's events and trades; History keeps no outcome).
+func (s *Server) binaryRecordReply(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	r := &st.rec
+	out := struct {
+		OrderID  uint64 `json:"order_id"`
+		Market   string `json:"market"`
+		Status   string `json:"status"`
+		Quantity int64  `json:"quantity"`
+		Filled   int64  `json:"filled"`
+	}{uint64(r.ID), strconv.Itoa(int(r.Market)), statusName(r.Status), int64(r.Qty), int64(r.Filled)}
+	return s.replyJSON(ctx, st, http.StatusOK, out)
+}

@@ -123,6 +123,10 @@ func TestBinaryMarketHTTP(t *testing.T) {
 		t.Fatalf("GET binary order: %v", g)
 	}
 	h.fails("GET", "/api/v1/order/"+itoa(rest), u1, "", 404, "ORDER_NOT_FOUND")
+	filledID := int64(num(t, o["order_id"])) - 1 // user 1's SELL YES @0.50, filled by the burn
+	if f := h.ok("GET", "/api/v1/order/"+itoa(filledID), u1, ""); f["status"] != "FILLED" || f["filled"] != json.Number("50") {
+		t.Fatalf("GET a filled binary order: %v", f)
+	}
 
 	// suspend (cancels only), resume, then a cancel; resolve YES and settle in slices
 	h.ok("POST", "/admin/v1/binary-markets/7/suspend", h.admin, "")

@@ -264,6 +264,9 @@ func (s *Server) lookupOrder(st *reqState, id core.OrderID) (bool, *APIError) {
 // replyOrder writes st.rec as the answer.
 func (s *Server) replyOrder(ctx *fasthttp.RequestCtx, st *reqState, withFills, duplicate bool) *APIError {
 	m, ok := s.reg.MarketByID(st.rec.Market)
+	if !ok && st.rec.Market != 0 {
+		return s.binaryRecordReply(ctx, st) // a binary market's finished order (binary.go)
+	}
 	if !ok {
 		s.log.Error("gateway: order of an unregistered market", "order_id", uint64(st.rec.ID), "market", uint32(st.rec.Market))
 		return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
