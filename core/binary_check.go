@@ -34,7 +34,7 @@ func (b *binaryMarket) totalsViolation() uint8 {
 		if b.yesShares != b.noShares {
 			return ViolShares
 		}
-		if want, ok := mulDiv(int64(b.payout), int64(b.yesShares), 1); !ok || Units(want) != b.reserve {
+		if want, ok := binNotional(Price(b.payout), b.yesShares); !ok || want != b.reserve {
 			return ViolReserve
 		}
 		if s, ok := addUnits(b.reserve, b.pnlPool); !ok || s != b.costSum {
@@ -42,20 +42,20 @@ func (b *binaryMarket) totalsViolation() uint8 {
 		}
 		return 0
 	}
-	var want int64
+	var want Units
 	ok := true
 	switch b.outcome {
 	case OutcomeYes:
-		want, ok = mulDiv(int64(b.payout), int64(b.yesShares), 1)
+		want, ok = binNotional(Price(b.payout), b.yesShares)
 	case OutcomeNo:
-		want, ok = mulDiv(int64(b.payout), int64(b.noShares), 1)
+		want, ok = binNotional(Price(b.payout), b.noShares)
 	default:
 		var s Units
 		if s, ok = addUnits(b.yesShares, b.noShares); ok {
-			want, ok = mulDiv(int64(b.payout/2), int64(s), 1)
+			want, ok = binNotional(Price(b.payout/2), s)
 		}
 	}
-	if !ok || Units(want) != b.reserve {
+	if !ok || want != b.reserve {
 		return ViolReserve
 	}
 	return 0
