@@ -57,7 +57,7 @@ func (p *Processor) configMarket(c *Command) Code {
 		return code
 	}
 	m := p.markets[c.Market]
-	if m != nil && m.orders > 0 {
+	if m != nil && (m.orders > 0 || m.bin != nil) {
 		return CodeMarketExists // tick, lot and fees are baked into resting orders' frozen funds
 	}
 	if m == nil {

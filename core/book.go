@@ -80,7 +80,8 @@ type market struct {
 	haltSeq    Seq           // the seq of the command that halted it
 	bids       bookSide
 	asks       bookSide
-	orders     int32 // resting orders in both sides; <= MaxOrdersPerBook
+	orders     int32         // resting orders in both sides; <= MaxOrdersPerBook
+	bin        *binaryMarket // nil: a spot market; else a binary YES/NO market (binary.go)
 }
 
 func (m *market) side(s Side) *bookSide {

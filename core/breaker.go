@@ -13,21 +13,22 @@ package core
 type BreakerReason uint8
 
 const (
-	ReasonNone             BreakerReason = iota
-	ReasonInvariantBalance               // sum of balances != credited - debited, or frozen != what orders hold
-	ReasonNegativeBalance                // an available or frozen balance below zero
-	ReasonOrderbookDesync                // a book's levels, index or counts disagree with its orders
-	ReasonRecoveryFailed                 // the state failed verification after recovery
-	ReasonClearingError                  // a fill found an order holding less than it costs
-	ReasonManualHalt                     // an operator halted it
-	ReasonInvariantReserve               // binary markets: reserve != shares x payout
-	ReasonInvariantCostSum               // binary markets: reserve + pnl pool != sum of cost
-	ReasonInvariantShares                // binary markets: YES shares != NO shares
+	ReasonNone              BreakerReason = iota
+	ReasonInvariantBalance                // sum of balances != credited - debited, or frozen != what orders hold
+	ReasonNegativeBalance                 // an available or frozen balance below zero
+	ReasonOrderbookDesync                 // a book's levels, index or counts disagree with its orders
+	ReasonRecoveryFailed                  // the state failed verification after recovery
+	ReasonClearingError                   // a fill found an order holding less than it costs
+	ReasonManualHalt                      // an operator halted it
+	ReasonInvariantReserve                // binary markets: reserve != shares x payout
+	ReasonInvariantCostSum                // binary markets: reserve + pnl pool != sum of cost
+	ReasonInvariantShares                 // binary markets: YES shares != NO shares
+	ReasonInvariantOversold               // binary markets: a position's pending sell above its volume
 	reasonCount
 )
 
 var reasonNames = [reasonCount]string{"", "INVARIANT_BALANCE", "NEGATIVE_BALANCE", "ORDERBOOK_DESYNC",
-	"RECOVERY_FAILED", "CLEARING_ERROR", "MANUAL_HALT", "INVARIANT_RESERVE", "INVARIANT_COST_SUM", "INVARIANT_SHARES"}
+	"RECOVERY_FAILED", "CLEARING_ERROR", "MANUAL_HALT", "INVARIANT_RESERVE", "INVARIANT_COST_SUM", "INVARIANT_SHARES", "INVARIANT_OVERSOLD"}
 
 func (r BreakerReason) String() string { return enumName(reasonNames[:], uint8(r)) }
 
@@ -52,6 +53,16 @@ func reasonOf(detail uint8) BreakerReason {
 		return ReasonInvariantBalance
 	case ViolOrderAccounting:
 		return ReasonClearingError
+	case ViolShares:
+		return ReasonInvariantShares
+	case ViolReserve:
+		return ReasonInvariantReserve
+	case ViolCostSum:
+		return ReasonInvariantCostSum
+	case ViolOversold:
+		return ReasonInvariantOversold
+	case ViolPending:
+		return ReasonInvariantBalance
 	}
 	return ReasonOrderbookDesync
 }
@@ -136,13 +147,19 @@ func (p *Processor) resumeMarket(c *Command) Code {
 	if target != MarketActive && target != MarketSuspended {
 		return CodeInvalidStatus
 	}
+	if m.status != MarketHalted && m.status != MarketSuspended {
+		return CodeNotHalted // resume leaves HALTED or SUSPENDED only (suspend is its own command)
+	}
+	if m.status == MarketHalted && m.bin != nil && m.bin.after != 0 {
+		target = m.bin.after // a resolved or voided market returns to settling, never to trading
+	}
 	if !canMove(m.status, target) {
 		return CodeNotHalted
 	}
 	if m.status == MarketHalted {
 		// The order-level checks do not depend on the totals a rebuild
 		// replaces, so the command is validated before anything changes.
-		if !p.bookOK(m, !rebuild) {
+		if !p.bookOK(m, !rebuild) || (m.bin != nil && len(p.checkBinary(m, nil)) != 0) {
 			return CodeInvariantViolation
 		}
 		if rebuild {

@@ -126,10 +126,17 @@ func (d *drv) status(m MarketID) MarketStatus {
 // TestSpec5_MarketStatusMachine pins the one state machine's edges and what
 // each status lets through.
 func TestSpec5_MarketStatusMachine(t *testing.T) {
-	all := []MarketStatus{MarketActive, MarketHalted, MarketSuspended}
+	all := []MarketStatus{MarketActive, MarketHalted, MarketSuspended, MarketDraft, MarketResolved, MarketSettled, MarketVoided}
 	want := map[[2]MarketStatus]bool{
 		{MarketActive, MarketHalted}: true, {MarketSuspended, MarketHalted}: true,
 		{MarketHalted, MarketActive}: true, {MarketHalted, MarketSuspended}: true, {MarketSuspended, MarketActive}: true,
+		// binary lifecycle (issue 22)
+		{MarketActive, MarketSuspended}: true, {MarketActive, MarketResolved}: true, {MarketActive, MarketVoided}: true,
+		{MarketSuspended, MarketResolved}: true, {MarketSuspended, MarketVoided}: true,
+		{MarketDraft, MarketActive}: true, {MarketDraft, MarketVoided}: true, {MarketDraft, MarketHalted}: true,
+		{MarketResolved, MarketSettled}: true, {MarketResolved, MarketHalted}: true,
+		{MarketSettled, MarketHalted}: true, {MarketVoided, MarketHalted}: true,
+		{MarketHalted, MarketResolved}: true, {MarketHalted, MarketSettled}: true, {MarketHalted, MarketVoided}: true,
 	}
 	for _, a := range all {
 		for _, b := range all {
@@ -138,7 +145,7 @@ func TestSpec5_MarketStatusMachine(t *testing.T) {
 			}
 		}
 	}
-	if canMove(MarketStatus(9), MarketActive) || validStatus(MarketStatus(3)) {
+	if canMove(MarketStatus(9), MarketActive) || validStatus(MarketStatus(7)) {
 		t.Error("an unknown status moves or is valid")
 	}
 	for _, tc := range []struct {
@@ -151,7 +158,7 @@ func TestSpec5_MarketStatusMachine(t *testing.T) {
 			t.Errorf("%v: orders %v cancels %v", tc.s, tc.s.allowsOrders(), tc.s.allowsCancels())
 		}
 	}
-	if len(BreakerReasons()) != 9 || ReasonManualHalt.String() != "MANUAL_HALT" || ReasonInvariantShares.String() != "INVARIANT_SHARES" {
+	if len(BreakerReasons()) != 10 || ReasonManualHalt.String() != "MANUAL_HALT" || ReasonInvariantShares.String() != "INVARIANT_SHARES" {
 		t.Errorf("reasons %v", BreakerReasons())
 	}
 }

@@ -52,6 +52,9 @@ func (p *Processor) modifyOrder(c *Command) Code {
 	}
 	o := &p.pool.slots[oi]
 	m := p.markets[o.market]
+	if m.bin != nil {
+		return CodeNotSupported // binary orders: cancel and place again
+	}
 	if code := m.status.allowsOrders(); code != OK {
 		return code
 	}

@@ -67,6 +67,14 @@ const (
 	CodeTooManyPendingTransfers
 	CodePendingTransfersFull
 	CodeTooManyTransfers
+	// binary markets (issue 22)
+	CodeInvalidOutcome     // an order or resolution names no outcome (YES = 1, NO = 2)
+	CodeInsufficientShares // a SELL of more shares than the position holds free of other sells
+	CodeMarketNotOpen      // a DRAFT market: no orders yet
+	CodeMarketClosed       // past its close time, or RESOLVED / SETTLED / VOIDED
+	CodeNotBinary          // a binary-market command on a spot market
+	CodeNotSupported       // modify of a binary order, or a MARKET order on a binary market
+	CodeNothingToSettle    // a settle on a market that is not settling
 	codeCount
 )
 
@@ -130,6 +138,13 @@ var codeNames = [codeCount]string{
 	CodeTooManyPendingTransfers: "TOO_MANY_PENDING_TRANSFERS",
 	CodePendingTransfersFull:    "PENDING_TRANSFERS_FULL",
 	CodeTooManyTransfers:        "TOO_MANY_TRANSFERS",
+	CodeInvalidOutcome:          "INVALID_OUTCOME",
+	CodeInsufficientShares:      "INSUFFICIENT_SHARES",
+	CodeMarketNotOpen:           "MARKET_NOT_OPEN",
+	CodeMarketClosed:            "MARKET_CLOSED",
+	CodeNotBinary:               "NOT_BINARY",
+	CodeNotSupported:            "NOT_SUPPORTED",
+	CodeNothingToSettle:         "NOTHING_TO_SETTLE",
 }
 
 // String returns the stable API code, e.g. "INSUFFICIENT_BALANCE".

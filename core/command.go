@@ -28,19 +28,30 @@ const (
 	KindP2PTransfer      Kind = 22 // User = sender, OrderID = recipient UserID, Asset, Amount, Key = requestId, Qty = hold ns
 	KindP2PCancel        Kind = 23 // User = caller, OrderID = transfer id, Flags = P2PCancelAdmin
 	KindP2PTick          Kind = 24 // execute the PENDING transfers due at the command's time
-	kindMax                   = KindP2PTick
+	// 25..27: free (issue 23 reserved them). Binary markets (binary.go), issue 22:
+	KindConfigBinary  Kind = 28 // Market, Cfg.Quote/Lot/MinQty/MaxQty/MakerFee/TakerFee, Amount = payout (0: one whole quote unit), Price = close time (unix ns, 0: none)
+	KindActivate      Kind = 29 // Market, User = operator: DRAFT -> ACTIVE
+	KindSuspendMarket Kind = 30 // Market, User = operator: ACTIVE -> SUSPENDED (cancels only)
+	KindResolve       Kind = 31 // Market, Flags = Outcome (YES | NO), User = operator: -> RESOLVED, settling
+	KindVoid          Kind = 32 // Market, User = operator: -> VOIDED, settling (every share pays payout/2)
+	KindSettle        Kind = 33 // Market, Qty = most orders + positions to process (1..MaxSettleSlice)
+	KindArchive       Kind = 34 // Market, User = operator: release a settled binary market's slot (its rows are archived downstream)
+	kindMax                = KindArchive
 )
 
 var kindNames = [...]string{"", "CONFIG_ASSET", "CONFIG_MARKET", "PLACE_ORDER", "CANCEL_ORDER",
 	"MODIFY_ORDER", "SPOT_DEPOSIT", "SPOT_WITHDRAW", "SPOT_REFUND", "ADJUST", "SET_ACCOUNT_STATUS",
 	"HALT_MARKET", "RESUME_MARKET", "TICK", "SNAPSHOT", "DEBUG_PANIC", "BREAKER_TRIP", "RESUME_CORE",
-	"CANCEL_ALL", "FAULT", "FORGET_OPS", "P2P_CREATE_USER", "P2P_TRANSFER", "P2P_CANCEL", "P2P_TICK"}
+	"CANCEL_ALL", "FAULT", "FORGET_OPS", "P2P_CREATE_USER", "P2P_TRANSFER", "P2P_CANCEL", "P2P_TICK",
+	KindConfigBinary: "CONFIG_BINARY", KindActivate: "ACTIVATE_MARKET", KindSuspendMarket: "SUSPEND_MARKET",
+	KindResolve: "RESOLVE_MARKET", KindVoid: "VOID_MARKET", KindSettle: "SETTLE_MARKET", KindArchive: "ARCHIVE_MARKET"}
 
 // Valid reports whether k is a kind the codec can journal and replay.
-func (k Kind) Valid() bool { return k >= 1 && k <= kindMax }
+// Kinds 25..27 are unassigned.
+func (k Kind) Valid() bool { return k >= 1 && k <= kindMax && (k < 25 || k > 27) }
 
 func (k Kind) String() string {
-	if int(k) < len(kindNames) && k != 0 {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
 		return kindNames[k]
 	}
 	return "UNKNOWN"

@@ -28,16 +28,26 @@ const (
 	EvOpsForgotten         EventKind = 21 // Key = req_id, Qty = records forgotten
 	EvP2PUser              EventKind = 22 // a transfer-service user was created: User, Asset, Amount = initial credit, Fee = balance after (p2p_cmd.go)
 	EvP2PTransfer          EventKind = 23 // a transfer was created or changed status: see p2p_cmd.go
+	// binary markets (issue 22): order events of a binary market carry
+	// Detail = the order's Outcome, Side = book direction, Price = book price
+	// (YES terms); EvTrade there has Flags = FillKind (binary.go).
+	EvMarketStatus    EventKind = 100 // a binary lifecycle step: Market, Detail = new MarketStatus, Flags = Outcome (resolve), User = operator
+	EvPositionSettled EventKind = 101 // Market, User, Qty = shares paid, Amount = quote paid, Fee = the position's cost sum removed
+	EvMarketSettled   EventKind = 102 // settlement done: Market, Amount = pnl pool moved to the fee account, Detail = final MarketStatus
+	EvMarketArchived  EventKind = 103 // the market's slot is released (KindArchive): Market, User = operator
+	EvPosition        EventKind = 104 // a position after a change (absolute): Market, User, Qty/Amount = YES/NO volume, DAvail/DFrozen = YES/NO cost sum, Fee/Fee2 = YES/NO pending sell
 )
 
 var eventNames = [...]string{"", "RESULT", "ORDER_ACCEPTED", "ORDER_REJECTED", "TRADE", "ORDER_MATCHED",
 	"ORDER_PARTIALLY_FILLED", "ORDER_CANCELLED", "ORDER_EXPIRED", "ORDER_MODIFIED", "BALANCE",
 	"TRANSFER", "ASSET_CONFIGURED", "MARKET_CONFIGURED", "MARKET_HALTED", "MARKET_RESUMED",
 	"ACCOUNT_STATUS", "INVARIANT_VIOLATION", "CORE_HALTED", "SNAPSHOT_REQUESTED", "CORE_RESUMED", "OPS_FORGOTTEN",
-	"P2P_USER", "P2P_TRANSFER"}
+	"P2P_USER", "P2P_TRANSFER",
+	EvMarketStatus: "MARKET_STATUS", EvPositionSettled: "POSITION_SETTLED", EvMarketSettled: "MARKET_SETTLED",
+	EvMarketArchived: "MARKET_ARCHIVED", EvPosition: "POSITION"}
 
 func (k EventKind) String() string {
-	if int(k) < len(eventNames) && k != 0 {
+	if int(k) < len(eventNames) && eventNames[k] != "" {
 		return eventNames[k]
 	}
 	return "UNKNOWN"
@@ -53,10 +63,17 @@ const (
 	ViolOrderAccounting uint8 = 6 // a fill found an order holding less than it costs
 	ViolOpenOrders      uint8 = 7 // an account's open-order count != its resting orders
 	ViolLevelDrift      uint8 = 8 // a price level emptied with a quantity left (its total drifted)
+	// binary markets (binary_check.go)
+	ViolShares   uint8 = 9  // YES shares != NO shares, or a total != the sum of the positions
+	ViolReserve  uint8 = 10 // reserve != payout x shares (settling: x unsettled winning shares)
+	ViolCostSum  uint8 = 11 // reserve + pnl pool != sum of cost sums, or the running sum drifted
+	ViolOversold uint8 = 12 // a position's pending sell above its volume, or negative
+	ViolPending  uint8 = 13 // a position's pending sell != what its resting sell orders hold
 )
 
 var violNames = [...]string{"", "NEGATIVE_BALANCE", "CONSERVATION", "FROZEN_MISMATCH", "BOOK_INDEX",
-	"CROSSED_BOOK", "ORDER_ACCOUNTING", "OPEN_ORDERS", "LEVEL_DRIFT"}
+	"CROSSED_BOOK", "ORDER_ACCOUNTING", "OPEN_ORDERS", "LEVEL_DRIFT", "SHARES", "RESERVE", "COST_SUM", "OVERSOLD",
+	"PENDING_MISMATCH"}
 
 // ViolName is the stable name of a Viol* detail ("UNKNOWN" for others).
 func ViolName(d uint8) string { return enumName(violNames[:], d) }

@@ -21,6 +21,11 @@ const (
 	// FaultNegativeBalance moves Amount of User's available Asset to the fee
 	// account, below zero if the user had less (NEGATIVE_BALANCE).
 	FaultNegativeBalance Fault = 3
+	// Binary markets (binary_fault.go), each breaking one invariant:
+	FaultBinaryShares   Fault = 4 // User gains Amount NO shares from nothing (INVARIANT_SHARES)
+	FaultBinaryReserve  Fault = 5 // Amount moves from the reserve to the pnl pool (INVARIANT_RESERVE)
+	FaultBinaryCostSum  Fault = 6 // User's YES cost sum and the running sum grow by Amount (INVARIANT_COST_SUM)
+	FaultBinaryOversold Fault = 7 // User's YES pending sell set to its volume + Amount (INVARIANT_OVERSOLD)
 )
 
 func (p *Processor) fault(c *Command) Code {
@@ -74,6 +79,8 @@ func (p *Processor) InjectFault(c *Command) Code {
 		p.poke(a, c.Asset, -c.Amount, 0)
 		p.poke(feeAcct, c.Asset, c.Amount, 0)
 		return OK
+	case FaultBinaryShares, FaultBinaryReserve, FaultBinaryCostSum, FaultBinaryOversold:
+		return p.injectBinaryFault(c)
 	}
 	return CodeInvalidCommand
 }

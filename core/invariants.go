@@ -32,6 +32,11 @@ func (p *Processor) checkCheap() {
 		} else if deepChecks && !p.bookOK(m, true) {
 			p.fail(m.id, 0, ViolBookIndex)
 		}
+		if m.bin != nil {
+			if d := m.bin.totalsViolation(); d != 0 {
+				p.fail(m.id, 0, d)
+			}
+		}
 	}
 }
 
@@ -76,6 +81,9 @@ func (sc *checkScratch) reset(accounts int) {
 func (sc *checkScratch) hold(acct int32, asset AssetID, v Units) {
 	a := &sc.acct[acct]
 	a.open++
+	if asset == 0 {
+		return // a binary SELL's shares: checkBinary compares them with the position
+	}
 	if i := int(asset) - 1; uint(i) < inlineAssets {
 		a.held[i] += v
 		return
@@ -165,6 +173,9 @@ func (p *Processor) checkMarket(m *market, sc *checkScratch, out []Violation) ([
 	if !bookShapeOK(m) {
 		out = append(out, viol(m.id, 0, ViolCrossedBook))
 	}
+	if m.bin != nil {
+		out = p.checkBinary(m, out)
+	}
 	return out, n + n2
 }
 
@@ -223,6 +234,7 @@ func (p *Processor) checkBalances(sc *checkScratch, out []Violation) []Violation
 	if openBad {
 		out = append(out, viol(0, 0, ViolOpenOrders))
 	}
+	p.addBinaryPools(&sums) // reserves and pnl pools are quote held by the core
 	for asset := AssetID(1); asset <= MaxAssets; asset++ {
 		st := &p.assets[asset]
 		if sums[asset] != st.credited-st.debited || st.total != sums[asset] {
@@ -327,7 +339,10 @@ func (p *Processor) checkOrder(m *market, s *bookSide, l *checkLane, sc *checkSc
 	if !o.key.IsZero() && p.clientIdx[clientKey{o.user, o.key}] != o.id {
 		l.ok = false
 	}
-	if sc != nil {
+	if sc != nil && o.outcome != 0 {
+		sc.hold(o.acct, m.binaryHeldAsset(o), o.frozen) // 0: shares, checked per position (checkBinary)
+		sc.fp += indexFingerprint(uint64(o.id), oi)
+	} else if sc != nil {
 		sc.hold(o.acct, o.frozenAsset(m), o.frozen)
 		sc.fp += indexFingerprint(uint64(o.id), oi)
 	}
@@ -343,6 +358,9 @@ func (p *Processor) checkOrder(m *market, s *bookSide, l *checkLane, sc *checkSc
 // remainder can still cost: its remaining base for a sell, notional plus the
 // worst-case fee for a buy (frozenFor, without its error path).
 func (p *Processor) holdsEnough(m *market, o *order, maxRate Rate) bool {
+	if o.outcome != 0 {
+		return m.binaryHoldsEnough(o, maxRate)
+	}
 	if o.side == Sell {
 		return o.frozen >= o.remaining()
 	}

@@ -110,6 +110,10 @@ func (p *Processor) affordable(m *market, price Price, budget Units) Units {
 
 // fill trades q base Units at price between taker ti and maker mi.
 func (p *Processor) fill(m *market, ti, mi int32, lv *level, q Units) {
+	if m.bin != nil {
+		p.binaryFill(m, ti, mi, lv, q)
+		return
+	}
 	t, mk := &p.pool.slots[ti], &p.pool.slots[mi]
 	price := lv.price
 	cfg := &m.cfg
@@ -163,7 +167,9 @@ func (p *Processor) closeOrder(m *market, oi int32) Units {
 		p.unlink(m, oi)
 	}
 	rel := o.frozen
-	if rel != 0 {
+	if rel != 0 && m.bin != nil {
+		p.releaseBinary(m, o, rel)
+	} else if rel != 0 {
 		p.move(o.acct, o.frozenAsset(m), rel, -rel)
 	}
 	p.pool.release(oi)
@@ -180,10 +186,10 @@ func (o *order) frozenAsset(m *market) AssetID {
 // cancelResting cancels a resting order for reason (OK = the user asked).
 func (p *Processor) cancelResting(m *market, oi int32, reason Code) {
 	o := &p.pool.slots[oi]
-	id, user, side, rem := o.id, o.user, o.side, o.remaining()
+	id, user, side, rem, out := o.id, o.user, o.side, o.remaining(), o.outcome
 	rel := p.closeOrder(m, oi)
 	e := p.newEvent(EvOrderCancelled)
-	e.Market, e.User, e.OrderID, e.Side = m.id, user, id, side
+	e.Market, e.User, e.OrderID, e.Side, e.Detail = m.id, user, id, side, uint8(out)
 	e.Qty, e.Amount, e.Code, e.Status = rem, rel, reason, StatusCancelled
 }
 
@@ -204,6 +210,7 @@ func (p *Processor) finalize(m *market, ti int32, rests bool) {
 		e := p.newEvent(EvOrderAccepted)
 		e.Market, e.User, e.OrderID, e.Side = m.id, t.user, t.id, t.side
 		e.Price, e.Qty, e.Amount, e.Status, e.Key = t.price, t.remaining(), t.frozen, p.res.status, t.key
+		e.Detail = uint8(t.outcome)
 		return
 	case byQuote && t.filled > 0 && p.budgetSpent(m, t):
 		p.res.status = StatusFilled
@@ -214,11 +221,11 @@ func (p *Processor) finalize(m *market, ti int32, rests bool) {
 			expired = 0 // a budget order has no base quantity left to report
 		}
 		p.emit(Event{Kind: EvOrderExpired, Market: m.id, User: t.user, OrderID: t.id, Side: t.side,
-			Qty: expired, Amount: t.filled, Status: StatusExpired})
+			Qty: expired, Amount: t.filled, Status: StatusExpired, Detail: uint8(t.outcome)})
 	}
 	if p.res.status == StatusFilled {
 		p.emit(Event{Kind: EvOrderFilled, Market: m.id, User: t.user, OrderID: t.id, Side: t.side,
-			Qty: t.filled, Status: StatusFilled})
+			Qty: t.filled, Status: StatusFilled, Detail: uint8(t.outcome)})
 	}
 	p.closeOrder(m, ti)
 }

@@ -13,13 +13,18 @@ type order struct {
 	typ    OrderType
 	tif    TimeInForce
 	stp    STP
-	price  Price // limit price (0 for MARKET)
-	qty    Units // total quantity (base Units); 0 for MARKET-by-quote
-	filled Units // base Units filled so far
-	lastPx Price // price of the last fill as taker (MARKET-by-quote status)
+	// outcome is 0 on spot markets; on a binary market the order's outcome:
+	// side and price are then the YES book's (binary.go), frozen is quote
+	// for a BUY in the order's own terms and shares for a SELL.
+	outcome Outcome
+	price   Price // limit price (0 for MARKET)
+	qty     Units // total quantity (base Units); 0 for MARKET-by-quote
+	filled  Units // base Units filled so far
+	lastPx  Price // price of the last fill as taker (MARKET-by-quote status)
 	// byQuote marks a MARKET BUY by quote budget: qty is MaxUnits and the
 	// budget left is frozen.
 	byQuote bool
+	pos     int32 // binary markets: the owner's position (index in binaryMarket.pos), -1 (a BUY) until its first fill looks it up; in byQuote's padding
 	frozen  Units // still frozen for this order (quote for buys, base for sells)
 	key     Key   // client order id, zero if none
 	seq     Seq   // seq of the command that created (or last re-inserted) it

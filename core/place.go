@@ -18,6 +18,9 @@ func (m *market) maxRate() Rate {
 }
 
 func (p *Processor) placeOrder(c *Command) Code {
+	if m := p.marketOf(c.Market); m != nil && m.bin != nil {
+		return p.placeBinary(c, m)
+	}
 	var pl placement
 	code := p.checkPlace(c, &pl)
 	if code != OK {

@@ -171,6 +171,20 @@ func (p *Processor) dispatch(c *Command) Code {
 		return p.p2pCancel(c)
 	case KindP2PTick:
 		return p.p2pTick(c)
+	case KindConfigBinary:
+		return p.configBinary(c)
+	case KindActivate:
+		return p.activate(c)
+	case KindSuspendMarket:
+		return p.suspendMarket(c)
+	case KindResolve:
+		return p.resolve(c)
+	case KindVoid:
+		return p.void(c)
+	case KindSettle:
+		return p.settle(c)
+	case KindArchive:
+		return p.archive(c)
 	}
 	return CodeUnknownCommand
 }
@@ -185,7 +199,7 @@ var haltedAllowed = [kindMax + 1]bool{
 	KindConfigAsset: true, KindConfigMarket: true, KindSpotDeposit: true, KindSpotWithdraw: true,
 	KindSpotRefund: true, KindAdjust: true, KindSetAccountStatus: true, KindHaltMarket: true,
 	KindTick: true, KindSnapshot: true, KindBreakerTrip: true, KindResumeCore: true, KindFault: true,
-	KindForgetOps: true,
+	KindForgetOps: true, KindConfigBinary: true,
 }
 
 // emit appends an event stamped with the current command's seq and time.

@@ -138,11 +138,12 @@ type OrderView struct {
 	Frozen   Units
 	ClientID Key
 	Seq      Seq
+	Outcome  Outcome // binary markets: the order's outcome (Side and Price are the YES book's); 0 on spot
 }
 
 func (o *order) view() OrderView {
 	return OrderView{ID: o.id, User: o.user, Market: o.market, Side: o.side, TIF: o.tif, Price: o.price,
-		Qty: o.qty, Filled: o.filled, Frozen: o.frozen, ClientID: o.key, Seq: o.seq}
+		Qty: o.qty, Filled: o.filled, Frozen: o.frozen, ClientID: o.key, Seq: o.seq, Outcome: o.outcome}
 }
 
 // Order returns a resting order by id.
@@ -175,7 +176,8 @@ func (p *Processor) OpenOrders(id MarketID, user UserID, dst []OrderView) []Orde
 }
 
 // AssetTotal returns the sum of Avail+Frozen of asset over every account,
-// the fee account included (0 for an unknown asset).
+// the fee account included, plus the reserves and pnl pools of the binary
+// markets it is the quote of (0 for an unknown asset).
 func (p *Processor) AssetTotal(asset AssetID) Units {
 	if asset == 0 || asset > MaxAssets {
 		return 0

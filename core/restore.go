@@ -65,6 +65,9 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 				return nil, ErrSnapshot
 			}
 		}
+		if !s.readPositions(&r) {
+			return nil, ErrSnapshot
+		}
 		ms = append(ms, s)
 	}
 	openOrders, err := p.readAccounts(&r, ver)
@@ -73,6 +76,9 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	}
 	for i := range ms {
 		if err := p.placeStaged(&ms[i], ver); err != nil {
+			return nil, err
+		}
+		if err := p.placePositions(&ms[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -109,6 +115,7 @@ type stagedMarket struct {
 	levels [2][]level // per side, best first: the stored price, qty and count (version 2)
 	lens   [2][]int   // per side and level: how many orders it has (version 2)
 	sides  [2][]order // per side: its orders, best level first, FIFO within a level
+	pos    []position // a binary market's positions, accounts not yet resolved (acct unset)
 }
 
 // readSide decodes one side of s.m.
@@ -229,6 +236,10 @@ func (p *Processor) readMarket(r *rbuf, ver uint8) *market {
 		return nil
 	}
 	m := &market{id: MarketID(id), bids: bookSide{bid: true}}
+	if ver > 2 && !readBinaryHead(r, m) {
+		r.fail()
+		return nil
+	}
 	c := &m.cfg
 	c.Base, c.Quote, c.BaseScale = AssetID(r.uv()), AssetID(r.uv()), r.u8()
 	c.Tick, c.Lot, c.MinQty, c.MaxQty = Price(r.sv()), Units(r.sv()), Units(r.sv()), Units(r.sv())
@@ -240,7 +251,7 @@ func (p *Processor) readMarket(r *rbuf, ver uint8) *market {
 	} else if m.status == MarketHalted {
 		m.haltReason, m.haltSeq = ReasonManualHalt, 0 // v1 kept no reason
 	}
-	if r.err != nil || p.validMarketCfg(c) != OK || !validStatus(m.status) || m.haltReason >= reasonCount ||
+	if r.err != nil || !p.validCfgOf(m) || !validStatus(m.status) || m.haltReason >= reasonCount ||
 		(m.status == MarketHalted) != (m.haltReason != ReasonNone) {
 		r.fail()
 		return nil
@@ -258,6 +269,11 @@ func readOrder(r *rbuf, m *market, side Side) order {
 	o.price, o.qty, o.filled, o.frozen = Price(r.sv()), Units(r.sv()), Units(r.sv()), Units(r.sv())
 	o.key = r.key()
 	o.seq = Seq(r.uv())
+	if m != nil && m.bin != nil {
+		if o.outcome = Outcome(r.u8()); o.outcome != OutcomeYes && o.outcome != OutcomeNo {
+			r.fail()
+		}
+	}
 	if (o.tif != GTC && o.tif != PostOnly) || o.stp > STPExpireTaker || o.price <= 0 {
 		r.fail()
 	}

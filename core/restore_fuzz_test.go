@@ -1,6 +1,6 @@
 package core
 
-// FuzzRestore: the snapshot decoder (versions 1 and 2) never panics on any
+// FuzzRestore: the snapshot decoder (versions 1 to 3) never panics on any
 // input, and whatever it accepts — including states whose aggregates break
 // invariants, which recovery must be able to load and check — survives the
 // full check without panicking and re-encodes to a snapshot that restores
@@ -28,6 +28,7 @@ func FuzzRestore(f *testing.F) {
 	p.Apply(&drift)
 	f.Add(p.AppendSnapshot(nil))
 	f.Add(New(Config{}).AppendSnapshot(nil))
+	f.Add(binarySeedSnapshot(f)) // version 3: binary markets in every phase
 	f.Fuzz(func(t *testing.T, b []byte) {
 		q, err := Restore(Config{}, b)
 		if err != nil {

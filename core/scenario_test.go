@@ -28,6 +28,8 @@ package core
 //	cancel user= (id= | cid=) [market=]
 //	modify user= id= [price=] [qty=]
 //	halt market= | resume market= | tick [full]
+//	binary markets (binary_scenario_test.go): binary, activate, suspend, resolve, void,
+//	settle, bplace; directives bstate, positions, bdepth, bfault, restart
 //
 // Directives (read state, apply nothing):
 //
@@ -332,7 +334,14 @@ func (r *scnRunner) exec(t *testing.T, path string, b *scnBlock) []string {
 		}
 		a.done(len(a.words))
 	default:
-		t.Fatalf("%s: unknown command %q", a.where, fields[0])
+		var out []string
+		var directive bool
+		if c, out, directive = r.execBinary(a, fields[0]); directive {
+			return out
+		}
+		if c.Kind == 0 {
+			t.Fatalf("%s: unknown command %q", a.where, fields[0])
+		}
 	}
 	r.seq++
 	c.Seq, c.Time = r.seq, int64(r.seq)*1000
@@ -409,6 +418,9 @@ var scnAcctNames = [...]string{"ACTIVE", "FROZEN", "DISABLED"}
 // scnRenderEvent prints an event's kind and every non-zero field except Seq and
 // Time, in declaration order. RESULT and TRANSFER always print their code.
 func scnRenderEvent(e *Event) string {
+	if e.Kind == EvPosition {
+		return scnRenderPosition(e) // binary_scenario_test.go
+	}
 	var sb strings.Builder
 	sb.WriteString(e.Kind.String())
 	f := func(name string, v string) { sb.WriteString(" " + name + "=" + v) }
@@ -442,7 +454,7 @@ func scnRenderEvent(e *Event) string {
 	switch e.Kind {
 	case EvMarketHalted, EvCoreHalted:
 		f("reason", BreakerReason(e.Detail).String())
-	case EvMarketResumed:
+	case EvMarketResumed, EvMarketStatus, EvMarketSettled:
 		f("to", MarketStatus(e.Detail).String())
 	default:
 		u("detail", uint64(e.Detail))

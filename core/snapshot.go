@@ -16,15 +16,19 @@ import (
 //
 //	version | lastSeq | lastTime | nextOrderID | nextTradeID | coreHalt (u8) | coreHaltSeq
 //	assets:   count, then per configured asset: id, scale, credited, debited, total
-//	markets:  count, then per market: id, cfg, status, haltReason, haltSeq, orders, bids, asks
+//	markets:  count, then per market: id, kind (u8: 0 spot, 1 binary), [binary head], cfg, status,
+//	          haltReason, haltSeq, orders, bids, asks, [binary positions]
 //	          side: level count, then per level best first: price, qty, count, n, n x order (FIFO)
+//	          (an order of a binary market ends with its outcome, u8)
+//	          binary head and positions: binary_snapshot.go
 //	accounts: count, then in creation order: id, status, openOrders, n, n x (asset, avail, frozen)
 //	ops:      count, then the live ones in insertion order: kind, key, user, asset, amount, code, flags
 //	p2p:      the transfer service (version 3, p2p_snapshot.go)
 //
 // Version 1 (before the breaker and the stored aggregates: a halted byte,
-// no totals, orders per side) is still read (restore.go), never written.
-// Version 2 (before the transfer service) is read as having none.
+// no totals, orders per side) and version 2 (before binary markets and the
+// transfer service: no market kind byte, no p2p section) are still read
+// (restore.go), never written.
 const SnapshotVersion = 3
 
 // AppendSnapshot appends the canonical serialization of the whole state to dst.
@@ -116,6 +120,7 @@ func (p *Processor) AppendSnapshot(dst []byte) []byte {
 
 func (p *Processor) appendMarket(w *wbuf, m *market) {
 	w.uv(uint64(m.id))
+	appendBinaryHead(w, m)
 	c := &m.cfg
 	w.uv(uint64(c.Base))
 	w.uv(uint64(c.Quote))
@@ -152,9 +157,13 @@ func (p *Processor) appendMarket(w *wbuf, m *market) {
 				w.sv(int64(o.frozen))
 				w.key(o.key)
 				w.uv(uint64(o.seq))
+				if m.bin != nil {
+					w.u8(uint8(o.outcome))
+				}
 			}
 		}
 	}
+	appendPositions(w, m)
 }
 
 func (w *wbuf) balance(asset AssetID, b Balance) {

@@ -8,15 +8,25 @@ package core
 //	HALTED    --resolve--> ACTIVE | SUSPENDED   (the market's full check passes)
 //	SUSPENDED --resume-->  ACTIVE
 //
-// Binary markets (a later issue) add their lifecycle states (DRAFT,
-// RESOLVED, SETTLED, VOIDED) as new MarketStatus values, rows here and
-// cases in allowsOrders / allowsCancels; the breaker edges stay as they are.
+// Binary markets add their lifecycle (binary.go; spot markets never enter
+// these states):
+//
+//	DRAFT     --activate--> ACTIVE          DRAFT --void--> VOIDED
+//	ACTIVE    --suspend-->  SUSPENDED       (also for spot markets)
+//	ACTIVE | SUSPENDED --resolve--> RESOLVED (settling) --last settle slice--> SETTLED
+//	ACTIVE | SUSPENDED --void-->    VOIDED (settling)   --last settle slice--> VOIDED
+//	RESOLVED | SETTLED | VOIDED --trip--> HALTED --resolve--> back to that state
+//	                                      (never to trading: binaryMarket.after)
 
 // marketEdges[from] is the set of statuses a market may move to from from.
 var marketEdges = [...][]MarketStatus{
-	MarketActive:    {MarketHalted},
-	MarketHalted:    {MarketActive, MarketSuspended},
-	MarketSuspended: {MarketHalted, MarketActive},
+	MarketActive:    {MarketHalted, MarketSuspended, MarketResolved, MarketVoided},
+	MarketHalted:    {MarketActive, MarketSuspended, MarketResolved, MarketSettled, MarketVoided},
+	MarketSuspended: {MarketHalted, MarketActive, MarketResolved, MarketVoided},
+	MarketDraft:     {MarketActive, MarketVoided, MarketHalted},
+	MarketResolved:  {MarketSettled, MarketHalted},
+	MarketSettled:   {MarketHalted},
+	MarketVoided:    {MarketHalted},
 }
 
 // canMove reports whether a market may go from one status to another.
@@ -43,6 +53,10 @@ func (s MarketStatus) allowsOrders() Code {
 		return OK
 	case MarketSuspended:
 		return CodeMarketSuspended
+	case MarketDraft:
+		return CodeMarketNotOpen
+	case MarketResolved, MarketSettled, MarketVoided:
+		return CodeMarketClosed
 	}
 	return CodeMarketHalted
 }
@@ -50,8 +64,11 @@ func (s MarketStatus) allowsOrders() Code {
 // allowsCancels reports whether users may cancel, and if not, the refusal
 // (HALTED: the state must not change further until an operator resolves it).
 func (s MarketStatus) allowsCancels() Code {
-	if s == MarketActive || s == MarketSuspended {
-		return OK
+	switch s {
+	case MarketActive, MarketSuspended, MarketResolved, MarketVoided:
+		return OK // a resolved or voided market's orders go anyway: cancelling one early is harmless
+	case MarketDraft, MarketSettled:
+		return CodeOrderNotFound // no orders there
 	}
 	return CodeMarketHalted
 }

@@ -104,6 +104,11 @@ const (
 	MarketActive    MarketStatus = 0
 	MarketHalted    MarketStatus = 1 // circuit breaker: no new orders, cancels or modifies; queries served
 	MarketSuspended MarketStatus = 2 // cancels allowed; no new orders or modifies
+	// Binary markets' lifecycle (binary.go):
+	MarketDraft    MarketStatus = 3 // configured, not yet open: no orders
+	MarketResolved MarketStatus = 4 // outcome set; orders cancelled and positions paid by settle slices
+	MarketSettled  MarketStatus = 5 // every winning share paid, reserve and pnl pool 0: terminal
+	MarketVoided   MarketStatus = 6 // every share pays payout/2 (settle slices): terminal
 )
 
 // OrderStatus of an order as reported in events.
@@ -128,7 +133,7 @@ var (
 	tifNames           = [...]string{"", "GTC", "IOC", "FOK", "POST_ONLY"}
 	stpNames           = [...]string{"CANCEL_RESTING", "EXPIRE_TAKER"}
 	accountStatusNames = [...]string{"ACTIVE", "FROZEN", "DISABLED"}
-	marketStatusNames  = [...]string{"ACTIVE", "HALTED", "SUSPENDED"}
+	marketStatusNames  = [...]string{"ACTIVE", "HALTED", "SUSPENDED", "DRAFT", "RESOLVED", "SETTLED", "VOIDED"}
 )
 
 func enumName(names []string, i uint8) string {

@@ -91,6 +91,14 @@ var coreStatus = map[core.Code]struct {
 	core.CodePoisonCommand:          {500, "the command could not be applied"},
 	core.CodeMarketSuspended:        {409, "the market is suspended: cancels only"},
 	core.CodeCancelledByOperator:    {409, "cancelled by an operator"},
+	// binary markets (issue 22)
+	core.CodeInvalidOutcome:     {400, "outcome must be YES or NO"},
+	core.CodeInsufficientShares: {409, "insufficient shares: a SELL may sell only shares held and not already offered"},
+	core.CodeMarketNotOpen:      {409, "the market is not open yet"},
+	core.CodeMarketClosed:       {409, "the market is closed to new orders"},
+	core.CodeNotBinary:          {400, "not a binary market"},
+	core.CodeNotSupported:       {400, "not supported on a binary market"},
+	core.CodeNothingToSettle:    {409, "the market is not settling"},
 }
 
 // coreErrors holds one immutable *APIError per core code, so a rejection

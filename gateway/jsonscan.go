@@ -8,7 +8,7 @@ import (
 // MaxJSONFields bounds the members of a request object. Every schema has at
 // most this many fields, and the decoder stops at the first unknown or
 // repeated member, so no accepted object has more members than its schema.
-const MaxJSONFields = 8
+const MaxJSONFields = 12 // 9 in POST /order (outcome, binary markets) and in the binary-market create
 
 // jsonKind is the JSON type a schema field must have.
 type jsonKind uint8

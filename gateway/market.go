@@ -40,6 +40,9 @@ func (s *Server) pathMarket(st *reqState) (*Market, *APIError) {
 // GET /api/v1/depth/{market}?limit=: {"market","seq","bids":[[price,qty]...],"asks":[...]},
 // best levels first; seq is the last command the view reflects.
 func (s *Server) depth(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	if o := ctx.QueryArgs().Peek("outcome"); o != nil {
+		return s.binaryDepth(ctx, st, o) // ?outcome=YES|NO: a binary market by id (binary.go)
+	}
 	m, err := s.pathMarket(st)
 	if err != nil {
 		return err

@@ -17,6 +17,9 @@ func (s *Server) postOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if st.cmd, m, err = parseOrder(st.body, s.reg, st); err != nil {
 		return err
 	}
+	if m == nil {
+		return s.postBinaryOrder(ctx, st, st.vals[:len(orderSchema)])
+	}
 	c := &st.cmd
 	c.User = core.UserID(st.claims.UserID)
 	res, evs, err := s.submit(st, c)
@@ -70,6 +73,9 @@ func (s *Server) getOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if !ok {
 		return coreError(core.CodeOrderNotFound)
 	}
+	if ok, err := s.binaryOrderOf(ctx, st, core.OrderID(id), nil); ok || err != nil {
+		return err // a resting order of a binary market (binary.go)
+	}
 	found, err := s.lookupOrder(st, core.OrderID(id))
 	if err != nil {
 		return err
@@ -100,6 +106,9 @@ func (s *Server) cancelOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	}
 	if res.Code != core.OK {
 		return coreError(res.Code)
+	}
+	if ok, err := s.binaryOrderOf(ctx, st, c.OrderID, evs); ok || err != nil {
+		return err // a binary market's order (binary.go)
 	}
 	found, err := s.lookupOrder(st, c.OrderID)
 	if err != nil {
@@ -255,6 +264,9 @@ func (s *Server) lookupOrder(st *reqState, id core.OrderID) (bool, *APIError) {
 // replyOrder writes st.rec as the answer.
 func (s *Server) replyOrder(ctx *fasthttp.RequestCtx, st *reqState, withFills, duplicate bool) *APIError {
 	m, ok := s.reg.MarketByID(st.rec.Market)
+	if !ok && st.rec.Market != 0 {
+		return s.binaryRecordReply(ctx, st) // a binary market's finished order (binary.go)
+	}
 	if !ok {
 		s.log.Error("gateway: order of an unregistered market", "order_id", uint64(st.rec.ID), "market", uint32(st.rec.Market))
 		return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}

@@ -15,6 +15,7 @@ import (
 var orderSchema = []jsonField{
 	{"market", jsonString}, {"side", jsonString}, {"type", jsonString}, {"time_in_force", jsonString},
 	{"price", jsonString}, {"quantity", jsonString}, {"quote_quantity", jsonString}, {"client_order_id", jsonString},
+	{"outcome", jsonString}, // binary markets (binary.go): YES | NO
 }
 
 const (
@@ -26,6 +27,7 @@ const (
 	ofQty
 	ofQuoteQty
 	ofClientID
+	ofOutcome
 )
 
 // PATCH /api/v1/order/{id}
@@ -79,6 +81,9 @@ func parseOrder(body []byte, reg *Registry, st *reqState) (core.Command, *Market
 	var err *APIError
 	if st.scratch, err = decodeObject(body, orderSchema, v, st.scratch); err != nil {
 		return c, nil, err
+	}
+	if v[ofOutcome].set {
+		return c, nil, nil // a binary market's order: postBinaryOrder reads st.vals
 	}
 	if !v[ofMarket].set {
 		return c, nil, missing("market")

@@ -135,6 +135,11 @@ var routes = []route{
 	needing(featP2P, mkRoute("POST", "/transfers", (*Server).postP2PTransfer)),
 	needing(featP2P, mkRoute("GET", "/transfers", (*Server).listP2PTransfers)),
 	needing(featP2P, mkRoute("POST", "/transfers/{transferId}/cancel", (*Server).cancelP2PTransfer)),
+	// binary markets (binary.go)
+	mkRoute("POST", "/admin/v1/binary-markets", (*Server).createBinary),
+	mkRoute("POST", "/admin/v1/binary-markets/{market}/{action}", (*Server).binaryAction),
+	mkRoute("GET", "/api/v1/binary-markets/{market}", (*Server).getBinary),
+	mkRoute("GET", "/api/v1/positions", (*Server).positions),
 }
 
 func needing(f feature, r route) route {

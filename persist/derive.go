@@ -32,7 +32,8 @@ type tradeRow struct {
 	makerUser, takerUser   int64
 	makerFee, takerFee     int64
 	takerSide              string
-	at                     int64 // unix ns
+	at                     int64  // unix ns
+	fillKind, takerOutcome string // binary markets ("" on spot: NULL)
 }
 
 // ledgerRow is one spot_ledger row: a signed change of a balance.
@@ -110,6 +111,7 @@ type batchRows struct {
 	breakerRows []breakerRow         // in seq order
 	brk         []core.BreakerChange // scratch of breakers
 	p2p         p2pRows              // the transfer service's tables (p2p.go)
+	binaryRows                       // binary markets and positions (binary.go)
 }
 
 func (b *batchRows) reset() {
@@ -120,6 +122,7 @@ func (b *batchRows) reset() {
 	b.orders = b.orders[:0]
 	b.breakerRows = b.breakerRows[:0]
 	b.p2p.reset()
+	b.resetBinary()
 	if b.byID == nil {
 		b.byID = make(map[core.OrderID]int)
 	}
@@ -128,7 +131,8 @@ func (b *batchRows) reset() {
 
 // rowCount is the number of rows the batch writes.
 func (b *batchRows) rowCount() int {
-	return len(b.trades) + len(b.ledger) + len(b.events) + len(b.orders) + len(b.breakerRows) + b.p2p.rows()
+	return len(b.trades) + len(b.ledger) + len(b.events) + len(b.orders) + len(b.breakerRows) + b.p2p.rows() +
+		b.binaryRowCount()
 }
 
 // derive fills b with the rows of recs (contiguous, in seq order). Orders
@@ -159,6 +163,7 @@ func (b *batchRows) record(r *Record) {
 	}
 	b.breakers(r)
 	b.p2p.add(c, r.Events)
+	b.binaryConfig(r, res)
 	ref, hasRef := refOf(c, res)
 	cause := c.Kind.String()
 	// The BALANCE events right after an EvTrade are that trade's settlement.
@@ -178,6 +183,7 @@ func (b *batchRows) record(r *Record) {
 			continue
 		}
 		inTrade = false
+		b.binaryEvent(c.Seq, e)
 		b.orderEvent(c, e, int32(i), at)
 	}
 }
@@ -189,6 +195,10 @@ func (b *batchRows) trade(seq core.Seq, e *core.Event, at int64) {
 		makerOrder: int64(e.OrderID), takerOrder: int64(e.OtherOrderID),
 		makerUser: int64(e.User), takerUser: int64(e.OtherUser),
 		makerFee: int64(e.Fee), takerFee: int64(e.Fee2), takerSide: e.Side.String(), at: at})
+	if e.Flags != 0 { // a binary market's fill (Flags = FillKind, Detail = the taker's outcome)
+		r := &b.trades[len(b.trades)-1]
+		r.fillKind, r.takerOutcome = core.FillKind(e.Flags).String(), core.Outcome(e.Detail).String()
+	}
 	b.order(e.OrderID, seq, at).filled += e.Qty
 	b.order(e.OtherOrderID, seq, at).filled += e.Qty
 }
@@ -282,6 +292,15 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 	p = jsonUint(append(p, `,"user_id":`...), uint64(e.User))
 	p = jsonUint(append(p, `,"order_id":`...), uint64(e.OrderID))
 	p = append(append(append(p, `,"side":"`...), e.Side.String()...), '"')
+	if e.Detail != 0 { // a binary market's order: side and price are the YES book's
+		bt := "NATIVE"
+		if core.Outcome(e.Detail) == core.OutcomeNo {
+			bt = "SYNTHETIC"
+		}
+		p = append(append(append(p, `,"outcome":"`...), core.Outcome(e.Detail).String()...), '"')
+		p = append(append(append(p, `,"book_type":"`...), bt...), '"')
+		p = append(append(append(p, `,"book_direction":"`...), e.Side.String()...), '"')
+	}
 	switch e.Kind {
 	case core.EvOrderAccepted:
 		p = append(append(append(p, `,"status":"`...), e.Status.String()...), '"')

@@ -98,13 +98,15 @@ func dumpAll(t *testing.T, pool *pgxpool.Pool) map[string][]string {
 		"spot_ledger": dumpTable(t, pool, "spot_ledger", "seq, idx"),
 		"wal_events":  dumpTable(t, pool, "wal_events", "seq, idx"),
 		"breakers":    dumpTable(t, pool, "circuit_breaker_events", "trigger_seq"),
+		"binary":      dumpTable(t, pool, "binary_markets", "created_seq"),
+		"positions":   dumpTable(t, pool, "positions", "market_id, user_id"),
 	}
 }
 
 // resetTables empties the read model and the checkpoint.
 func resetTables(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	if _, err := pool.Exec(context.Background(), `TRUNCATE orders, trades, spot_ledger, wal_events, circuit_breaker_events RESTART IDENTITY;
+	if _, err := pool.Exec(context.Background(), `TRUNCATE orders, trades, spot_ledger, wal_events, circuit_breaker_events, binary_markets, positions RESTART IDENTITY;
 		UPDATE core_checkpoint SET persisted_seq = 0`); err != nil {
 		t.Fatal(err)
 	}

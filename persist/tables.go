@@ -14,7 +14,7 @@ import (
 var (
 	tradeColumns = []string{"trade_id", "seq", "market_id", "price", "quantity", "quote_amount",
 		"maker_order_id", "taker_order_id", "maker_user_id", "taker_user_id", "maker_fee", "taker_fee",
-		"taker_side", "time"}
+		"taker_side", "time", "fill_kind", "taker_outcome"}
 	ledgerColumns = []string{"seq", "idx", "user_id", "asset_id", "d_available", "d_frozen", "cause", "ref",
 		"trade_id", "time"}
 	walEventColumns = []string{"seq", "idx", "event_type", "order_id", "payload", "time"}
@@ -75,6 +75,13 @@ func writeRows(ctx context.Context, tx pgx.Tx, b *batchRows, cb *copyBuf) (missi
 		cb.int8(r.takerFee)
 		cb.text(r.takerSide)
 		cb.timestamptz(r.at)
+		if r.fillKind != "" {
+			cb.text(r.fillKind)
+			cb.text(r.takerOutcome)
+		} else {
+			cb.null()
+			cb.null()
+		}
 	}
 	if err := cb.send(ctx, tx, "trades", copyTradesSQL); err != nil {
 		return 0, err
@@ -120,6 +127,9 @@ func writeRows(ctx context.Context, tx pgx.Tx, b *batchRows, cb *copyBuf) (missi
 		return 0, err
 	}
 	if missing, err = writeOrders(ctx, tx, b.orders, cb); err != nil {
+		return 0, err
+	}
+	if err := writeBinary(ctx, tx, &b.binaryRows); err != nil {
 		return 0, err
 	}
 	if err := writeBreakers(ctx, tx, b.breakerRows); err != nil {

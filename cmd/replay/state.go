@@ -30,16 +30,22 @@ type orderView struct {
 	Filled string       `json:"filled"`   // base asset
 	Frozen string       `json:"frozen"`   // quote asset for a BUY, base for a SELL
 	Seq    core.Seq     `json:"seq"`
+	// Binary markets: the order's outcome; side and price above are the
+	// YES book's (book_direction, book_price), frozen is quote for a BUY in
+	// the outcome's own terms, shares for a SELL.
+	Outcome  string `json:"outcome,omitempty"`
+	BookType string `json:"book_type,omitempty"` // NATIVE (YES) or SYNTHETIC (NO)
 }
 
 type userState struct {
-	Seq        core.Seq      `json:"seq"`
-	User       core.UserID   `json:"user"`
-	FeeAccount bool          `json:"fee_account,omitempty"` // user 0: the exchange's fees
-	Exists     bool          `json:"exists"`
-	Status     string        `json:"status,omitempty"`
-	Balances   []balanceView `json:"balances"`
-	OpenOrders []orderView   `json:"open_orders"`
+	Seq        core.Seq       `json:"seq"`
+	User       core.UserID    `json:"user"`
+	FeeAccount bool           `json:"fee_account,omitempty"` // user 0: the exchange's fees
+	Exists     bool           `json:"exists"`
+	Status     string         `json:"status,omitempty"`
+	Balances   []balanceView  `json:"balances"`
+	OpenOrders []orderView    `json:"open_orders"`
+	Positions  []positionView `json:"positions,omitempty"` // binary markets (binary.go)
 }
 
 type levelView struct {
@@ -53,9 +59,10 @@ type marketState struct {
 	Market string        `json:"market"`
 	ID     core.MarketID `json:"id"`
 	Status string        `json:"status"`
-	Orders int32         `json:"orders"` // resting orders, both sides
-	Bids   []levelView   `json:"bids"`   // best (highest) first
-	Asks   []levelView   `json:"asks"`   // best (lowest) first
+	Orders int32         `json:"orders"`           // resting orders, both sides
+	Bids   []levelView   `json:"bids"`             // best (highest) first
+	Asks   []levelView   `json:"asks"`             // best (lowest) first
+	Binary *binaryState  `json:"binary,omitempty"` // a binary market's own state (the book above is its YES book)
 }
 
 func runState(o *opts, e env) error {
@@ -145,12 +152,17 @@ func userView(p *core.Processor, u core.UserID, asset core.AssetID, nm *names, r
 			if ov.Side == core.Buy {
 				frozenIn = m.Cfg.Quote
 			}
+			if ov.Outcome != 0 {
+				st.OpenOrders = append(st.OpenOrders, binaryOrderView(ov, m, nm, raw))
+				continue
+			}
 			st.OpenOrders = append(st.OpenOrders, orderView{ID: ov.ID, Market: nm.market(ov.Market), Side: ov.Side.String(),
 				TIF: ov.TIF.String(), Price: nm.units(core.Units(ov.Price), m.Cfg.Quote, raw),
 				Qty: nm.units(ov.Qty, m.Cfg.Base, raw), Filled: nm.units(ov.Filled, m.Cfg.Base, raw),
 				Frozen: nm.units(ov.Frozen, frozenIn, raw), Seq: ov.Seq})
 		}
 	}
+	st.Positions = positionsView(p, u, nm, raw)
 	return st
 }
 
@@ -169,7 +181,7 @@ func marketView(p *core.Processor, id core.MarketID, depth int, nm *names, raw b
 		return out
 	}
 	return marketState{Seq: p.LastSeq(), Market: nm.market(id), ID: id, Status: mv.Status.String(), Orders: mv.Orders,
-		Bids: conv(bids), Asks: conv(asks)}, true
+		Bids: conv(bids), Asks: conv(asks), Binary: binaryView(p, id, nm, raw)}, true
 }
 
 func printUser(w io.Writer, st userState) {
@@ -190,13 +202,19 @@ func printUser(w io.Writer, st userState) {
 	}
 	fmt.Fprintf(w, "open orders: %d\n", len(st.OpenOrders))
 	for _, o := range st.OpenOrders {
-		fmt.Fprintf(w, "  #%d %s %s %s price %s quantity %s filled %s frozen %s (seq %d)\n",
+		fmt.Fprintf(w, "  #%d %s %s %s price %s quantity %s filled %s frozen %s (seq %d)",
 			o.ID, o.Market, o.Side, o.TIF, o.Price, o.Qty, o.Filled, o.Frozen, o.Seq)
+		if o.Outcome != "" {
+			fmt.Fprintf(w, " outcome %s %s", o.Outcome, o.BookType)
+		}
+		fmt.Fprintln(w)
 	}
+	printPositions(w, st.Positions)
 }
 
 func printMarket(w io.Writer, st marketState) {
 	fmt.Fprintf(w, "market %s at seq %d: %s, %d resting orders\n", st.Market, st.Seq, st.Status, st.Orders)
+	printBinary(w, st.Binary)
 	fmt.Fprintf(w, "%22s %22s %7s | %-22s %-22s %-7s\n", "bid quantity", "bid price", "orders", "ask price", "ask quantity", "orders")
 	for i := 0; i < max(len(st.Bids), len(st.Asks)); i++ {
 		var l, r string
