@@ -113,7 +113,7 @@ type p2pState struct {
 	byID     map[UserID]int32 // user id -> index in users
 	nextID   UserID           // next id to try in the reserved range (>= P2PUserBase)
 
-	transfers  []P2PTransfer      // transfer id i is transfers[i-1]
+	transfers  p2pStore           // transfer id i is transfers.at(i-1)
 	reqs       map[p2pReq]uint64  // requestId -> transfer id
 	pending    p2pHeap            // PENDING transfers by (executeAt, id)
 	pendingPer map[UserID]int32   // PENDING transfers per sender (absent = 0)
@@ -163,10 +163,10 @@ func (p *Processor) P2PUserByID(u UserID) (P2PUser, bool) {
 
 // P2PTransferByID returns transfer id.
 func (p *Processor) P2PTransferByID(id uint64) (P2PTransfer, bool) {
-	if id == 0 || id > uint64(len(p.p2p.transfers)) {
+	if id == 0 || id > uint64(p.p2p.transfers.len()) {
 		return P2PTransfer{}, false
 	}
-	return p.p2p.transfers[id-1], true
+	return *p.p2p.transfers.at(int32(id - 1)), true
 }
 
 // P2PHistory appends up to limit transfers of user (as sender or
@@ -175,7 +175,7 @@ func (p *Processor) P2PTransferByID(id uint64) (P2PTransfer, bool) {
 func (p *Processor) P2PHistory(u UserID, skip, limit int, dst []P2PTransfer) ([]P2PTransfer, int) {
 	idx := p.p2p.byUser[u]
 	for i := len(idx) - 1 - skip; i >= 0 && limit > 0; i-- {
-		dst = append(dst, p.p2p.transfers[idx[i]])
+		dst = append(dst, *p.p2p.transfers.at(idx[i]))
 		limit--
 	}
 	return dst, len(idx)
@@ -192,9 +192,9 @@ type P2PStats struct {
 
 // P2PStats summarizes the transfer service.
 func (p *Processor) P2PStats() P2PStats {
-	s := P2PStats{Users: len(p.p2p.users), Transfers: len(p.p2p.transfers), Pending: len(p.p2p.pending)}
+	s := P2PStats{Users: len(p.p2p.users), Transfers: p.p2p.transfers.len(), Pending: len(p.p2p.pending)}
 	if len(p.p2p.pending) > 0 {
-		t := &p.p2p.transfers[p.p2p.pending[0]]
+		t := p.p2p.transfers.at(p.p2p.pending[0])
 		s.OldestDue, s.OldestMade = t.ExecuteAt, t.CreatedAt
 	}
 	return s
@@ -207,14 +207,14 @@ func (p *Processor) P2PNextDue() (int64, bool) {
 	if len(p.p2p.pending) == 0 {
 		return 0, false
 	}
-	return p.p2p.transfers[p.p2p.pending[0]].ExecuteAt, true
+	return p.p2p.transfers.at(p.p2p.pending[0]).ExecuteAt, true
 }
 
 // p2pHeld adds what PENDING transfers hold to the full check's per-account
 // totals (frozen == what open orders and pending transfers hold).
 func (p *Processor) p2pHeld(sc *checkScratch) {
 	for _, ti := range p.p2p.pending {
-		t := &p.p2p.transfers[ti]
+		t := p.p2p.transfers.at(ti)
 		a := p.accountIdx(t.From)
 		if a < 0 {
 			continue // an account that vanished: the frozen check cannot match it anyway

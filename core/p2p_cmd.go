@@ -103,7 +103,7 @@ func (p *Processor) p2pTransfer(c *Command) Code {
 	}
 	if !c.Key.IsZero() {
 		if id, ok := s.reqs[p2pReq{from, c.Key}]; ok {
-			t := &s.transfers[id-1]
+			t := s.transfers.at(int32(id - 1))
 			if t.To != to || t.Amount != c.Amount || t.Asset != c.Asset {
 				return CodeReqIDConflict
 			}
@@ -119,7 +119,7 @@ func (p *Processor) p2pTransfer(c *Command) Code {
 	case Disabled:
 		return CodeAccountDisabled
 	}
-	if len(s.transfers) >= p2pTransferLimit {
+	if s.transfers.len() >= p2pTransferLimit {
 		return CodeTooManyTransfers
 	}
 	if len(s.pending) >= p2pPendingLimit {
@@ -135,10 +135,9 @@ func (p *Processor) p2pTransfer(c *Command) Code {
 	if !ok {
 		return CodeOverflow
 	}
-	ti := int32(len(s.transfers))
-	s.transfers = append(s.transfers, P2PTransfer{ID: uint64(ti) + 1, From: from, To: to, Asset: c.Asset,
+	ti := s.transfers.add(P2PTransfer{ID: uint64(s.transfers.len()) + 1, From: from, To: to, Asset: c.Asset,
 		Amount: c.Amount, Status: P2PPending, CreatedAt: p.lastTime, ExecuteAt: int64(executeAt), ReqID: c.Key, heapIdx: -1})
-	t := &s.transfers[ti]
+	t := s.transfers.at(ti)
 	if !c.Key.IsZero() {
 		s.reqs[p2pReq{from, c.Key}] = t.ID
 	}
@@ -158,11 +157,11 @@ func (p *Processor) p2pCancel(c *Command) Code {
 		return CodeInvalidCommand
 	}
 	id := uint64(c.OrderID)
-	if id == 0 || id > uint64(len(s.transfers)) {
+	if id == 0 || id > uint64(s.transfers.len()) {
 		return CodeTransferNotFound
 	}
 	ti := int32(id - 1)
-	t := &s.transfers[ti]
+	t := s.transfers.at(ti)
 	if t.From != c.User && c.Flags&P2PCancelAdmin == 0 {
 		return CodeNotTransferSender
 	}
@@ -187,7 +186,7 @@ func (p *Processor) p2pTick(c *Command) Code {
 	n := 0
 	for len(s.pending) > 0 && n < p2pExecPerTick {
 		ti := s.pending[0]
-		t := &s.transfers[ti]
+		t := s.transfers.at(ti)
 		if t.ExecuteAt > p.lastTime {
 			break
 		}
@@ -217,7 +216,7 @@ func (p *Processor) p2pTick(c *Command) Code {
 // the hold to the recipient, the others release it.
 func (p *Processor) p2pFinish(ti int32, st P2PStatus, reason Code) {
 	s := &p.p2p
-	t := &s.transfers[ti]
+	t := s.transfers.at(ti)
 	s.remove(ti)
 	if s.pendingPer[t.From]--; s.pendingPer[t.From] == 0 {
 		delete(s.pendingPer, t.From)

@@ -7,7 +7,7 @@ package core
 type p2pHeap []int32
 
 func (s *p2pState) less(a, b int32) bool {
-	ta, tb := &s.transfers[a], &s.transfers[b]
+	ta, tb := s.transfers.at(a), s.transfers.at(b)
 	if ta.ExecuteAt != tb.ExecuteAt {
 		return ta.ExecuteAt < tb.ExecuteAt
 	}
@@ -17,8 +17,8 @@ func (s *p2pState) less(a, b int32) bool {
 func (s *p2pState) swap(i, j int) {
 	h := s.pending
 	h[i], h[j] = h[j], h[i]
-	s.transfers[h[i]].heapIdx = int32(i)
-	s.transfers[h[j]].heapIdx = int32(j)
+	s.transfers.at(h[i]).heapIdx = int32(i)
+	s.transfers.at(h[j]).heapIdx = int32(j)
 }
 
 func (s *p2pState) up(i int) {
@@ -54,19 +54,19 @@ func (s *p2pState) down(i int) {
 // push adds transfer index ti to the heap.
 func (s *p2pState) push(ti int32) {
 	s.pending = append(s.pending, ti)
-	s.transfers[ti].heapIdx = int32(len(s.pending) - 1)
+	s.transfers.at(ti).heapIdx = int32(len(s.pending) - 1)
 	s.up(len(s.pending) - 1)
 }
 
 // remove takes transfer index ti out of the heap.
 func (s *p2pState) remove(ti int32) {
-	i := int(s.transfers[ti].heapIdx)
+	i := int(s.transfers.at(ti).heapIdx)
 	last := len(s.pending) - 1
 	if i != last {
 		s.swap(i, last)
 	}
 	s.pending = s.pending[:last]
-	s.transfers[ti].heapIdx = -1
+	s.transfers.at(ti).heapIdx = -1
 	if i != last {
 		s.down(i)
 		s.up(i)

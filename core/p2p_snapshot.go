@@ -26,9 +26,9 @@ func (p *Processor) appendP2P(w *wbuf) {
 		w.sv(u.CreatedAt)
 		w.uv(uint64(u.Seq))
 	}
-	w.uv(uint64(len(s.transfers)))
-	for i := range s.transfers {
-		t := &s.transfers[i]
+	w.uv(uint64(s.transfers.len()))
+	for i := range int32(s.transfers.len()) {
+		t := s.transfers.at(i)
 		w.uv(uint64(t.From))
 		w.uv(uint64(t.To))
 		w.uv(uint64(t.Asset))
@@ -75,7 +75,7 @@ func (p *Processor) readP2P(r *rbuf) error {
 		return ErrSnapshot
 	}
 	for ; n > 0 && r.err == nil; n-- {
-		ti := int32(len(s.transfers))
+		ti := int32(s.transfers.len())
 		t := P2PTransfer{ID: uint64(ti) + 1, From: UserID(r.uv()), To: UserID(r.uv()), Asset: AssetID(r.uv()),
 			Amount: Units(r.sv()), Status: P2PStatus(r.u8()), Reason: Code(r.uv()), heapIdx: -1}
 		t.CreatedAt, t.ExecuteAt, t.DoneAt, t.ReqID = r.sv(), r.sv(), r.sv(), r.key()
@@ -85,7 +85,7 @@ func (p *Processor) readP2P(r *rbuf) error {
 			t.Reason >= codeCount || t.Asset == 0 || t.Asset > MaxAssets || !p.assets[t.Asset].configured {
 			return ErrSnapshot
 		}
-		s.transfers = append(s.transfers, t)
+		s.transfers.add(t)
 		if !t.ReqID.IsZero() {
 			k := p2pReq{t.From, t.ReqID}
 			if _, dup := s.reqs[k]; dup {

@@ -44,8 +44,14 @@ func Critical(ctx context.Context, l *slog.Logger, msg string, args ...any) {
 func ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
 	switch {
 	case a.Key == slog.LevelKey && a.Value.Kind() == slog.KindAny:
-		if lv, ok := a.Value.Any().(slog.Level); ok && lv == LevelCritical {
-			a.Value = slog.StringValue(CriticalName)
+		// Every level as its string: the same text slog prints, without
+		// encoding/json's reflection (slog.Level's MarshalJSON) per line.
+		if lv, ok := a.Value.Any().(slog.Level); ok {
+			if lv == LevelCritical {
+				a.Value = slog.StringValue(CriticalName)
+			} else {
+				a.Value = slog.StringValue(lv.String())
+			}
 		}
 	case a.Value.Kind() == slog.KindDuration:
 		a.Value = slog.StringValue(a.Value.Duration().String())

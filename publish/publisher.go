@@ -16,7 +16,10 @@
 //     (a later message stored after an earlier one failed): the server
 //     refuses it, the publisher resumes from what is stored;
 //   - JetStream's duplicate window (the message ids) drops a message sent
-//     twice within it (a publish whose ack was lost, then retried).
+//     twice within it (a publish whose ack was lost, then retried);
+//   - only the last message of a batch asks for an ack: by the chain of
+//     expected sequences its success means the whole batch is stored
+//     (send).
 //
 // The publisher assumes it is the stream's only writer, and that the stream
 // keeps its last message (it is created without limits: a retention set by
@@ -28,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -165,7 +169,7 @@ func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error 
 	p.log.Info("publish: following the WAL", "from_seq", from, "stream_last_seq", last)
 	// Publishing is pipelined: this goroutine reads the WAL and sends each
 	// batch's messages without waiting; the acker takes the batches in
-	// order, waits for their acks and only then moves the checkpoint. A
+	// order, waits for each one's ack and only then moves the checkpoint. A
 	// failed publish cancels the session (every later message fails too:
 	// each expects the sequence before it), which resumes from the stream.
 	sctx, cancel := context.WithCancelCause(ctx)
@@ -201,8 +205,8 @@ func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error 
 				seqs = append(seqs, r.Cmd.Seq)
 			}
 		}
-		b := ackBatch{endSeq: recs[len(recs)-1].Cmd.Seq, endTime: recs[len(recs)-1].Cmd.Time}
-		if b.futs, last, err = p.send(js, msgs, seqs, last); err != nil {
+		b := ackBatch{n: len(msgs), endSeq: recs[len(recs)-1].Cmd.Seq, endTime: recs[len(recs)-1].Cmd.Time}
+		if b.fut, last, err = p.send(nc, js, msgs, seqs, last); err != nil {
 			return err
 		}
 		select {
@@ -219,23 +223,24 @@ func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error 
 // MaxInflightBatches bounds the batches sent and not yet acknowledged.
 const MaxInflightBatches = 8
 
-// ackBatch is one batch's publishes awaiting their acks.
+// ackBatch is one batch's publishes awaiting the ack of its last message.
 type ackBatch struct {
-	futs    []jetstream.PubAckFuture
-	endSeq  core.Seq // the batch's last command: published once every ack is in
+	fut     jetstream.PubAckFuture // the last message's (nil: the batch had no messages)
+	n       int                    // messages in the batch
+	endSeq  core.Seq               // the batch's last command: published once every ack is in
 	endTime int64
 }
 
-// acker waits for each batch's acks in order and moves the checkpoint; the
+// acker waits for each batch's ack in order and moves the checkpoint; the
 // first failure cancels the session with it.
 func (p *Publisher) acker(ctx context.Context, cancel context.CancelCauseFunc, acks <-chan ackBatch, done chan<- struct{}, healthy func()) {
 	defer close(done)
 	for b := range acks {
-		for _, fut := range b.futs {
+		if fut := b.fut; fut != nil {
 			select {
 			case ack := <-fut.Ok():
 				if !ack.Duplicate {
-					p.messages.Add(1)
+					p.messages.Add(uint64(b.n))
 				}
 			case err := <-fut.Err():
 				cancel(fmt.Errorf("publish: %s: %w", fut.Msg().Header.Get(jetstream.MsgIDHeader), err))
@@ -254,22 +259,44 @@ func (p *Publisher) acker(ctx context.Context, cancel context.CancelCauseFunc, a
 	}
 }
 
-// send publishes msgs asynchronously, each expecting the stream's last
-// sequence to be the one before it. It returns their futures and the
-// stream's last sequence once they are stored.
-func (p *Publisher) send(js jetstream.JetStream, msgs []message, seqs []core.Seq, last uint64) ([]jetstream.PubAckFuture, uint64, error) {
-	futs := make([]jetstream.PubAckFuture, 0, len(msgs))
-	for i := range msgs {
+// send publishes msgs in order, each expecting the stream's last sequence
+// to be the one before it (Nats-Expected-Last-Sequence), and asks for an
+// ack of the batch's last message only; it returns that ack's future (nil
+// for an empty batch) and the stream's last sequence once they are stored.
+//
+// One ack per batch is enough: the server stores a message only if the
+// stream's last sequence is the one it expects, so a message refused or
+// lost anywhere in the batch makes every later one fail its expectation,
+// the last one included, whose ack then carries the error (or never
+// comes: the ack times out); either way the session starts over from the
+// stream's last stored message. An ack of the last message therefore
+// means the whole batch is stored, in order. (Acking every message cost
+// the exchange ~7 µs and the NATS server ~5 µs more per message: an ack
+// message each way, a future, a JSON decode.) The unacked messages are
+// plain publishes on the same connection, so the server reads them in
+// order before the acked one.
+func (p *Publisher) send(nc *nats.Conn, js jetstream.JetStream, msgs []message, seqs []core.Seq, last uint64) (jetstream.PubAckFuture, uint64, error) {
+	if len(msgs) == 0 {
+		return nil, last, nil
+	}
+	n := len(msgs) - 1
+	for i := range msgs[:n] {
 		m := &msgs[i]
-		nm := &nats.Msg{Subject: m.subject, Data: m.data}
-		fut, err := js.PublishMsgAsync(nm, jetstream.WithMsgID(MsgID(seqs[i], m.idx)),
-			jetstream.WithExpectLastSequence(last+uint64(i)))
-		if err != nil {
+		nm := &nats.Msg{Subject: m.subject, Data: m.data, Header: nats.Header{
+			jetstream.MsgIDHeader:           {MsgID(seqs[i], m.idx)},
+			jetstream.ExpectedLastSeqHeader: {strconv.FormatUint(last+uint64(i), 10)},
+		}}
+		if err := nc.PublishMsg(nm); err != nil {
 			return nil, last, fmt.Errorf("publish: %s: %w", MsgID(seqs[i], m.idx), err)
 		}
-		futs = append(futs, fut)
 	}
-	return futs, last + uint64(len(msgs)), nil
+	m := &msgs[n]
+	fut, err := js.PublishMsgAsync(&nats.Msg{Subject: m.subject, Data: m.data}, jetstream.WithMsgID(MsgID(seqs[n], m.idx)),
+		jetstream.WithExpectLastSequence(last+uint64(n)))
+	if err != nil {
+		return nil, last, fmt.Errorf("publish: %s: %w", MsgID(seqs[n], m.idx), err)
+	}
+	return fut, last + uint64(len(msgs)), nil
 }
 
 // EnsureStream creates the stream name over the subjects prefix+">" (or

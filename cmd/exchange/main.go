@@ -56,7 +56,11 @@ func run(args []string) error {
 	// process speaks is a graceful shutdown, never a kill.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	log := newLogger(os.Stdout, term.IsTerminal(int(os.Stdout.Fd())))
+	// Lines are batched (at most logging.FlushEvery late; WARN and above
+	// flush at once); the deferred Close flushes the rest.
+	out := logging.NewBuffered(os.Stdout)
+	defer out.Close()
+	log := slog.New(logging.NewBufferedHandler(out, term.IsTerminal(int(os.Stdout.Fd()))))
 	cfg, err := loadConfig(args, os.Getenv, os.Stderr, log)
 	if err != nil {
 		return err
