@@ -190,6 +190,11 @@ func BenchmarkCreateBatchedVsNaive(b *testing.B) {
 			b.Logf("submitters %d round %d: batched %.0f/s naive %.0f/s ratio %.2f", nsub, round, rb, rn, rb/rn)
 		}
 		m.Close()
+		var upd, hot int64                  // HOT updates (migration 0032): the broadcast records should be
+		time.Sleep(1500 * time.Millisecond) // backends report their counts within a second
+		if err := pool.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'managed_tx'`).Scan(&upd, &hot); err == nil {
+			b.Logf("managed_tx updates so far: %d, HOT %d", upd, hot)
+		}
 		tag := strconv.Itoa(nsub) + "sub"
 		b.ReportMetric(median(batched), "batched_tx/s_"+tag)
 		b.ReportMetric(median(naive), "naive_tx/s_"+tag)

@@ -177,13 +177,13 @@ func (s *Store) NoncesHeld(ctx context.Context, sub chaintx.Address, from, to ui
 
 // ReceiptCandidates implements chaintx.Store.
 func (s *Store) ReceiptCandidates(ctx context.Context, sub chaintx.Address, limit int) ([]chaintx.Tx, error) {
-	return loadTxs(ctx, s.pool, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND state IN ('TRACKING', 'STUCK')
+	return loadTxs(ctx, s.pool, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND nonce IS NOT NULL AND confirmed_at IS NULL AND state IN ('TRACKING', 'STUCK')
 		AND receipt_hash IS NULL AND next_receipt_at <= now() ORDER BY next_receipt_at LIMIT $2`, string(sub), limit)
 }
 
 // FinalityCandidates implements chaintx.Store.
 func (s *Store) FinalityCandidates(ctx context.Context, sub chaintx.Address, limit int) ([]chaintx.Tx, error) {
-	return loadTxs(ctx, s.pool, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND state IN ('TRACKING', 'STUCK')
+	return loadTxs(ctx, s.pool, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND nonce IS NOT NULL AND confirmed_at IS NULL AND state IN ('TRACKING', 'STUCK')
 		AND receipt_hash IS NOT NULL ORDER BY receipt_block, nonce LIMIT $2`, string(sub), limit)
 }
 

@@ -114,7 +114,7 @@ func allocReads(ctx context.Context, tx dbConn, gs []chaintx.AllocGroup) (*alloc
 	b.Queue(`SELECT r.submitter, r.request_id, x.tx_id FROM unnest($1::text[], $2::text[]) AS r(submitter, request_id),
 		LATERAL (SELECT tx_id FROM managed_tx m WHERE m.submitter = r.submitter AND m.request_id = r.request_id LIMIT 1) x`, rSubs, rIDs)
 	b.Queue(`SELECT x.* FROM unnest($1::text[], $2::int[]) AS g(submitter, lim),
-		LATERAL (SELECT `+txCols+` FROM managed_tx m WHERE m.submitter = g.submitter AND m.state = 'CREATED'
+		LATERAL (SELECT `+txCols+` FROM managed_tx m WHERE m.submitter = g.submitter AND m.nonce IS NULL AND m.state = 'CREATED'
 			ORDER BY m.tx_id LIMIT g.lim FOR UPDATE SKIP LOCKED) x`, cSubs, cLims)
 	// The cursor rows, locked in submitter order (a new submitter has none
 	// yet: allocateGroup creates it; the nonce's unique index is the last guard).
@@ -457,7 +457,7 @@ func (s *Store) ClaimResubmit(ctx context.Context, l chaintx.Lease, interval tim
 		var err error
 		txs, err = loadTxs(ctx, tx, `UPDATE managed_tx SET next_resubmit_at = now() + make_interval(secs => $3),
 				last_submit_at = now(), fencing_token = $4, updated_at = now()
-			WHERE tx_id IN (SELECT tx_id FROM managed_tx WHERE submitter = $1 AND state IN ('ALLOCATED', 'TRACKING', 'STUCK')
+			WHERE tx_id IN (SELECT tx_id FROM managed_tx WHERE submitter = $1 AND nonce IS NOT NULL AND confirmed_at IS NULL AND state IN ('ALLOCATED', 'TRACKING', 'STUCK')
 				AND receipt_hash IS NULL AND next_resubmit_at <= now() ORDER BY nonce LIMIT $2 FOR UPDATE)
 			RETURNING `+txCols, string(l.Submitter), limit, interval.Seconds(), l.Token)
 		return err
@@ -545,7 +545,7 @@ func (s *Store) MarkStuck(ctx context.Context, l chaintx.Lease, after time.Durat
 	err := s.fenced(ctx, l, func(tx pgx.Tx) error {
 		var err error
 		txs, err = loadTxs(ctx, tx, `UPDATE managed_tx SET state = 'STUCK', fencing_token = $4, updated_at = now()
-			WHERE tx_id IN (SELECT tx_id FROM managed_tx WHERE submitter = $1 AND state IN ('ALLOCATED', 'TRACKING')
+			WHERE tx_id IN (SELECT tx_id FROM managed_tx WHERE submitter = $1 AND nonce IS NOT NULL AND confirmed_at IS NULL AND state IN ('ALLOCATED', 'TRACKING')
 				AND receipt_hash IS NULL AND allocated_at < now() - make_interval(secs => $3) ORDER BY nonce LIMIT $2 FOR UPDATE)
 			RETURNING `+txCols, string(l.Submitter), limit, after.Seconds(), l.Token)
 		if err != nil || len(txs) == 0 {
