@@ -1,17 +1,16 @@
-package core
+package bookshape
 
-// barebook_test.go is the yardstick of BenchmarkProcessorBookShape: a
+// Book is the yardstick of the processor's book-shape benchmark: a
 // deliberately minimal price-time FIFO book — no accounts, balances, fees,
 // events or checks, only what matching needs — written the way a fast Go
 // book is (a flat order table indexed by the dense order id, sorted level
 // slices with the best price last, intrusive FIFOs). Its matching rules are
-// the processor's (limit GTC/IOC, a modify that keeps priority only when it
-// lowers the quantity at the same price), so on the same messages it makes
-// the same trades (TestBareBookMatchesProcessor).
+// the core's (limit GTC/IOC, a modify that keeps priority only when it
+// lowers the quantity at the same price, otherwise re-enters and may trade),
+// so on the same messages it makes the same trades (core's
+// TestBareBookMatchesProcessor). Not for production: it checks nothing.
 
-import "github.com/ubscore/ubscore/bench/bookshape"
-
-// bareOrder is one order, at index id of bareBook.orders.
+// bareOrder is one order, at index id of Book.orders.
 type bareOrder struct {
 	price      int64
 	qty        int64 // total quantity
@@ -33,72 +32,75 @@ type bareSide struct {
 	levels []bareLevel
 }
 
-// bareTrade is one fill, as the processor's EvTrade reports it.
-type bareTrade struct {
-	maker, taker uint32
-	price, qty   int64
+// Trade is one fill, as the core's EvTrade reports it.
+type Trade struct {
+	Maker, Taker uint32 // order ids
+	Price, Qty   int64
 }
 
-type bareBook struct {
+// Book is the bare book (see the comment at the top of this file).
+type Book struct {
 	orders     []bareOrder // by order id (dense from 1)
 	bids, asks bareSide
-	trades     int // fills
-	rejects    int // cancels and modifies of orders not resting
-	record     []bareTrade
-	recording  bool
+	Trades     int     // fills so far
+	Rejects    int     // cancels and modifies of orders not resting
+	Record     []Trade // every fill, when Recording
+	Recording  bool
 }
 
-func newBareBook(maxID int) *bareBook {
-	return &bareBook{orders: make([]bareOrder, maxID+1), bids: bareSide{bid: true}}
+// NewBook returns an empty book for order ids 1..maxID.
+func NewBook(maxID int) *Book {
+	return &Book{orders: make([]bareOrder, maxID+1), bids: bareSide{bid: true}}
 }
 
-func (b *bareBook) reset() {
+// Reset empties the book, keeping its tables.
+func (b *Book) Reset() {
 	clear(b.orders)
 	b.bids.levels, b.asks.levels = b.bids.levels[:0], b.asks.levels[:0]
-	b.trades, b.rejects, b.record = 0, 0, b.record[:0]
+	b.Trades, b.Rejects, b.Record = 0, 0, b.Record[:0]
 }
 
-func (b *bareBook) side(s uint8) *bareSide {
-	if s == bookshape.Buy {
+func (b *Book) side(s uint8) *bareSide {
+	if s == Buy {
 		return &b.bids
 	}
 	return &b.asks
 }
 
-func (b *bareBook) opposite(s uint8) *bareSide {
-	if s == bookshape.Buy {
+func (b *Book) opposite(s uint8) *bareSide {
+	if s == Buy {
 		return &b.asks
 	}
 	return &b.bids
 }
 
-// apply handles one message.
-func (b *bareBook) apply(m *bookshape.Msg) {
+// Apply handles one message.
+func (b *Book) Apply(m *Msg) {
 	switch m.Kind {
-	case bookshape.New:
+	case New:
 		o := &b.orders[m.ID]
 		*o = bareOrder{price: m.Price, qty: int64(m.Qty), side: m.Side}
 		b.match(m.ID, o)
 		if !m.IOC && o.filled < o.qty {
 			b.rest(m.ID, o)
 		}
-	case bookshape.Cancel:
+	case Cancel:
 		o := &b.orders[m.ID]
 		if !o.resting {
-			b.rejects++
+			b.Rejects++
 			return
 		}
 		b.unlink(m.ID, o)
-	case bookshape.Modify:
+	case Modify:
 		b.modify(m)
 	}
 }
 
-func (b *bareBook) modify(m *bookshape.Msg) {
+func (b *Book) modify(m *Msg) {
 	o := &b.orders[m.ID]
 	qty := int64(m.Qty)
 	if !o.resting || qty <= o.filled || (m.Price == o.price && qty == o.qty) {
-		b.rejects++
+		b.Rejects++
 		return
 	}
 	if m.Price == o.price && qty < o.qty {
@@ -114,12 +116,12 @@ func (b *bareBook) modify(m *bookshape.Msg) {
 }
 
 // match fills taker t against the opposite side while it crosses.
-func (b *bareBook) match(tid uint32, t *bareOrder) {
+func (b *Book) match(tid uint32, t *bareOrder) {
 	opp := b.opposite(t.side)
 	for t.filled < t.qty && len(opp.levels) > 0 {
 		li := len(opp.levels) - 1
 		lv := &opp.levels[li]
-		if (t.side == bookshape.Buy && lv.price > t.price) || (t.side == bookshape.Sell && lv.price < t.price) {
+		if (t.side == Buy && lv.price > t.price) || (t.side == Sell && lv.price < t.price) {
 			return
 		}
 		for lv.head != 0 && t.filled < t.qty {
@@ -128,9 +130,9 @@ func (b *bareBook) match(tid uint32, t *bareOrder) {
 			q := min(t.qty-t.filled, mk.qty-mk.filled)
 			t.filled += q
 			mk.filled += q
-			b.trades++
-			if b.recording {
-				b.record = append(b.record, bareTrade{mid, tid, lv.price, q})
+			b.Trades++
+			if b.Recording {
+				b.Record = append(b.Record, Trade{mid, tid, lv.price, q})
 			}
 			if mk.filled == mk.qty {
 				mk.resting = false
@@ -166,7 +168,7 @@ func (s *bareSide) find(price int64) (int, bool) {
 }
 
 // rest appends order id at the tail of its price level.
-func (b *bareBook) rest(id uint32, o *bareOrder) {
+func (b *Book) rest(id uint32, o *bareOrder) {
 	s := b.side(o.side)
 	i, ok := s.find(o.price)
 	if !ok {
@@ -185,7 +187,7 @@ func (b *bareBook) rest(id uint32, o *bareOrder) {
 }
 
 // unlink takes resting order id off its level, dropping the level if empty.
-func (b *bareBook) unlink(id uint32, o *bareOrder) {
+func (b *Book) unlink(id uint32, o *bareOrder) {
 	s := b.side(o.side)
 	i, _ := s.find(o.price)
 	lv := &s.levels[i]
