@@ -178,8 +178,13 @@ type ShapeResult struct {
 	ProcSeconds   float64 `json:"proc_seconds"`
 	BookSeconds   float64 `json:"book_seconds"`
 	ProcAllocs    uint64  `json:"proc_allocs"` // every allocation during the processor's turns, heap growth included
-	Trades        int     `json:"trades"`      // fills per run
-	Clock         string  `json:"clock"`       // what the seconds are
+	// SteadyAllocs are those after each run's first segment (65,536
+	// messages): a fresh processor's tables grow in its first segment;
+	// later only a new peak of the book grows one.
+	SteadyAllocs uint64  `json:"proc_steady_allocs"`
+	SteadyPerMsg float64 `json:"proc_steady_allocs_per_msg"`
+	Trades       int     `json:"trades"` // fills per run
+	Clock        string  `json:"clock"`  // what the seconds are
 }
 
 // RunShape runs w's flow runs times through a fresh processor and the bare
@@ -193,7 +198,7 @@ func RunShape(w *ShapeWorkload, runs int) (ShapeResult, error) {
 	defer runtime.UnlockOSThread()
 	book := bookshape.NewBook(w.Cfg.Orders)
 	var procT, bookT time.Duration
-	var allocs uint64
+	var allocs, steady uint64
 	var ms runtime.MemStats
 	for r := 0; r < runs; r++ {
 		p, err := w.Start()
@@ -209,6 +214,9 @@ func RunShape(w *ShapeWorkload, runs int) (ShapeResult, error) {
 			procT += w.Apply(p, off, seg, nil)
 			runtime.ReadMemStats(&ms)
 			allocs += ms.Mallocs - a0
+			if off > 0 {
+				steady += ms.Mallocs - a0
+			}
 			t0 := threadClock()
 			for i := range seg {
 				book.Apply(&seg[i])
@@ -218,14 +226,17 @@ func RunShape(w *ShapeWorkload, runs int) (ShapeResult, error) {
 	}
 	msgs := float64(runs) * float64(len(w.Msgs))
 	res := ShapeResult{Scenario: w.Cfg.Scenario.String(), Accounts: w.Cfg.Accounts, Messages: len(w.Msgs), Runs: runs,
-		ProcSeconds: procT.Seconds(), BookSeconds: bookT.Seconds(), ProcAllocs: allocs, Trades: book.Trades,
-		Clock: ThreadClockName}
+		ProcSeconds: procT.Seconds(), BookSeconds: bookT.Seconds(), ProcAllocs: allocs, SteadyAllocs: steady,
+		Trades: book.Trades, Clock: ThreadClockName}
 	if w.Cfg.Accounts >= ShapeOneEach {
 		res.Accounts = w.Cfg.Orders
 	}
 	res.ProcPerSec, res.BookPerSec = msgs/procT.Seconds(), msgs/bookT.Seconds()
 	res.Ratio = res.ProcPerSec / res.BookPerSec
 	res.ProcAllocsMsg = float64(allocs) / msgs
+	if steadyMsgs := msgs - float64(runs)*float64(min(shapeSegment, len(w.Msgs))); steadyMsgs > 0 {
+		res.SteadyPerMsg = float64(steady) / steadyMsgs
+	}
 	return res, nil
 }
 
@@ -299,13 +310,17 @@ func medianShape(runs []ShapeResult) ShapeResult {
 	out.ProcPerSec = math.Round(pick(func(r *ShapeResult) float64 { return r.ProcPerSec }))
 	out.BookPerSec = math.Round(pick(func(r *ShapeResult) float64 { return r.BookPerSec }))
 	out.Ratio = roundSig3(pick(func(r *ShapeResult) float64 { return r.Ratio }))
-	out.ProcSeconds, out.BookSeconds, out.ProcAllocs = 0, 0, 0
+	out.ProcSeconds, out.BookSeconds, out.ProcAllocs, out.SteadyAllocs = 0, 0, 0, 0
 	for i := range runs {
 		out.ProcSeconds += runs[i].ProcSeconds
 		out.BookSeconds += runs[i].BookSeconds
 		out.ProcAllocs += runs[i].ProcAllocs
+		out.SteadyAllocs += runs[i].SteadyAllocs
 	}
 	out.ProcAllocsMsg = float64(out.ProcAllocs) / (float64(len(runs)) * float64(out.Messages))
+	if steadyMsgs := float64(len(runs)) * float64(out.Messages-min(shapeSegment, out.Messages)); steadyMsgs > 0 {
+		out.SteadyPerMsg = float64(out.SteadyAllocs) / steadyMsgs
+	}
 	return out
 }
 

@@ -58,11 +58,11 @@ func runProcessorShape(fs *flag.FlagSet, f *shapeFlags, asJSON bool, stdout, std
 	if asJSON {
 		return printJSON(stdout, stderr, "processor", rep)
 	}
-	fmt.Fprintf(stdout, "%-12s %9s %10s %14s %14s %7s %12s\n", "scenario", "accounts", "messages", "proc msgs/s",
-		"book msgs/s", "ratio", "allocs/msg")
+	fmt.Fprintf(stdout, "%-12s %9s %10s %14s %14s %7s %12s %12s\n", "scenario", "accounts", "messages", "proc msgs/s",
+		"book msgs/s", "ratio", "allocs/msg", "steady")
 	for _, r := range rep.Results {
-		fmt.Fprintf(stdout, "%-12s %9d %10d %14.0f %14.0f %7.3f %12.6f\n", r.Scenario, r.Accounts, r.Messages,
-			r.ProcPerSec, r.BookPerSec, r.Ratio, r.ProcAllocsMsg)
+		fmt.Fprintf(stdout, "%-12s %9d %10d %14.0f %14.0f %7.3f %12.6f %12.6f\n", r.Scenario, r.Accounts, r.Messages,
+			r.ProcPerSec, r.BookPerSec, r.Ratio, r.ProcAllocsMsg, r.SteadyPerMsg)
 	}
 	fmt.Fprintf(stdout, "worst ratio %.3f (%s, %d accounts); medians of %d runs, %s\n", rep.MinRatio,
 		rep.Results[rep.Worst].Scenario, rep.Results[rep.Worst].Accounts, f.runs, bench.ThreadClockName)
