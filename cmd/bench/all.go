@@ -63,7 +63,7 @@ var profiles = map[string]allProfile{
 		pipeline:      []string{"--commands", "1000000", "--producers", "4"},
 		pipeBatches:   []int{64, 4096},
 		processor:     []string{"--commands", "2000000"},
-		shape:         []string{"--orders", "200000", "--runs", "1"},
+		shape:         []string{"--orders", "100000", "--runs", "1"},
 		disk:          []string{"--duration", "500ms"},
 		replay:        []string{"--commands", "1000000"},
 		http:          []string{"--conns", "32", "--duration", "2s", "--warmup", "500ms"},
