@@ -1,6 +1,6 @@
 package core
 
-// book_find_test.go checks bookSide.find (best-level fast path plus a
+// book_find_test.go checks bookSide.find (a gallop down from the best level, then a
 // branch-free lower bound) against a linear scan on random sorted sides of
 // every size from 0 to 70, for prices below, between, at and beyond levels.
 

@@ -31,6 +31,7 @@ type allProfile struct {
 	pipeline      []string // extra pipeline flags (commands, users ...)
 	pipeBatches   []int    // journal max-batch per pipeline run; each is also a disk-ceiling batch
 	processor     []string
+	shape         []string // processor --shape book flags
 	disk          []string // disk-ceiling flags except --batches
 	replay        []string
 	http          []string // load flags of http, http-ceiling and sweep
@@ -47,6 +48,7 @@ var profiles = map[string]allProfile{
 		pipeline:      []string{"--commands", "2000000", "--producers", "4"},
 		pipeBatches:   []int{64, 4096},
 		processor:     []string{"--commands", "3000000"},
+		shape:         []string{"--runs", "1"},
 		disk:          []string{"--duration", "3s"},
 		replay:        []string{"--commands", "2000000"},
 		http:          []string{"--conns", "256", "--duration", "5s", "--warmup", "1s"},
@@ -61,6 +63,7 @@ var profiles = map[string]allProfile{
 		pipeline:      []string{"--commands", "1000000", "--producers", "4"},
 		pipeBatches:   []int{64, 4096},
 		processor:     []string{"--commands", "2000000"},
+		shape:         []string{"--orders", "100000", "--runs", "1"},
 		disk:          []string{"--duration", "500ms"},
 		replay:        []string{"--commands", "1000000"},
 		http:          []string{"--conns", "32", "--duration", "2s", "--warmup", "500ms"},
@@ -75,6 +78,7 @@ var profiles = map[string]allProfile{
 		pipeline:      []string{"--commands", "20000", "--producers", "2", "--users", "500", "--seed-per-book", "50"},
 		pipeBatches:   []int{64, 4096},
 		processor:     []string{"--commands", "20000", "--users", "500", "--seed-per-book", "50"},
+		shape:         []string{"--orders", "5000", "--runs", "1", "--accounts", "100,1000000"},
 		disk:          []string{"--duration", "100ms"},
 		replay:        []string{"--commands", "20000", "--users", "500", "--seed-per-book", "50"},
 		http:          []string{"--conns", "4", "--duration", "300ms", "--warmup", "100ms", "--users", "4"},
@@ -260,6 +264,7 @@ func (e *allEnv) runSteps() {
 		_ = os.RemoveAll(dir)
 	}
 	e.step("processor", "", append([]string{"processor", "--seed", seed, "--json"}, p.processor...))
+	e.step("processor-shape", "", append([]string{"processor", "--shape", "book", "--json"}, p.shape...))
 	e.step("disk-ceiling", "", append([]string{"disk-ceiling", "--data", e.tmp, "--batches",
 		joinInts(diskBatches(p)), "--json"}, p.disk...))
 	e.step("replay", "", append([]string{"replay", "--seed", seed, "--json"}, p.replay...))

@@ -84,7 +84,7 @@ func checkAll(t *testing.T, profile string) {
 	}
 	rows := []string{"| processor | ", "| pipeline (max batch 64) | ", "| pipeline (max batch 4096) | ",
 		"| http POST /api/v1/order | ", "| replay (snapshot + WAL) | ", "disk-ceiling, batch 64",
-		"http-ceiling (hello-world)", "## Latency vs offered load", "| 50% |", "| 120% |", "machine: ", "commit: "}
+		"http-ceiling (hello-world)", "| processor vs bare book (book shape, ", "bare FIFO book, same run", "## Latency vs offered load", "| 50% |", "| 120% |", "machine: ", "commit: "}
 	if !pgDown {
 		rows = append(rows, "| transfer fsm_fused | ", "pg-baseline (naive ledger)", "| sink (Postgres) | ", "pipeline rate, same run")
 	}

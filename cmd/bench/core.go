@@ -37,8 +37,19 @@ func runProcessor(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Workload.Users, "users", bench.DefaultUsers, "funded users")
 	fs.IntVar(&cfg.Workload.SeedPerBook, "seed-per-book", bench.DefaultSeedPerBook, "resting orders seeded per book")
 	asJSON := fs.Bool("json", false, "print the report as one JSON line")
+	shape := fs.String("shape", "mixed", "workload: mixed (the workload above) or book (the public-benchmark-shaped flow, vs a bare FIFO book)")
+	var sh shapeFlags
+	sh.define(fs)
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
+	}
+	switch *shape {
+	case "book":
+		return runProcessorShape(fs, &sh, *asJSON, stdout, stderr)
+	case "mixed":
+	default:
+		fmt.Fprintln(stderr, "bench processor: --shape is mixed or book")
+		return exitUsage
 	}
 	res, err := bench.RunProcessor(cfg)
 	if err != nil {

@@ -24,7 +24,8 @@ const usage = `usage: bench <scenario> [flags]
 
 scenarios:
   pipeline      durable commands/s and submit->ack latency through the journal pipeline
-  processor     the core alone, in process, on the mixed workload (vs the 3M commands/s target)
+  processor     the core alone, in process, on the mixed workload (vs the 3M commands/s target);
+                --shape book: on a public-benchmark-shaped flow vs a bare FIFO book, same run
   disk-ceiling  append + fdatasync of WAL-sized records at the journal's batch sizes: the disk's ceiling
   replay        restart cost: snapshot load + WAL replay of N commands
   http          POST /api/v1/order on the real exchange binary vs a fasthttp hello-world baseline
