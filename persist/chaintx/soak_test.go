@@ -68,11 +68,11 @@ func TestNoncesNeverRepeatAcrossLeaderKills(t *testing.T) {
 	pick := func() *chaintx.Manager { mu.Lock(); defer mu.Unlock(); return nodes[rng.IntN(2)] }
 
 	var done atomic.Bool
-	var killed int
+	var killed atomic.Int64 // written by the killer, read by the test
 	killerDone := make(chan struct{})
 	go func() { // the killer: the current leader dies, a fresh node replaces it
 		defer close(killerDone)
-		for killed < kills && !done.Load() {
+		for killed.Load() < int64(kills) && !done.Load() {
 			mu.Lock()
 			pause := time.Duration(300+rng.IntN(1000)) * time.Millisecond
 			if testing.Short() {
@@ -86,7 +86,7 @@ func TestNoncesNeverRepeatAcrossLeaderKills(t *testing.T) {
 					m.Close()
 					pools[slot].Close()
 					startNode(slot)
-					killed++
+					killed.Add(1)
 					break
 				}
 			}
@@ -122,7 +122,7 @@ func TestNoncesNeverRepeatAcrossLeaderKills(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	for testing.Short() && killed < kills {
+	for testing.Short() && killed.Load() < int64(kills) {
 		time.Sleep(50 * time.Millisecond) // -short: make sure the kills happened
 	}
 	done.Store(true)
@@ -136,7 +136,7 @@ func TestNoncesNeverRepeatAcrossLeaderKills(t *testing.T) {
 		}
 		return n == total
 	})
-	t.Logf("%d transactions, %d leader kills, %d nodes", total, killed, gen)
+	t.Logf("%d transactions, %d leader kills, %d nodes", total, killed.Load(), gen)
 
 	rows, err := e.pool.Query(ctx, `SELECT nonce, request_id, receipt_hash = tx_hash FROM managed_tx WHERE submitter = $1 ORDER BY tx_id`, string(sub))
 	if err != nil {
