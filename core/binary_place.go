@@ -102,17 +102,8 @@ func (p *Processor) checkBinaryPlace(c *Command, m *market, pl *binPlacement) Co
 		return CodeInsufficientBalance
 	}
 	pl.acct = a
-	switch p.accounts[a].status {
-	case Frozen:
-		return CodeAccountFrozen
-	case Disabled:
-		return CodeAccountDisabled
-	}
-	if !c.Key.IsZero() {
-		if id, dup := p.clientIdx[clientKey{c.User, c.Key}]; dup {
-			p.res.orderID = id
-			return CodeDuplicateClientOrderID
-		}
+	if code := p.checkOrderAccount(c, a); code != OK {
+		return code
 	}
 	if code := p.checkBinaryFunds(c, m, pl); code != OK {
 		return code

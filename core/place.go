@@ -74,17 +74,8 @@ func (p *Processor) checkPlace(c *Command, pl *placement) Code {
 		return CodeInsufficientBalance
 	}
 	pl.acct = a
-	switch p.accounts[a].status {
-	case Frozen:
-		return CodeAccountFrozen
-	case Disabled:
-		return CodeAccountDisabled
-	}
-	if !c.Key.IsZero() {
-		if id, dup := p.clientIdx[clientKey{c.User, c.Key}]; dup {
-			p.res.orderID = id
-			return CodeDuplicateClientOrderID
-		}
+	if code := p.checkOrderAccount(c, a); code != OK {
+		return code
 	}
 	if code := p.checkFunds(c, m, pl); code != OK {
 		return code
@@ -141,6 +132,25 @@ func checkQty(q Units, cfg *MarketCfg) Code {
 }
 
 // checkFunds decides what to freeze and checks the available balance.
+// checkOrderAccount refuses an order of account a (c.User's) when the
+// account is frozen or disabled, or c's client order id is already live
+// (the existing order's id goes to the result). Spot and binary placement.
+func (p *Processor) checkOrderAccount(c *Command, a int32) Code {
+	switch p.accounts[a].status {
+	case Frozen:
+		return CodeAccountFrozen
+	case Disabled:
+		return CodeAccountDisabled
+	}
+	if !c.Key.IsZero() {
+		if id, dup := p.clientIdx[clientKey{c.User, c.Key}]; dup {
+			p.res.orderID = id
+			return CodeDuplicateClientOrderID
+		}
+	}
+	return OK
+}
+
 func (p *Processor) checkFunds(c *Command, m *market, pl *placement) Code {
 	if c.Side == Sell {
 		pl.asset, pl.freeze = m.cfg.Base, c.Qty

@@ -371,16 +371,8 @@ func (s *Server) postBinaryOrder(ctx *fasthttp.RequestCtx, st *reqState, v []jso
 	}
 	c := core.Command{Kind: core.KindPlaceOrder, Market: id, User: core.UserID(st.claims.UserID), Flags: uint8(out),
 		Type: core.Limit}
-	switch string(v[ofSide].b) {
-	case "BUY":
-		c.Side = core.Buy
-	case "SELL":
-		c.Side = core.Sell
-	default:
-		if !v[ofSide].set {
-			return missing("side")
-		}
-		return coreError(core.CodeInvalidSide)
+	if err := orderSide(&c, v[ofSide]); err != nil {
+		return err
 	}
 	if v[ofType].set && string(v[ofType].b) != "LIMIT" {
 		return coreError(core.CodeNotSupported)
@@ -407,12 +399,8 @@ func (s *Server) postBinaryOrder(ctx *fasthttp.RequestCtx, st *reqState, v []jso
 	if v[ofQuoteQty].set {
 		return BadRequest(CodeInvalidQuantity, "quote_quantity is not for binary markets")
 	}
-	if v[ofClientID].set {
-		k, ok := parseKey(v[ofClientID].b)
-		if !ok {
-			return BadRequest(CodeInvalidKey, "client_order_id must be 1-32 printable ASCII characters")
-		}
-		c.Key = k
+	if err := orderKey(&c, v[ofClientID]); err != nil {
+		return err
 	}
 	st.cmd = c
 	res, evs, err := s.submit(st, &st.cmd)

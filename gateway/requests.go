@@ -93,16 +93,8 @@ func parseOrder(body []byte, reg *Registry, st *reqState) (core.Command, *Market
 		return c, nil, coreError(core.CodeInvalidMarket)
 	}
 	c.Kind, c.Market = core.KindPlaceOrder, m.ID
-	if !v[ofSide].set {
-		return c, nil, missing("side")
-	}
-	switch string(v[ofSide].b) {
-	case "BUY":
-		c.Side = core.Buy
-	case "SELL":
-		c.Side = core.Sell
-	default:
-		return c, nil, coreError(core.CodeInvalidSide)
+	if err := orderSide(&c, v[ofSide]); err != nil {
+		return c, nil, err
 	}
 	if !v[ofType].set {
 		return c, nil, missing("type")
@@ -121,14 +113,39 @@ func parseOrder(body []byte, reg *Registry, st *reqState) (core.Command, *Market
 	if err := orderAmounts(&c, m, v); err != nil {
 		return c, nil, err
 	}
-	if v[ofClientID].set {
-		k, ok := parseKey(v[ofClientID].b)
-		if !ok {
-			return c, nil, BadRequest(CodeInvalidKey, "client_order_id must be 1-32 printable ASCII characters")
-		}
-		c.Key = k
+	if err := orderKey(&c, v[ofClientID]); err != nil {
+		return c, nil, err
 	}
 	return c, m, nil
+}
+
+// orderSide sets c.Side from the order's "side" (required: BUY | SELL).
+func orderSide(c *core.Command, side jsonValue) *APIError {
+	switch string(side.b) {
+	case "BUY":
+		c.Side = core.Buy
+	case "SELL":
+		c.Side = core.Sell
+	default:
+		if !side.set {
+			return missing("side")
+		}
+		return coreError(core.CodeInvalidSide)
+	}
+	return nil
+}
+
+// orderKey sets c.Key from the order's optional "client_order_id".
+func orderKey(c *core.Command, id jsonValue) *APIError {
+	if !id.set {
+		return nil
+	}
+	k, ok := parseKey(id.b)
+	if !ok {
+		return BadRequest(CodeInvalidKey, "client_order_id must be 1-32 printable ASCII characters")
+	}
+	c.Key = k
+	return nil
 }
 
 func orderTIF(c *core.Command, tif jsonValue) *APIError {
