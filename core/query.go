@@ -71,6 +71,10 @@ func (p *Processor) CanCreateAccount(user UserID) bool { return p.canCreateAccou
 // Users returns the number of accounts (including the fee account).
 func (p *Processor) Users() int { return len(p.accounts) }
 
+// RestingOrders returns the number of orders resting on every book, spot
+// and binary (O(1): the order index's count).
+func (p *Processor) RestingOrders() int { return p.orderIdx.len() }
+
 // PriceLevel is one aggregated level of a book.
 type PriceLevel struct {
 	Price  Price

@@ -32,6 +32,7 @@ type allProfile struct {
 	pipeBatches   []int    // journal max-batch per pipeline run; each is also a disk-ceiling batch
 	processor     []string
 	shape         []string // processor --shape book flags
+	binary        []string // processor --shape binary flags
 	disk          []string // disk-ceiling flags except --batches
 	replay        []string
 	http          []string // load flags of http, http-ceiling and sweep
@@ -49,6 +50,7 @@ var profiles = map[string]allProfile{
 		pipeBatches:   []int{64, 4096},
 		processor:     []string{"--commands", "3000000"},
 		shape:         []string{"--runs", "1"},
+		binary:        []string{"--commands", "2000000", "--runs", "5"},
 		disk:          []string{"--duration", "3s"},
 		replay:        []string{"--commands", "2000000"},
 		http:          []string{"--conns", "256", "--duration", "5s", "--warmup", "1s"},
@@ -64,6 +66,7 @@ var profiles = map[string]allProfile{
 		pipeBatches:   []int{64, 4096},
 		processor:     []string{"--commands", "2000000"},
 		shape:         []string{"--orders", "100000", "--runs", "1"},
+		binary:        []string{"--commands", "1000000", "--runs", "3"},
 		disk:          []string{"--duration", "500ms"},
 		replay:        []string{"--commands", "1000000"},
 		http:          []string{"--conns", "32", "--duration", "2s", "--warmup", "500ms"},
@@ -79,6 +82,7 @@ var profiles = map[string]allProfile{
 		pipeBatches:   []int{64, 4096},
 		processor:     []string{"--commands", "20000", "--users", "500", "--seed-per-book", "50"},
 		shape:         []string{"--orders", "5000", "--runs", "1", "--accounts", "100,1000000"},
+		binary:        []string{"--commands", "20000", "--runs", "1", "--users", "500", "--seed-per-book", "50"},
 		disk:          []string{"--duration", "100ms"},
 		replay:        []string{"--commands", "20000", "--users", "500", "--seed-per-book", "50"},
 		http:          []string{"--conns", "4", "--duration", "300ms", "--warmup", "100ms", "--users", "4"},
@@ -265,6 +269,7 @@ func (e *allEnv) runSteps() {
 	}
 	e.step("processor", "", append([]string{"processor", "--seed", seed, "--json"}, p.processor...))
 	e.step("processor-shape", "", append([]string{"processor", "--shape", "book", "--json"}, p.shape...))
+	e.step("processor-binary", "", append([]string{"processor", "--shape", "binary", "--json"}, p.binary...))
 	e.step("disk-ceiling", "", append([]string{"disk-ceiling", "--data", e.tmp, "--batches",
 		joinInts(diskBatches(p)), "--json"}, p.disk...))
 	e.step("replay", "", append([]string{"replay", "--seed", seed, "--json"}, p.replay...))

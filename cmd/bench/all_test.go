@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,7 +85,8 @@ func checkAll(t *testing.T, profile string) {
 	}
 	rows := []string{"| processor | ", "| pipeline (max batch 64) | ", "| pipeline (max batch 4096) | ",
 		"| http POST /api/v1/order | ", "| replay (snapshot + WAL) | ", "disk-ceiling, batch 64",
-		"http-ceiling (hello-world)", "| processor vs bare book (book shape, ", "bare FIFO book, same run", "## Latency vs offered load", "| 50% |", "| 120% |", "machine: ", "commit: "}
+		"http-ceiling (hello-world)", "| processor vs bare book (book shape, ", "bare FIFO book, same run",
+		"| processor, binary YES/NO markets | ", "processor, spot mixed, same run", "## Latency vs offered load", "| 50% |", "| 120% |", "machine: ", "commit: "}
 	if !pgDown {
 		rows = append(rows, "| transfer fsm_fused | ", "pg-baseline (naive ledger)", "| sink (Postgres) | ", "pipeline rate, same run")
 	}
@@ -97,6 +99,13 @@ func checkAll(t *testing.T, profile string) {
 	for _, p := range rep.Pairs {
 		if p.Ceiling > 0 && (p.Value <= 0 || p.Ratio <= 0) && !(pgDown && (strings.HasPrefix(p.Name, "transfer") || strings.HasPrefix(p.Name, "sink"))) {
 			t.Errorf("pair %+v: missing value or ratio", p)
+		}
+	}
+	// Rows that are always measured (no Postgres, no exchange needed).
+	for _, name := range []string{"processor", "processor, binary YES/NO markets"} {
+		i := slices.IndexFunc(rep.Pairs, func(p pair) bool { return p.Name == name })
+		if i < 0 || rep.Pairs[i].Value <= 0 || rep.Pairs[i].Ceiling <= 0 || rep.Pairs[i].Ratio <= 0 {
+			t.Errorf("pair %q missing or not measured: %+v", name, rep.Pairs[max(i, 0)])
 		}
 	}
 	for _, name := range []string{plotSweep, plotThroughput} {

@@ -37,7 +37,8 @@ func runProcessor(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Workload.Users, "users", bench.DefaultUsers, "funded users")
 	fs.IntVar(&cfg.Workload.SeedPerBook, "seed-per-book", bench.DefaultSeedPerBook, "resting orders seeded per book")
 	asJSON := fs.Bool("json", false, "print the report as one JSON line")
-	shape := fs.String("shape", "mixed", "workload: mixed (the workload above) or book (the public-benchmark-shaped flow, vs a bare FIFO book)")
+	shape := fs.String("shape", "mixed", "workload: mixed (the workload above), book (the public-benchmark-shaped flow, vs a bare FIFO book) "+
+		"or binary (binary YES/NO markets, vs mixed in the same run; --commands per side per run, --users, --seed-per-book, --runs, --seed)")
 	var sh shapeFlags
 	sh.define(fs)
 	if code := parseFlags(fs, args, stderr); code >= 0 {
@@ -46,9 +47,11 @@ func runProcessor(args []string, stdout, stderr io.Writer) int {
 	switch *shape {
 	case "book":
 		return runProcessorShape(fs, &sh, *asJSON, stdout, stderr)
+	case "binary":
+		return runProcessorBinary(fs, cfg, sh.runs, *asJSON, stdout, stderr)
 	case "mixed":
 	default:
-		fmt.Fprintln(stderr, "bench processor: --shape is mixed or book")
+		fmt.Fprintln(stderr, "bench processor: --shape is mixed, book or binary")
 		return exitUsage
 	}
 	res, err := bench.RunProcessor(cfg)

@@ -45,6 +45,7 @@ func pairsOf(e *allEnv) []pair {
 	add(pair{Name: "processor", Unit: "cmd/s", Value: proc.CmdsPerSec, Ceiling: bench.ProcessorTarget,
 		CeilingName: "target 3M cmd/s"}, "processor", "")
 	out = append(out, shapePairs(e)...)
+	out = append(out, binaryPairs(e)...)
 	var disk bench.DiskResult
 	e.result("disk-ceiling", &disk)
 	for _, b := range e.prof.pipeBatches {

@@ -20,7 +20,7 @@ func (f *shapeFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.scenarios, "scenario", "all", "book shape: normal, wide-swing, flash-crash or all (comma-separated)")
 	fs.StringVar(&f.accounts, "accounts", "8000,1000000", "book shape: funded accounts per comparison, comma-separated (>= 1000000: one per order)")
 	fs.IntVar(&f.orders, "orders", bookshape.DefaultOrders, "book shape: new orders per flow (~2.1 messages each)")
-	fs.IntVar(&f.runs, "runs", 5, "book shape: runs per comparison (the report takes medians)")
+	fs.IntVar(&f.runs, "runs", 5, "book and binary shapes: runs per comparison (the report takes medians)")
 }
 
 // runProcessorShape is `bench processor --shape book`: the full processor
