@@ -1,5 +1,7 @@
 package core
 
+import "unicode/utf8"
+
 // Binary YES/NO prediction markets (issue 22, spec 004's market model): a
 // second market kind beside spot, in the same sequenced core, with one book
 // per market (the YES book) and per-(user, market) positions instead of a
@@ -56,6 +58,7 @@ const MaxSettleSlice = 10_000
 // position are 0. reserve and pnlPool count in the quote asset's
 // conservation (assetState.total includes them).
 type binaryMarket struct {
+	question  string  // what the market asks; ValidQuestion; "" only for a market configured before questions (WAL or v3 snapshot)
 	payout    Units   // quote Units one winning share pays; a multiple of 100 (tick = payout/100)
 	closeTime int64   // unix ns at and after which no order is accepted; 0: none
 	outcome   Outcome // set by resolve; 0 before it and for a voided market
@@ -167,6 +170,27 @@ func (b *binaryMarket) ownPrice(out Outcome, bookPrice Price) Price {
 
 // --- configuration and lifecycle commands ---
 
+// MaxQuestionLen bounds a binary market's question, in bytes.
+const MaxQuestionLen = 256
+
+// ValidQuestion reports whether q may be a binary market's question: at
+// most MaxQuestionLen bytes of valid UTF-8 with no control character (C0,
+// DEL, C1: no newlines or tabs either, so it prints on one line in logs
+// and tools). The empty question is valid here: it is what a market
+// configured before questions existed has (a WAL record or a version-3
+// snapshot), so replaying those stays exact; the gateway requires one.
+func ValidQuestion(q string) bool {
+	if len(q) > MaxQuestionLen || !utf8.ValidString(q) {
+		return false
+	}
+	for _, r := range q {
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
+			return false
+		}
+	}
+	return true
+}
+
 // validBinaryCfg checks a binary market's config; payout is the resolved
 // payout (the default applied).
 func (p *Processor) validBinaryCfg(cfg *MarketCfg, payout Units) Code {
@@ -215,6 +239,9 @@ func (p *Processor) configBinary(c *Command) Code {
 	if c.Price < 0 {
 		return CodeInvalidMarketConfig
 	}
+	if !ValidQuestion(c.Text) {
+		return CodeInvalidQuestion
+	}
 	m := p.markets[c.Market]
 	if m != nil && (m.bin == nil || m.status != MarketDraft) {
 		return CodeMarketExists
@@ -224,7 +251,7 @@ func (p *Processor) configBinary(c *Command) Code {
 		p.markets[c.Market] = m
 	}
 	m.cfg = cfg
-	m.bin.payout, m.bin.closeTime = payout, int64(c.Price)
+	m.bin.payout, m.bin.closeTime, m.bin.question = payout, int64(c.Price), c.Text
 	p.emit(Event{Kind: EvMarketConfigured, Market: c.Market, Amount: payout})
 	return OK
 }

@@ -107,8 +107,17 @@ func TestBinaryFaultRefusals(t *testing.T) {
 // binarySeedSnapshot is a state with binary markets in every phase (for
 // the decoders' fuzz seeds): market 9 trading with positions and resting
 // orders of both outcomes, market 10 resolved and part-settled, market 11
-// voided and settled.
+// voided and settled; each with a question (market 10's not ASCII).
 func binarySeedSnapshot(t testing.TB) []byte {
+	return binarySeedState(t, seedQuestions).AppendSnapshot(nil)
+}
+
+var seedQuestions = map[MarketID]string{9: "Will it rain in Lisbon on 1 May 2027?",
+	10: "BTC ≥ 100 000 € à la clôture du 31/12 ?", 11: "Q"}
+
+// binarySeedState applies the seed's commands, market m configured with
+// question q[m] (none: the state testdata/snapshot_v3.bin holds).
+func binarySeedState(t testing.TB, q map[MarketID]string) *Processor {
 	p := New(Config{})
 	seq := Seq(0)
 	do := func(c Command) {
@@ -122,7 +131,7 @@ func binarySeedSnapshot(t testing.TB) []byte {
 	}
 	for m := MarketID(9); m <= 11; m++ {
 		do(Command{Kind: KindConfigBinary, Market: m, Cfg: MarketCfg{Quote: 2, Lot: 1, MinQty: 1, MaxQty: 1000,
-			MakerFee: 1_000, TakerFee: 2_000}, Price: 1 << 62})
+			MakerFee: 1_000, TakerFee: 2_000}, Price: 1 << 62, Text: q[m]})
 		do(Command{Kind: KindActivate, Market: m})
 		do(bplace(1, m, Buy, OutcomeYes, 60, 100))
 		do(bplace(2, m, Buy, OutcomeNo, 40, 100))
@@ -137,7 +146,12 @@ func binarySeedSnapshot(t testing.TB) []byte {
 	if v := p.CheckInvariants(); len(v) != 0 {
 		t.Fatalf("binary seed state: %+v", v)
 	}
-	return p.AppendSnapshot(nil)
+	for m := MarketID(9); m <= 11; m++ {
+		if v, _ := p.Binary(m); v.Question != q[m] {
+			t.Fatalf("binary seed market %d: question %q, want %q", m, v.Question, q[m])
+		}
+	}
+	return p
 }
 
 // TestBinarySnapshotRoundTrip: the binary seed state restores to the same

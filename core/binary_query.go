@@ -5,6 +5,7 @@ package core
 // BinaryView describes a binary market.
 type BinaryView struct {
 	MarketView
+	Question  string  // what the market asks ("" for a market configured before questions)
 	Payout    Units   // quote Units a winning share pays
 	CloseTime int64   // unix ns; 0: none
 	Outcome   Outcome // set once resolved; 0 otherwise (and when voided)
@@ -28,9 +29,9 @@ func (p *Processor) Binary(id MarketID) (BinaryView, bool) {
 	}
 	mv, _ := p.Market(id)
 	b := m.bin
-	v := BinaryView{MarketView: mv, Payout: b.payout, CloseTime: b.closeTime, Outcome: b.outcome, Settling: b.settling,
-		Reserve: b.reserve, PnlPool: b.pnlPool, YesShares: b.yesShares, NoShares: b.noShares, Positions: len(b.pos),
-		Settled: int(b.cursor)}
+	v := BinaryView{MarketView: mv, Question: b.question, Payout: b.payout, CloseTime: b.closeTime,
+		Outcome: b.outcome, Settling: b.settling, Reserve: b.reserve, PnlPool: b.pnlPool, YesShares: b.yesShares,
+		NoShares: b.noShares, Positions: len(b.pos), Settled: int(b.cursor)}
 	if i := m.bids.best(); i >= 0 {
 		v.YesBid = m.bids.levels[i].price
 		v.NoAsk = Price(b.payout) - v.YesBid

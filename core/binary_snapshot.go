@@ -1,10 +1,12 @@
 package core
 
-// Snapshot layout of binary markets (version 3; snapshot.go has the rest):
+// Snapshot layout of binary markets (version 4; snapshot.go has the rest):
 //
 //	kind (u8) after the market id: 0 spot, 1 binary; a binary market then has
 //	  head:  payout, closeTime, outcome (u8), settling (u8), after (u8),
-//	         reserve, pnlPool, yesShares, noShares, costSum, cursor
+//	         reserve, pnlPool, yesShares, noShares, costSum, cursor,
+//	         question (len 0..MaxQuestionLen, bytes; version 4 on: a version-3
+//	         head ends at cursor and restores with the empty question)
 //	each of its orders ends with its outcome (u8), and after its asks:
 //	  positions: count, then in creation order: user, yesVol, noVol,
 //	             yesCost, noCost, yesPending, noPending
@@ -28,6 +30,8 @@ func appendBinaryHead(w *wbuf, m *market) {
 		w.sv(int64(v))
 	}
 	w.sv(int64(b.cursor))
+	w.uv(uint64(len(b.question)))
+	w.raw([]byte(b.question))
 }
 
 func appendPositions(w *wbuf, m *market) {
@@ -45,8 +49,9 @@ func appendPositions(w *wbuf, m *market) {
 	}
 }
 
-// readBinaryHead reads the kind byte and, for a binary market, its head.
-func readBinaryHead(r *rbuf, m *market) bool {
+// readBinaryHead reads the kind byte and, for a binary market, its head
+// (snapshot version ver, 3 or later).
+func readBinaryHead(r *rbuf, m *market, ver uint8) bool {
 	switch r.u8() {
 	case 0:
 		return r.err == nil
@@ -63,8 +68,16 @@ func readBinaryHead(r *rbuf, m *market) bool {
 		Units(r.sv()), Units(r.sv())
 	b.cursor = int32(r.sv())
 	b.settling = settling == 1
+	if ver >= 4 {
+		n := r.uv()
+		if n > MaxQuestionLen || n > uint64(len(r.b)) {
+			return false
+		}
+		b.question = string(r.b[:n])
+		r.b = r.b[n:]
+	}
 	m.bin = b
-	return r.err == nil && settling <= 1 && b.outcome <= OutcomeNo && b.cursor >= 0 &&
+	return r.err == nil && ValidQuestion(b.question) && settling <= 1 && b.outcome <= OutcomeNo && b.cursor >= 0 &&
 		(b.after == 0 || b.after == MarketResolved || b.after == MarketSettled || b.after == MarketVoided)
 }
 

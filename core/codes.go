@@ -75,6 +75,7 @@ const (
 	CodeNotBinary          // a binary-market command on a spot market
 	CodeNotSupported       // modify of a binary order, or a MARKET order on a binary market
 	CodeNothingToSettle    // a settle on a market that is not settling
+	CodeInvalidQuestion    // a binary market's question: over MaxQuestionLen bytes, not UTF-8, or a control character
 	codeCount
 )
 
@@ -145,6 +146,7 @@ var codeNames = [codeCount]string{
 	CodeNotBinary:               "NOT_BINARY",
 	CodeNotSupported:            "NOT_SUPPORTED",
 	CodeNothingToSettle:         "NOTHING_TO_SETTLE",
+	CodeInvalidQuestion:         "INVALID_QUESTION",
 }
 
 // String returns the stable API code, e.g. "INSUFFICIENT_BALANCE".

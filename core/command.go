@@ -29,7 +29,7 @@ const (
 	KindP2PCancel        Kind = 23 // User = caller, OrderID = transfer id, Flags = P2PCancelAdmin
 	KindP2PTick          Kind = 24 // execute the PENDING transfers due at the command's time
 	// 25..27: free (issue 23 reserved them). Binary markets (binary.go), issue 22:
-	KindConfigBinary  Kind = 28 // Market, Cfg.Quote/Lot/MinQty/MaxQty/MakerFee/TakerFee, Amount = payout (0: one whole quote unit), Price = close time (unix ns, 0: none)
+	KindConfigBinary  Kind = 28 // Market, Cfg.Quote/Lot/MinQty/MaxQty/MakerFee/TakerFee, Amount = payout (0: one whole quote unit), Price = close time (unix ns, 0: none), Text = question (binary.go ValidQuestion)
 	KindActivate      Kind = 29 // Market, User = operator: DRAFT -> ACTIVE
 	KindSuspendMarket Kind = 30 // Market, User = operator: ACTIVE -> SUSPENDED (cancels only)
 	KindResolve       Kind = 31 // Market, Flags = Outcome (YES | NO), User = operator: -> RESOLVED, settling
@@ -100,8 +100,9 @@ type Command struct {
 	Cfg      MarketCfg // KindConfigMarket only
 	// Text is free text of operator commands (a breaker resolution's note,
 	// a breaker trip's context JSON), at most MaxTextLen bytes; empty for
-	// every trading command. The core stores none of it: it is in the WAL
-	// for the audit trail (the sink's circuit_breaker_events).
+	// every trading command. The core stores none of those: they are in the
+	// WAL for the audit trail (the sink's circuit_breaker_events). It does
+	// store two: a p2p user's handle and a binary market's question.
 	Text string
 }
 

@@ -44,6 +44,15 @@
 //     resolves the market as usual). A market is created DRAFT and may be
 //     reconfigured only while DRAFT. Spot and binary share the market id
 //     space and MaxMarkets (256); a settled market keeps its slot.
+//   - Question (Command.Text): what the market asks, at most MaxQuestionLen
+//     (256) bytes of valid UTF-8 with no control character (C0 including
+//     newline and tab, DEL, C1); anything else is INVALID_QUESTION and
+//     changes nothing. It is stored as given (not trimmed or normalized), in
+//     the snapshot and the state hash, and replaced by a DRAFT
+//     reconfiguration. The core accepts the empty question: it is what a
+//     market configured before questions existed has (a WAL record without
+//     one, a version-3 snapshot), so those replay and restore exactly; the
+//     gateway requires a non-empty one.
 //   - Orders: KindPlaceOrder with Flags = outcome (1 YES, 2 NO), Side and
 //     Price in the outcome's own terms (quote Units per share, a multiple of
 //     the tick, 1..99 ticks). LIMIT only (MARKET: NOT_SUPPORTED; a

@@ -8,8 +8,9 @@ import "errors"
 var ErrSnapshot = errors.New("core: invalid snapshot")
 
 // Restore builds a processor from a serialization made by AppendSnapshot
-// (version 2, or 1 from before the breaker). It rebuilds every index but
-// checks no invariant: the state is restored exactly as it was stored,
+// (version 4, or an older one: 3 from before binary market questions, 2
+// from before binary markets and p2p, 1 from before the breaker). It
+// rebuilds every index but checks no invariant: the state is restored exactly as it was stored,
 // drifted aggregates included, and the caller decides what to do about its
 // violations (journal.Recover checks it and falls back to an older base, or
 // starts what is broken halted).
@@ -236,7 +237,7 @@ func (p *Processor) readMarket(r *rbuf, ver uint8) *market {
 		return nil
 	}
 	m := &market{id: MarketID(id), bids: bookSide{bid: true}}
-	if ver > 2 && !readBinaryHead(r, m) {
+	if ver > 2 && !readBinaryHead(r, m, ver) {
 		r.fail()
 		return nil
 	}

@@ -1,6 +1,6 @@
 package core
 
-// FuzzRestore: the snapshot decoder (versions 1 to 3) never panics on any
+// FuzzRestore: the snapshot decoder (versions 1 to 4) never panics on any
 // input, and whatever it accepts — including states whose aggregates break
 // invariants, which recovery must be able to load and check — survives the
 // full check without panicking and re-encodes to a snapshot that restores
@@ -28,7 +28,10 @@ func FuzzRestore(f *testing.F) {
 	p.Apply(&drift)
 	f.Add(p.AppendSnapshot(nil))
 	f.Add(New(Config{}).AppendSnapshot(nil))
-	f.Add(binarySeedSnapshot(f)) // version 3: binary markets in every phase
+	f.Add(binarySeedSnapshot(f)) // version 4: binary markets in every phase, with questions
+	if v3, err := os.ReadFile("testdata/snapshot_v3.bin"); err == nil {
+		f.Add(v3)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		q, err := Restore(Config{}, b)
 		if err != nil {

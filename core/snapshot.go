@@ -26,10 +26,11 @@ import (
 //	p2p:      the transfer service (version 3, p2p_snapshot.go)
 //
 // Version 1 (before the breaker and the stored aggregates: a halted byte,
-// no totals, orders per side) and version 2 (before binary markets and the
-// transfer service: no market kind byte, no p2p section) are still read
-// (restore.go), never written.
-const SnapshotVersion = 3
+// no totals, orders per side), version 2 (before binary markets and the
+// transfer service: no market kind byte, no p2p section) and version 3
+// (before binary market questions: a binary head without the question) are
+// still read (restore.go), never written.
+const SnapshotVersion = 4
 
 // AppendSnapshot appends the canonical serialization of the whole state to dst.
 func (p *Processor) AppendSnapshot(dst []byte) []byte {

@@ -19,7 +19,7 @@ import (
 // POST /admin/v1/binary-markets
 var binaryCreateSchema = []jsonField{{"market_id", jsonNumber}, {"quote", jsonString}, {"payout", jsonString},
 	{"lot", jsonNumber}, {"min_quantity", jsonNumber}, {"max_quantity", jsonNumber}, {"maker_fee_ppm", jsonNumber},
-	{"taker_fee_ppm", jsonNumber}, {"close_time_ms", jsonNumber}}
+	{"taker_fee_ppm", jsonNumber}, {"close_time_ms", jsonNumber}, {"question", jsonString}}
 
 const (
 	bcMarket = iota
@@ -31,6 +31,7 @@ const (
 	bcMaker
 	bcTaker
 	bcClose
+	bcQuestion
 )
 
 // POST /admin/v1/binary-markets/{market}/{action}
@@ -40,6 +41,7 @@ var binaryActionSchema = []jsonField{{"outcome", jsonString}, {"limit", jsonNumb
 type binaryView struct {
 	MarketID  uint32      `json:"market_id"`
 	Status    string      `json:"status"`
+	Question  string      `json:"question"` // "" only for a market created before questions
 	Outcome   string      `json:"outcome,omitempty"`
 	Settling  bool        `json:"settling"`
 	Quote     string      `json:"quote"`
@@ -120,8 +122,8 @@ func binaryJSON(v core.BinaryView, a Asset, seq uint64) binaryView {
 		s := FormatUnits(int64(p), a.Scale)
 		return &s
 	}
-	out := binaryView{MarketID: uint32(v.ID), Status: v.Status.String(), Settling: v.Settling, Quote: a.Symbol,
-		Payout: FormatUnits(int64(v.Payout), a.Scale), Tick: FormatUnits(int64(v.Cfg.Tick), a.Scale),
+	out := binaryView{MarketID: uint32(v.ID), Status: v.Status.String(), Question: v.Question, Settling: v.Settling,
+		Quote: a.Symbol, Payout: FormatUnits(int64(v.Payout), a.Scale), Tick: FormatUnits(int64(v.Cfg.Tick), a.Scale),
 		Lot: int64(v.Cfg.Lot), CloseMs: v.CloseTime / 1e6, Reserve: FormatUnits(int64(v.Reserve), a.Scale),
 		PnlPool: FormatUnits(int64(v.PnlPool), a.Scale), YesShares: int64(v.YesShares), NoShares: int64(v.NoShares),
 		Positions: v.Positions, Yes: binaryQuote{px(v.YesBid), px(v.YesAsk)}, No: binaryQuote{px(v.NoBid), px(v.NoAsk)},
@@ -140,10 +142,13 @@ func parseBinaryID(b []byte) (core.MarketID, bool) {
 	return core.MarketID(v), ok && v > 0 && v <= core.MaxMarkets
 }
 
-// POST /admin/v1/binary-markets {market_id, quote, payout?, lot?, min_quantity?,
-// max_quantity?, maker_fee_ppm?, taker_fee_ppm?, close_time_ms?}: a binary
-// market in DRAFT (payout defaults to one whole quote unit, lot and
-// min_quantity to 1 share, max_quantity to 1,000,000 shares, fees to 0).
+// POST /admin/v1/binary-markets {market_id, quote, question, payout?, lot?,
+// min_quantity?, max_quantity?, maker_fee_ppm?, taker_fee_ppm?,
+// close_time_ms?}: a binary market in DRAFT (payout defaults to one whole
+// quote unit, lot and min_quantity to 1 share, max_quantity to 1,000,000
+// shares, fees to 0). question is required: 1..core.MaxQuestionLen bytes of
+// UTF-8 without control characters (core.ValidQuestion), stored as given
+// (not trimmed); a bad one is INVALID_QUESTION (400), missing MISSING_FIELD.
 func (s *Server) createBinary(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	v := st.vals[:len(binaryCreateSchema)]
 	var err *APIError
@@ -164,8 +169,15 @@ func (s *Server) createBinary(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 	if !ok {
 		return coreError(core.CodeInvalidAsset)
 	}
+	if !v[bcQuestion].set {
+		return missing("question")
+	}
+	q := v[bcQuestion].b
+	if len(q) == 0 || len(q) > core.MaxQuestionLen || !core.ValidQuestion(bstr(q)) {
+		return coreError(core.CodeInvalidQuestion) // the core refuses it too; checked here so nothing is sequenced
+	}
 	c := core.Command{Kind: core.KindConfigBinary, Market: id, Cfg: core.MarketCfg{Quote: a.ID, Lot: 1, MinQty: 1,
-		MaxQty: 1_000_000}}
+		MaxQty: 1_000_000}, Text: string(q)}
 	if v[bcPayout].set {
 		p, perr := ParseUnits(bstr(v[bcPayout].b), a.Scale)
 		if perr != nil {

@@ -10,6 +10,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/ubscore/ubscore/core"
@@ -37,16 +38,22 @@ func TestBinaryMarketHTTP(t *testing.T) {
 			t.Fatalf("%s: balances + reserve + pnl pool = %d, want %d", step, sum, 3_000*1_000_000)
 		}
 	}
-	h.fails("POST", "/admin/v1/binary-markets", u1, `{"market_id":7,"quote":"USDT"}`, 403, CodeForbidden)
-	h.fails("POST", "/admin/v1/binary-markets", h.admin, `{"market_id":7,"quote":"DOGE"}`, 400, "INVALID_ASSET")
-	h.fails("POST", "/admin/v1/binary-markets", h.admin, `{"market_id":7,"quote":"USDT","payout":"1.00005"}`, 400,
-		"INVALID_MARKET_CONFIG")
-	m := h.ok("POST", "/admin/v1/binary-markets", h.admin,
-		`{"market_id":7,"quote":"USDT","maker_fee_ppm":1000,"taker_fee_ppm":2000,"max_quantity":100000}`)
-	if m["status"] != "DRAFT" || m["payout"] != "1.000000" || m["tick"] != "0.010000" {
+	h.fails("POST", "/admin/v1/binary-markets", u1, `{"market_id":7,"quote":"USDT","question":"Q?"}`, 403, CodeForbidden)
+	h.fails("POST", "/admin/v1/binary-markets", h.admin, `{"market_id":7,"quote":"DOGE","question":"Q?"}`, 400,
+		"INVALID_ASSET")
+	h.fails("POST", "/admin/v1/binary-markets", h.admin,
+		`{"market_id":7,"quote":"USDT","payout":"1.00005","question":"Q?"}`, 400, "INVALID_MARKET_CONFIG")
+	m := h.ok("POST", "/admin/v1/binary-markets", h.admin, `{"market_id":7,"quote":"USDT","maker_fee_ppm":1000,`+
+		`"taker_fee_ppm":2000,"max_quantity":100000,"question":"Will \"it\" rain in Lisbon on 1 May 2027? \u2614"}`)
+	const question = `Will "it" rain in Lisbon on 1 May 2027? ☔`
+	if m["status"] != "DRAFT" || m["payout"] != "1.000000" || m["tick"] != "0.010000" || m["question"] != question {
 		t.Fatalf("created: %v", m)
 	}
-	h.fails("POST", "/admin/v1/binary-markets", h.admin, `{"market_id":1,"quote":"USDT"}`, 409, "MARKET_EXISTS")
+	if g := h.ok("GET", "/api/v1/binary-markets/7", u1, ""); g["question"] != question {
+		t.Fatalf("GET: %v", g)
+	}
+	h.fails("POST", "/admin/v1/binary-markets", h.admin, `{"market_id":1,"quote":"USDT","question":"Q?"}`, 409,
+		"MARKET_EXISTS")
 	order := func(tok, side, out, price string, qty int) map[string]any {
 		t.Helper()
 		return h.ok("POST", "/api/v1/order", tok, `{"market":"7","outcome":"`+out+`","side":"`+side+`","type":"LIMIT",`+
@@ -164,5 +171,57 @@ func TestBinaryMarketHTTP(t *testing.T) {
 	}
 	if fee := h.balance(0, 1); fee.Avail == 0 {
 		t.Fatal("the pnl pool did not reach the fee account")
+	}
+}
+
+// TestBinaryQuestionHTTP: POST /admin/v1/binary-markets requires a question
+// of 1..256 bytes of UTF-8 without control characters; each bad one is a
+// 400 with a stable code and sequences nothing; a good one (multi-byte, at
+// the limit) comes back from the create answer and GET.
+func TestBinaryQuestionHTTP(t *testing.T) {
+	h := newHarness(t)
+	lastSeq := func() core.Seq {
+		h.be.mu.Lock()
+		defer h.be.mu.Unlock()
+		return h.be.p.LastSeq()
+	}
+	body := func(q string) string { return `{"market_id":7,"quote":"USDT","question":` + q + `}` }
+	bad := []struct {
+		name, q, code string
+	}{
+		{"empty", `""`, "INVALID_QUESTION"},
+		{"257 bytes", `"` + strings.Repeat("a", core.MaxQuestionLen+1) + `"`, "INVALID_QUESTION"},
+		{"258 bytes of é", `"` + strings.Repeat("é", core.MaxQuestionLen/2+1) + `"`, "INVALID_QUESTION"},
+		{"newline", `"line one\nline two"`, "INVALID_QUESTION"},
+		{"tab", `"a\tb"`, "INVALID_QUESTION"},
+		{"nul", `"a\u0000b"`, "INVALID_QUESTION"},
+		{"del", `"a\u007fb"`, "INVALID_QUESTION"},
+		{"c1", `"a\u0085b"`, "INVALID_QUESTION"},
+		{"not a string", `42`, CodeInvalidFieldType},
+		{"null", `null`, CodeInvalidFieldType},
+		{"raw invalid utf8", "\"a\xffb\"", CodeInvalidJSON},
+		{"raw control", "\"a\x01b\"", CodeInvalidJSON},
+	}
+	before := lastSeq()
+	for _, b := range bad {
+		h.fails("POST", "/admin/v1/binary-markets", h.admin, body(b.q), 400, b.code)
+	}
+	h.fails("POST", "/admin/v1/binary-markets", h.admin, `{"market_id":7,"quote":"USDT"}`, 400, CodeMissingField)
+	if s := lastSeq(); s != before {
+		t.Fatalf("bad questions were sequenced: seq %d -> %d", before, s)
+	}
+	h.fails("GET", "/api/v1/binary-markets/7", h.admin, "", 400, "NOT_BINARY")
+
+	q := strings.Repeat("é", core.MaxQuestionLen/2) // 256 bytes
+	if m := h.ok("POST", "/admin/v1/binary-markets", h.admin, body(`"`+q+`"`)); m["question"] != q {
+		t.Fatalf("created: %v", m["question"])
+	}
+	if g := h.ok("GET", "/api/v1/binary-markets/7", h.admin, ""); g["question"] != q || g["status"] != "DRAFT" {
+		t.Fatalf("GET: %v", g)
+	}
+	// a DRAFT market may be reconfigured: a bad question leaves the stored one
+	h.fails("POST", "/admin/v1/binary-markets", h.admin, body(`"a\nb"`), 400, "INVALID_QUESTION")
+	if g := h.ok("GET", "/api/v1/binary-markets/7", h.admin, ""); g["question"] != q {
+		t.Fatalf("after a refused reconfiguration: %v", g["question"])
 	}
 }

@@ -99,6 +99,7 @@ var coreStatus = map[core.Code]struct {
 	core.CodeNotBinary:          {400, "not a binary market"},
 	core.CodeNotSupported:       {400, "not supported on a binary market"},
 	core.CodeNothingToSettle:    {409, "the market is not settling"},
+	core.CodeInvalidQuestion:    {400, "question must be 1..256 bytes of UTF-8 without control characters"},
 }
 
 // coreErrors holds one immutable *APIError per core code, so a rejection

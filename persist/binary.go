@@ -11,8 +11,8 @@ import (
 	"github.com/ubscore/ubscore/core"
 )
 
-// Binary markets (issue 22; migration 0040): binary_markets rows from the
-// config command and the lifecycle events, positions from the core's
+// Binary markets (issue 22; migrations 0040, 0041): binary_markets rows from
+// the config command (its question included) and the lifecycle events, positions from the core's
 // POSITION events (latest per user and market in a batch), zeroed by
 // POSITION_SETTLED and removed when the market is archived.
 
@@ -170,15 +170,17 @@ func writeBinOp(ctx context.Context, tx pgx.Tx, o *binOp) error {
 		c := &o.cmd
 		payout := int64(o.pnl)
 		close := pgtype.Timestamptz{Time: time.Unix(0, int64(c.Price)).UTC(), Valid: c.Price != 0}
+		// the core accepted the question (core.ValidQuestion: UTF-8, no NUL); "" is a market from before questions
+		question := pgtype.Text{String: c.Text, Valid: c.Text != ""}
 		_, err = tx.Exec(ctx, `INSERT INTO binary_markets (market_id, quote_asset_id, payout, tick, lot, min_qty, max_qty,
-			maker_fee, taker_fee, close_time, status, created_seq, updated_seq)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'DRAFT', $11, $11)
+			maker_fee, taker_fee, close_time, status, created_seq, updated_seq, question)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'DRAFT', $11, $11, $12)
 			ON CONFLICT (market_id) WHERE archived_seq IS NULL DO UPDATE SET quote_asset_id = excluded.quote_asset_id,
 			payout = excluded.payout, tick = excluded.tick, lot = excluded.lot, min_qty = excluded.min_qty,
 			max_qty = excluded.max_qty, maker_fee = excluded.maker_fee, taker_fee = excluded.taker_fee,
-			close_time = excluded.close_time, updated_seq = excluded.updated_seq`,
+			close_time = excluded.close_time, updated_seq = excluded.updated_seq, question = excluded.question`,
 			int32(c.Market), int32(c.Cfg.Quote), payout, payout/100, int64(c.Cfg.Lot), int64(c.Cfg.MinQty),
-			int64(c.Cfg.MaxQty), int64(c.Cfg.MakerFee), int64(c.Cfg.TakerFee), close, int64(o.seq))
+			int64(c.Cfg.MaxQty), int64(c.Cfg.MakerFee), int64(c.Cfg.TakerFee), close, int64(o.seq), question)
 	case binStatus:
 		out := pgtype.Text{String: o.out.String(), Valid: o.out != 0}
 		_, err = tx.Exec(ctx, `UPDATE binary_markets SET status = $2, outcome = coalesce($3, outcome), updated_seq = $4

@@ -1,9 +1,9 @@
 package persist
 
-// This file proves the sink's binary-market tables (migration 0040): after
+// This file proves the sink's binary-market tables (migrations 0040, 0041): after
 // a scenario with all four fill kinds, a resolution, settlement slices, a
 // void, an archive and the reuse of the archived id, binary_markets holds
-// each market's config, status and outcome, positions holds exactly the
+// each market's config (its question included), status and outcome, positions holds exactly the
 // core's positions, trades carry their fill kinds, audit payloads carry the
 // book terms; written whole or in overlapping, replayed batches, the rows
 // are the same.
@@ -20,6 +20,11 @@ func bOrder(u core.UserID, m core.MarketID, side core.Side, out core.Outcome, pr
 		Price: price, Qty: qty, Flags: uint8(out)}
 }
 
+// binaryQuestions are the questions the scenario's first configs ask; the
+// second config of market 8 (after its archive) has none, as a WAL record
+// from before questions.
+var binaryQuestions = map[core.MarketID]string{7: `Will "BTC" close ≥ 100 000 € on 31/12?`, 8: "Eight?"}
+
 // binaryScenario: USDT (scale 6, payout 1 USDT = 1_000_000, tick 10_000).
 func binaryScenario(t testing.TB) *recorder {
 	r := newRecorder(t)
@@ -28,7 +33,8 @@ func binaryScenario(t testing.TB) *recorder {
 	}
 	for _, m := range []core.MarketID{7, 8} {
 		r.ok(core.Command{Kind: core.KindConfigBinary, Market: m, Cfg: core.MarketCfg{Quote: usdt, Lot: 1, MinQty: 1,
-			MaxQty: 10_000, MakerFee: 1_000, TakerFee: 2_000}, Price: core.Price(testTime + 1_000_000_000_000)})
+			MaxQty: 10_000, MakerFee: 1_000, TakerFee: 2_000}, Price: core.Price(testTime + 1_000_000_000_000),
+			Text: binaryQuestions[m]})
 		r.ok(core.Command{Kind: core.KindActivate, Market: m})
 	}
 	// market 7: MINT, TRANSFER_YES, TRANSFER_NO, BURN
@@ -114,6 +120,19 @@ func TestSinkBinaryMarkets(t *testing.T) {
 		AND status = 'ACTIVE'`); p != 2*oneUSDT {
 		t.Errorf("live market 8 payout %d", p)
 	}
+	for _, q := range []struct {
+		where string
+		want  *string
+	}{{"market_id = 7", ptr(binaryQuestions[7])}, {"market_id = 8 AND archived_seq IS NOT NULL", ptr(binaryQuestions[8])},
+		{"market_id = 8 AND archived_seq IS NULL", nil}} {
+		var got *string
+		if err := pool.QueryRow(ctx, `SELECT question FROM binary_markets WHERE `+q.where).Scan(&got); err != nil {
+			t.Fatalf("question of %s: %v", q.where, err)
+		}
+		if (got == nil) != (q.want == nil) || (got != nil && *got != *q.want) {
+			t.Errorf("question of %s: %v, want %v", q.where, deref(got), deref(q.want))
+		}
+	}
 	if p := queryInt(t, pool, `SELECT payout FROM binary_markets WHERE market_id = 7`); p != oneUSDT {
 		t.Errorf("market 7 payout %d (the default: one USDT)", p)
 	}
@@ -138,4 +157,13 @@ func TestSinkBinaryMarkets(t *testing.T) {
 	if got := dumpAll(t, pool); !equalDumps(got, wantRows) {
 		t.Fatalf("replayed batches differ:\n got %v\nwant %v", got, wantRows)
 	}
+}
+
+func ptr(s string) *string { return &s }
+
+func deref(s *string) string {
+	if s == nil {
+		return "NULL"
+	}
+	return `"` + *s + `"`
 }

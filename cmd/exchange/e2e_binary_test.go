@@ -1,13 +1,13 @@
 package main
 
 // A binary YES/NO market end to end against the real binary (issue 22): an
-// admin creates and activates it over HTTP, three users trade all four fill
-// kinds (mint, transfer YES, transfer NO, burn), the admin resolves it and
-// settles it in slices. After every step the users' USDT + the fee
-// account's + the market's reserve + pnl pool equal what was credited, to
-// the unit; at the end Postgres holds the market (SETTLED, YES), the
-// positions as the API last showed them (zeroed by settlement) and the
-// trades with their fill kinds.
+// admin creates it with a question (a bad one refused first) and activates
+// it over HTTP, three users trade all four fill kinds (mint, transfer YES,
+// transfer NO, burn), the admin resolves it and settles it in slices. After
+// every step the users' USDT + the fee account's + the market's reserve +
+// pnl pool equal what was credited, to the unit; at the end Postgres holds
+// the market (SETTLED, YES, its question), the positions as the API last
+// showed them (zeroed by settlement) and the trades with their fill kinds.
 
 import (
 	"context"
@@ -71,8 +71,21 @@ func TestBinaryMarketE2E(t *testing.T) {
 			t.Fatalf("%s: USDT held %d units, credited %d", step, sum, 3_000*1_000_000)
 		}
 	}
-	ok("POST", "/admin/v1/binary-markets", admin, map[string]any{"market_id": 77, "quote": "USDT",
-		"maker_fee_ppm": 1000, "taker_fee_ppm": 2000})
+	const question = "Will \"BTC\" close ≥ 100 000 USDT on 31/12/2027? ☔"
+	if st, out := s.do("POST", "/admin/v1/binary-markets", admin, map[string]any{"market_id": 77, "quote": "USDT",
+		"question": "two\nlines"}); st != 400 || out["code"] != "INVALID_QUESTION" {
+		t.Fatalf("a bad question: %d %v", st, out)
+	}
+	if st, out := s.do("GET", "/api/v1/binary-markets/77", tok[11], nil); st != 400 || out["code"] != "NOT_BINARY" {
+		t.Fatalf("after a bad question: %d %v", st, out)
+	}
+	if m := ok("POST", "/admin/v1/binary-markets", admin, map[string]any{"market_id": 77, "quote": "USDT",
+		"maker_fee_ppm": 1000, "taker_fee_ppm": 2000, "question": question}); m["question"] != question {
+		t.Fatalf("created: %v", m)
+	}
+	if m := ok("GET", "/api/v1/binary-markets/77", tok[11], nil); m["question"] != question {
+		t.Fatalf("GET: %v", m)
+	}
 	ok("POST", "/admin/v1/binary-markets/77/activate", admin, nil)
 	conserved("activated")
 	order := func(u uint64, side, out, price string, qty int) map[string]any {
@@ -148,15 +161,15 @@ func TestBinaryMarketE2E(t *testing.T) {
 	// Postgres: the market, the positions (zeroed by settlement) and the trades with their kinds.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var status, outcome string
+		var status, outcome, q string
 		var settled bool
-		err := conn.QueryRow(ctx, `SELECT status, outcome, settled FROM binary_markets WHERE market_id = 77
-			AND archived_seq IS NULL`).Scan(&status, &outcome, &settled)
-		if err == nil && status == "SETTLED" && outcome == "YES" && settled {
+		err := conn.QueryRow(ctx, `SELECT status, outcome, settled, question FROM binary_markets WHERE market_id = 77
+			AND archived_seq IS NULL`).Scan(&status, &outcome, &settled, &q)
+		if err == nil && status == "SETTLED" && outcome == "YES" && settled && q == question {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("binary_markets row: %s %s %v %v", status, outcome, settled, err)
+			t.Fatalf("binary_markets row: %s %s %v %q %v", status, outcome, settled, q, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -8,10 +8,12 @@ import (
 )
 
 // The binary-market parts of `replay state` (issue 22): a binary market's
-// reserve, pnl pool, shares and settlement progress, and a user's positions.
+// question, reserve, pnl pool, shares and settlement progress, and a user's
+// positions.
 // Shares are whole shares (raw integers); money is in the quote asset.
 
 type binaryState struct {
+	Question  string `json:"question"` // "" for a market configured before questions
 	Payout    string `json:"payout"`
 	Outcome   string `json:"outcome,omitempty"`
 	Settling  bool   `json:"settling"`
@@ -49,7 +51,7 @@ func binaryView(p *core.Processor, id core.MarketID, nm *names, raw bool) *binar
 		}
 		return nm.units(core.Units(x), q, raw)
 	}
-	st := &binaryState{Payout: nm.units(v.Payout, q, raw), Settling: v.Settling, Reserve: nm.units(v.Reserve, q, raw),
+	st := &binaryState{Question: v.Question, Payout: nm.units(v.Payout, q, raw), Settling: v.Settling, Reserve: nm.units(v.Reserve, q, raw),
 		PnlPool: nm.units(v.PnlPool, q, raw), YesShares: int64(v.YesShares), NoShares: int64(v.NoShares),
 		Positions: v.Positions, Settled: v.Settled, YesBid: px(v.YesBid), YesAsk: px(v.YesAsk), NoBid: px(v.NoBid),
 		NoAsk: px(v.NoAsk)}
@@ -97,6 +99,11 @@ func printBinary(w io.Writer, b *binaryState) {
 	}
 	fmt.Fprintf(w, "binary: payout %s, outcome %s, settling %v (%d of %d positions paid)\n", b.Payout, out, b.Settling,
 		b.Settled, b.Positions)
+	if b.Question != "" {
+		fmt.Fprintf(w, "  question %q\n", b.Question) // quoted: it may hold any printable text
+	} else {
+		fmt.Fprintf(w, "  question none (configured before questions)\n")
+	}
 	fmt.Fprintf(w, "  reserve %s, pnl pool %s, YES shares %d, NO shares %d\n", b.Reserve, b.PnlPool, b.YesShares, b.NoShares)
 	fmt.Fprintf(w, "  YES bid %s ask %s | NO bid %s ask %s (the book below is the YES book)\n", b.YesBid, b.YesAsk,
 		b.NoBid, b.NoAsk)

@@ -1,7 +1,7 @@
 package main
 
 // This file proves `replay state` on binary markets (issue 22): a data dir
-// written by the real pipeline (periodic v3 snapshots between the
+// written by the real pipeline (periodic snapshots between the
 // commands) replays to the same binary market and positions as a direct
 // core replay, at the end and as of an earlier seq (--to).
 
@@ -19,6 +19,8 @@ import (
 	"github.com/ubscore/ubscore/journal"
 )
 
+const binaryQuestion = `Will "it" rain in Lisbon on 1 May 2027? ☔`
+
 func binaryCmds() []core.Command {
 	key := func(s string) core.Key { k, _ := core.KeyFrom(s); return k }
 	order := func(u core.UserID, side core.Side, out core.Outcome, price core.Price, qty core.Units) core.Command {
@@ -28,7 +30,7 @@ func binaryCmds() []core.Command {
 	return []core.Command{
 		{Kind: core.KindConfigAsset, Asset: 1, BaseScale: 2},
 		{Kind: core.KindConfigBinary, Market: 7, Cfg: core.MarketCfg{Quote: 1, Lot: 1, MinQty: 1, MaxQty: 1000,
-			MakerFee: 1_000, TakerFee: 2_000}},
+			MakerFee: 1_000, TakerFee: 2_000}, Text: binaryQuestion},
 		{Kind: core.KindSpotDeposit, User: 1, Asset: 1, Amount: 100_000, Key: key("d1")},
 		{Kind: core.KindSpotDeposit, User: 2, Asset: 1, Amount: 100_000, Key: key("d2")},
 		{Kind: core.KindActivate, Market: 7},
@@ -81,7 +83,8 @@ func TestStateBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 		want, _ := marketView(direct, 7, 10, raw, true)
-		if ms.Binary == nil || fmt.Sprint(*ms.Binary) != fmt.Sprint(*want.Binary) || ms.Status != want.Status {
+		if ms.Binary == nil || fmt.Sprint(*ms.Binary) != fmt.Sprint(*want.Binary) || ms.Status != want.Status ||
+			ms.Binary.Question != binaryQuestion {
 			t.Fatalf("market 7 at %d:\n got %+v %+v\nwant %+v %+v", at, ms, ms.Binary, want, want.Binary)
 		}
 		code, out, errs = runReplay(t, "state", "--json", "--quiet", "--data", dir, "--to", strconv.Itoa(at), "--user", "1")
@@ -110,8 +113,18 @@ func TestStateBinary(t *testing.T) {
 		}
 	}
 	code, out, _ := runReplay(t, "state", "--quiet", "--data", dir, "--market", "7")
-	if code != exitOK || !strings.Contains(out, "binary: payout 100, outcome YES, settling true") {
+	if code != exitOK || !strings.Contains(out, "binary: payout 100, outcome YES, settling true") ||
+		!strings.Contains(out, "  question \"Will \\\"it\\\" rain in Lisbon on 1 May 2027? ☔\"\n") {
 		t.Fatalf("human state --market 7: exit %d: %s", code, out)
+	}
+	code, out, _ = runReplay(t, "dump", "--data", dir, "--from", "2", "--to", "2") // the config command
+	var dumped struct {
+		Kind string `json:"kind"`
+		Text string `json:"text"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &dumped) != nil || dumped.Kind != "CONFIG_BINARY" ||
+		dumped.Text != binaryQuestion {
+		t.Fatalf("dump of the config command: exit %d: %s", code, out)
 	}
 	code, out, _ = runReplay(t, "state", "--quiet", "--data", dir, "--to", "9", "--user", "2")
 	if code != exitOK || !strings.Contains(out, "outcome NO SYNTHETIC") || !strings.Contains(out, "positions: 1") {

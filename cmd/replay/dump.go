@@ -90,6 +90,9 @@ func appendCommandFields(j *jsonObj, c *core.Command) {
 	if !c.Key.IsZero() {
 		j.str("key", c.Key.String())
 	}
+	if c.Text != "" { // a binary market's question, a p2p handle, an operator's note
+		j.str("text", c.Text)
+	}
 	if c.Kind == core.KindConfigMarket || c.Cfg != (core.MarketCfg{}) {
 		cf := &c.Cfg
 		j.key("cfg")
