@@ -213,13 +213,17 @@ func (s *Server) notOpen(ctx *fasthttp.RequestCtx, st *reqState, id core.OrderID
 // st.fills): a live order from the core (authoritative) with History's
 // fills, else a finished one from History, else from the Archive — only
 // for an id below History's floor: above it, an order History does not
-// hold does not exist. Another user's order is reported as not found.
+// hold does not exist — and only once the archive has persisted the seq
+// History reports for that floor (else 503: retry). Another user's order
+// is reported as not found.
 func (s *Server) lookupOrder(st *reqState, id core.OrderID) (bool, *APIError) {
 	user := core.UserID(st.claims.UserID)
 	found, known := false, false // known: the core or History holds it (whoever owns it), or it does not exist
+	var archiveSeq core.Seq      // the archive answers for id once it has persisted this seq (Floor.OrderSeq)
 	st.fills = st.fills[:0]
 	err := s.backend.Read(func(p *core.Processor, h *History) error {
 		known = h.floorSet && id >= h.floor
+		archiveSeq = h.belowSeq
 		hr, inHist := h.Order(id)
 		if o, ok := p.Order(id); ok {
 			known = true
@@ -246,6 +250,12 @@ func (s *Server) lookupOrder(st *reqState, id core.OrderID) (bool, *APIError) {
 		return false, s.backendError(err)
 	}
 	if !known && s.archive != nil {
+		// Before the archive reaches archiveSeq, its "not found" proves
+		// nothing: the order may have finished in a command it has not
+		// persisted yet (after a restart: one History never saw placed).
+		if aerr := s.awaitArchive(archiveSeq); aerr != nil {
+			return false, aerr
+		}
 		r, ok, err := s.archive.Order(id)
 		if err != nil {
 			s.log.Error("gateway: order archive", "order_id", uint64(id), "err", err)
