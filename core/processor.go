@@ -33,7 +33,7 @@ type Processor struct {
 	balExt    [][]Balance               // per account: balances of assets inlineAssets+1.. (index asset-inlineAssets-1)
 	userIdx   userIndex                 // user -> index into accounts
 	pool      orderPool
-	orderIdx  idMap                 // resting order id -> pool index
+	orderIdx  orderIndex            // resting order id -> pool index
 	clientIdx map[clientKey]OrderID // (user, client order id) -> resting order id
 	ops       map[opKey]int32       // processed transfer/adjust keys (the ProcessedTransferSet) -> index in opLog
 	opLog     []opEntry             // the ops with their first results, in insertion order (canonical order for snapshots); forgotten ones have kind 0
