@@ -18,13 +18,17 @@ import (
 // passes fence first; a statement's WHERE also names the state it moves
 // from, so a repeat changes nothing.
 
-// Allocate implements chaintx.Store: one writer batch, one transaction, two
-// round trips whatever the number of groups (submitters) in it: BEGIN, the
-// fence and every read in one pipeline; signing (each group's Assign);
-// every write, its checks and COMMIT in one more (plus one for repeated
-// request_ids, and one for a submitter's very first allocation). Lookups
-// go by index from the arrays (LATERAL ... LIMIT), so plans do not depend
-// on statistics.
+// Allocate implements chaintx.Store: one writer batch, one transaction.
+// When every group comes with a guess (the writer's nonce cache known, the
+// requests signed ahead), ONE round trip: allocateGuessed. Otherwise, or
+// when a guess's expectation fails (then after a ROLLBACK of the guessed
+// transaction, which wrote nothing), the regular path: two round trips
+// whatever the number of groups (submitters) in it: BEGIN, the fence and
+// every read in one pipeline; signing (each group's Assign); every write,
+// its checks and COMMIT in one more (plus one for repeated request_ids,
+// and one for a submitter's very first allocation). Lookups go by index
+// from the arrays (LATERAL ... LIMIT), so plans do not depend on
+// statistics.
 func (s *Store) Allocate(ctx context.Context, gs []chaintx.AllocGroup) ([]chaintx.AllocResult, error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
