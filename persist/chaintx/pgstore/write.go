@@ -115,7 +115,7 @@ func guessMissed(err error) bool {
 // allocateGuessed is Allocate in ONE round trip, for a batch whose groups
 // all come with a writer's guess (chaintx.AllocGuess: requests signed
 // ahead from the nonce cache): BEGIN, the checks, the writes and COMMIT in
-// one pipeline. The checks come first and abort the transaction if any
+// one pipeline, with generic plans (plan_cache_mode, this transaction only). The checks come first and abort the transaction if any
 // expectation fails (guessMissed), so that nothing is written: every
 // lease passes the fence (locked FOR SHARE, as in the regular path); every
 // cursor exists and is at most the guess's Next (locked FOR UPDATE, in
@@ -150,6 +150,10 @@ func allocateGuessed(ctx context.Context, c *pgx.Conn, gs []chaintx.AllocGroup) 
 	ls, ln, lt := leaseArrays(leases)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	// Generic plans: the statements below look rows up by primary key from
+	// the arrays whatever their length, and re-planning them for every
+	// batch (custom plans) cost more Postgres CPU than executing them.
+	b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
 	b.Queue(`SELECT 1 / (count(*) = $4)::int FROM (`+fenceSQL+`) f`, ls, ln, lt, len(gs))
 	b.Queue(`SELECT 1 / COALESCE(count(*) = cardinality($1::text[]) AND bool_and(x.next_nonce <= x.guess AND NOT x.created), false)::int
 		FROM (SELECT c.next_nonce, u.guess, EXISTS (SELECT 1 FROM managed_tx m WHERE m.submitter = c.submitter AND m.nonce IS NULL
@@ -182,7 +186,7 @@ func allocateGuessed(ctx context.Context, c *pgx.Conn, gs []chaintx.AllocGroup) 
 	var now time.Time
 	br := c.SendBatch(ctx, b)
 	err := func() error {
-		for range 3 {
+		for range 4 { // BEGIN, SET, the checks
 			if _, err := br.Exec(); err != nil {
 				return err
 			}
