@@ -54,7 +54,7 @@ func (stubChain) Fees(context.Context) (chaintx.Fees, error) {
 	return chaintx.Fees{MaxFee: big.NewInt(2_000_000_000), MaxTip: big.NewInt(1_000_000_000)}, nil
 }
 
-func randomSigners(b *testing.B, n int) []chaintx.Signer {
+func randomSigners(b testing.TB, n int) []chaintx.Signer {
 	out := make([]chaintx.Signer, n)
 	for i := range out {
 		k, err := crypto.GenerateKey()

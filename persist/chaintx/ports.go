@@ -49,6 +49,24 @@ type AllocGroup struct {
 	Reqs       []NewTx
 	MaxCreated int    // CREATED rows of the submitter to allocate too, at most
 	Assign     Assign // the nonce policy (below)
+	// Guess (optional) is the writer's expectation, signed ahead: the
+	// store may then allocate the group in one round trip, and falls back
+	// to the regular path (Assign) when an expectation does not hold.
+	Guess *AllocGuess
+}
+
+// AllocGuess is a writer's expectation for one group, from its nonce
+// cache: the database cursor is at most Next, the submitter has no CREATED
+// rows to allocate, and no request_id of the group exists yet (nor repeats
+// within it). Txs are the group's requests in order, signed with the nonces
+// Next, Next+1, ... (Nonce, Hash and Signed[0] set). The nonce policy is
+// the same as Assign's: with the cursor at most Next, max(chain, cache, db)
+// is Next. A store that uses a guess writes it in a transaction that first
+// checks every expectation (and the fence); if one fails, nothing of the
+// guess is written and the group takes the regular path.
+type AllocGuess struct {
+	Next uint64
+	Txs  []Tx
 }
 
 // AllocResult is what one group of a writer batch did.

@@ -31,6 +31,7 @@ type worker struct {
 	poked map[Address]bool
 	cache map[Address]uint64 // nonce cache: next nonce after this worker's last committed batch (spec §3.4)
 	sendQ chan []*group      // committed batches for the sender (run owns it)
+	ahead map[*op]Tx         // the current batch's ops signed ahead (batch sets it; run's goroutine only)
 }
 
 // senderDepth bounds the committed batches waiting for their broadcast; a
@@ -115,16 +116,25 @@ func (w *worker) drainStopped() {
 // for those submitters (before waiting: an RPC never holds a committer),
 // waits for a committer (allocGate), drains again what arrived meanwhile
 // (late binding), and allocates per submitter, in arrival order within each.
+//
+// While it waits for the committer, the ops drained so far are signed
+// ahead (signAhead): with the nonce cache known, the batch's guesses are
+// then mostly signed by the time the committer claims it.
 func (w *worker) batch(ctx context.Context, first *op) {
 	ops := w.drain([]*op{first})
 	pre := w.prepare(ctx, nil, ops)
+	ahead := w.signAhead(ops, pre)
 	t, err := w.m.allocs.wait(ctx)
 	if err != nil {
+		<-ahead.done
 		for _, o := range ops {
 			o.done <- opResult{err: ErrStopped}
 		}
 		return
 	}
+	<-ahead.done
+	w.ahead = ahead.txs
+	defer func() { w.ahead = nil }()
 	ops = w.drain(ops)
 	w.m.met.QueueDepth.WithLabelValues(itoa(w.idx)).Set(float64(len(w.q)))
 	var order []Address
@@ -136,6 +146,68 @@ func (w *worker) batch(ctx context.Context, first *op) {
 		bySub[o.req.Submitter] = append(bySub[o.req.Submitter], o)
 	}
 	w.allocate(ctx, t, order, bySub, w.prepare(ctx, pre, ops))
+}
+
+// presigned are ops signed ahead, each with the nonce the batch's guess
+// would give it if nothing else of its submitter comes before it.
+type presigned struct {
+	done chan struct{} // closed once txs is complete
+	txs  map[*op]Tx
+}
+
+// signAhead signs, in a goroutine, the ops of each submitter whose nonce
+// cache is known, in their order, from max(chain, cache): what allocGroup's
+// guess will give them unless the batch changes (it only grows at the end,
+// so those ops keep their places). allocGroup uses a presigned tx only if
+// its nonce is the one the guess gives; otherwise it signs again.
+func (w *worker) signAhead(ops []*op, v *batchChain) *presigned {
+	p := &presigned{done: make(chan struct{}), txs: make(map[*op]Tx, len(ops))}
+	type job struct {
+		o     *op
+		nonce uint64
+	}
+	var jobs []job
+	if v.feesErr == nil {
+		next := map[Address]uint64{}
+		for _, o := range ops {
+			s := o.req.Submitter
+			n, ok := next[s]
+			if !ok {
+				c, cached := w.cache[s]
+				if !cached {
+					continue
+				}
+				n = max(v.pending[s], c)
+			}
+			jobs, next[s] = append(jobs, job{o, n}), n+1
+		}
+	}
+	if len(jobs) == 0 {
+		close(p.done)
+		return p
+	}
+	fees := v.fees
+	go func() {
+		defer close(p.done)
+		for _, j := range jobs {
+			t := Tx{Submitter: j.o.req.Submitter, RequestID: j.o.req.RequestID, Payload: j.o.req.Payload}
+			if signTx(w.m.signers[t.Submitter], &t, j.nonce, fees) == nil {
+				p.txs[j.o] = t
+			}
+		}
+	}()
+	return p
+}
+
+// signTx signs t with nonce n as its original.
+func signTx(signer Signer, t *Tx, n uint64, fees Fees) error {
+	h, raw, err := signer.Sign(Unsigned{Nonce: n, Payload: t.Payload, Fees: fees})
+	if err != nil {
+		return fmt.Errorf("chaintx: sign: %w", err)
+	}
+	t.Nonce, t.Hash = &n, h
+	t.Signed = []Signed{{Hash: h, Raw: raw, Kind: KindOriginal, MaxFee: fees.MaxFee, MaxTip: fees.MaxTip}}
+	return nil
 }
 
 // drain appends queued ops to ops, up to MaxBatch in all.
@@ -279,26 +351,60 @@ func (w *worker) allocate(ctx context.Context, t *ticket, subs []Address, bySub 
 // max(chain, cache, db) with signing at allocation.
 func (w *worker) allocGroup(g *group, fees Fees, chainNext uint64) AllocGroup {
 	m, s := w.m, g.l.Submitter
-	cacheNext := w.cache[s]
+	cacheNext, cached := w.cache[s]
 	signer := m.signers[s]
 	reqs := make([]NewTx, len(g.ops))
 	for i, o := range g.ops {
 		reqs[i] = o.req
 	}
-	return AllocGroup{Lease: g.l, Reqs: reqs, MaxCreated: max(0, m.cfg.MaxBatch-len(g.ops)),
+	sign := func(txs []*Tx, next uint64) error {
+		for i, t := range txs {
+			if err := signTx(signer, t, next+uint64(i), fees); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ag := AllocGroup{Lease: g.l, Reqs: reqs, MaxCreated: max(0, m.cfg.MaxBatch-len(g.ops)),
 		Assign: func(dbNext uint64, txs []*Tx) (uint64, error) {
 			next := max(chainNext, cacheNext, dbNext)
-			for i, t := range txs {
-				n := next + uint64(i)
-				h, raw, err := signer.Sign(Unsigned{Nonce: n, Payload: t.Payload, Fees: fees})
-				if err != nil {
-					return 0, fmt.Errorf("chaintx: sign: %w", err)
-				}
-				t.Nonce, t.Hash = &n, h
-				t.Signed = []Signed{{Hash: h, Raw: raw, Kind: KindOriginal, MaxFee: fees.MaxFee, MaxTip: fees.MaxTip}}
+			if err := sign(txs, next); err != nil {
+				return 0, err
 			}
 			return next + uint64(len(txs)), nil
 		}}
+	if cached {
+		ag.Guess = w.guessGroup(g.ops, max(chainNext, cacheNext), signer, fees)
+	}
+	return ag
+}
+
+// guessGroup is the guess for ops (signed with the nonces from next, the
+// cache's view max(chain, cache); signed ahead where signAhead gave the
+// same nonce) for Store.Allocate's one-round-trip path; nil when a
+// request_id repeats within ops (the regular path answers the repeat).
+func (w *worker) guessGroup(ops []*op, next uint64, signer Signer, fees Fees) *AllocGuess {
+	seen := make(map[string]bool, len(ops))
+	g := &AllocGuess{Next: next, Txs: make([]Tx, len(ops))}
+	for i, o := range ops {
+		r := o.req
+		if r.RequestID != "" {
+			if seen[r.RequestID] {
+				return nil
+			}
+			seen[r.RequestID] = true
+		}
+		n := next + uint64(i)
+		if t, ok := w.ahead[o]; ok && *t.Nonce == n && t.Signed[0].MaxFee.Cmp(fees.MaxFee) == 0 && t.Signed[0].MaxTip.Cmp(fees.MaxTip) == 0 {
+			g.Txs[i] = t
+			continue
+		}
+		g.Txs[i] = Tx{Submitter: r.Submitter, RequestID: r.RequestID, Payload: r.Payload}
+		if signTx(signer, &g.Txs[i], n, fees) != nil {
+			return nil // the regular path signs again and reports the error
+		}
+	}
+	return g
 }
 
 // broadcast sends freshly allocated txs in nonce order per submitter and

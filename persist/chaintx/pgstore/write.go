@@ -18,13 +18,17 @@ import (
 // passes fence first; a statement's WHERE also names the state it moves
 // from, so a repeat changes nothing.
 
-// Allocate implements chaintx.Store: one writer batch, one transaction, two
-// round trips whatever the number of groups (submitters) in it: BEGIN, the
-// fence and every read in one pipeline; signing (each group's Assign);
-// every write, its checks and COMMIT in one more (plus one for repeated
-// request_ids, and one for a submitter's very first allocation). Lookups
-// go by index from the arrays (LATERAL ... LIMIT), so plans do not depend
-// on statistics.
+// Allocate implements chaintx.Store: one writer batch, one transaction.
+// When every group comes with a guess (the writer's nonce cache known, the
+// requests signed ahead), ONE round trip: allocateGuessed. Otherwise, or
+// when a guess's expectation fails (then after a ROLLBACK of the guessed
+// transaction, which wrote nothing), the regular path: two round trips
+// whatever the number of groups (submitters) in it: BEGIN, the fence and
+// every read in one pipeline; signing (each group's Assign); every write,
+// its checks and COMMIT in one more (plus one for repeated request_ids,
+// and one for a submitter's very first allocation). Lookups go by index
+// from the arrays (LATERAL ... LIMIT), so plans do not depend on
+// statistics.
 func (s *Store) Allocate(ctx context.Context, gs []chaintx.AllocGroup) ([]chaintx.AllocResult, error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -53,6 +57,17 @@ type dbConn interface {
 }
 
 func allocate(ctx context.Context, c *pgx.Conn, gs []chaintx.AllocGroup) ([]chaintx.AllocResult, error) {
+	if guessed(gs) {
+		out, err := allocateGuessed(ctx, c, gs)
+		if !guessMissed(err) {
+			return out, err
+		}
+		// An expectation did not hold: the transaction is aborted, nothing
+		// of it was written. End it; the regular path decides.
+		if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]chaintx.AllocResult, len(gs))
 	rd, err := allocReads(ctx, c, gs)
 	if err != nil {
@@ -73,6 +88,154 @@ func allocate(ctx context.Context, c *pgx.Conn, gs []chaintx.AllocGroup) ([]chai
 		}
 	}
 	return out, writeAllocated(ctx, c, ws, rd.now, true)
+}
+
+// guessed reports whether every group of a batch comes with a guess (and
+// requests), each submitter once: then allocateGuessed may run it.
+func guessed(gs []chaintx.AllocGroup) bool {
+	subs := make(map[chaintx.Address]bool, len(gs))
+	for _, g := range gs {
+		if g.Guess == nil || len(g.Reqs) == 0 || len(g.Guess.Txs) != len(g.Reqs) || g.Lease.Node == "" || subs[g.Lease.Submitter] {
+			return false
+		}
+		subs[g.Lease.Submitter] = true
+	}
+	return len(gs) > 0
+}
+
+// guessMissed reports whether err is allocateGuessed's way of saying an
+// expectation did not hold: a failed check (the 1 / 0 of a check: fence,
+// cursor, CREATED rows) or a unique violation (a request_id that exists).
+// The transaction is then aborted and has written nothing.
+func guessMissed(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "22012" || pe.Code == "23505")
+}
+
+// allocateGuessed is Allocate in ONE round trip, for a batch whose groups
+// all come with a writer's guess (chaintx.AllocGuess: requests signed
+// ahead from the nonce cache): BEGIN, the checks, the writes and COMMIT in
+// one pipeline, with generic plans (plan_cache_mode, this transaction only). The checks come first and abort the transaction if any
+// expectation fails (guessMissed), so that nothing is written: every
+// lease passes the fence (locked FOR SHARE, as in the regular path); every
+// cursor exists and is at most the guess's Next (locked FOR UPDATE, in
+// submitter order); no submitter has a CREATED row; then the inserts,
+// where the unique index on (submitter, request_id) is the in-batch
+// idempotency check (an existing request_id aborts before any nonce is
+// used, and the regular path answers it); the cursor write checks its rows
+// as the regular path's does.
+func allocateGuessed(ctx context.Context, c *pgx.Conn, gs []chaintx.AllocGroup) ([]chaintx.AllocResult, error) {
+	leases := make([]chaintx.Lease, len(gs))
+	curSubs := make([]string, len(gs))
+	curGuess, curNext, curToks := make([]int64, len(gs)), make([]int64, len(gs)), make([]int64, len(gs))
+	var subs, reqs, to, vals, hashes, kinds, fees, tips []string
+	var nonces, gas, toks []int64
+	var datas, raws [][]byte
+	for i, g := range gs {
+		l := g.Lease
+		leases[i] = l
+		curSubs[i], curGuess[i], curToks[i] = string(l.Submitter), int64(g.Guess.Next), l.Token
+		curNext[i] = int64(g.Guess.Next) + int64(len(g.Guess.Txs))
+		for _, t := range g.Guess.Txs {
+			if t.Nonce == nil || len(t.Signed) == 0 {
+				return nil, fmt.Errorf("guess of %s: a tx is not signed", l.Submitter)
+			}
+			sg := t.Signed[0]
+			subs, reqs, nonces = append(subs, string(l.Submitter)), append(reqs, t.RequestID), append(nonces, int64(*t.Nonce))
+			to, vals, datas, gas = append(to, string(t.Payload.To)), append(vals, numeric(t.Payload.Value)), append(datas, data(t.Payload.Data)), append(gas, int64(t.Payload.GasLimit))
+			hashes, toks, raws, kinds = append(hashes, string(t.Hash)), append(toks, l.Token), append(raws, sg.Raw), append(kinds, string(sg.Kind))
+			fees, tips = append(fees, numeric(sg.MaxFee)), append(tips, numeric(sg.MaxTip))
+		}
+	}
+	ls, ln, lt := leaseArrays(leases)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	// Generic plans: the statements below look rows up by primary key from
+	// the arrays whatever their length, and re-planning them for every
+	// batch (custom plans) cost more Postgres CPU than executing them.
+	b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+	b.Queue(`SELECT 1 / (count(*) = $4)::int FROM (`+fenceSQL+`) f`, ls, ln, lt, len(gs))
+	b.Queue(`SELECT 1 / COALESCE(count(*) = cardinality($1::text[]) AND bool_and(x.next_nonce <= x.guess AND NOT x.created), false)::int
+		FROM (SELECT c.next_nonce, u.guess, EXISTS (SELECT 1 FROM managed_tx m WHERE m.submitter = c.submitter AND m.nonce IS NULL
+				AND m.state = 'CREATED') AS created
+			FROM submitter_nonce_cursor c JOIN unnest($1::text[], $2::bigint[]) AS u(submitter, guess) ON c.submitter = u.submitter
+			ORDER BY c.submitter FOR UPDATE OF c) x`, curSubs, curGuess)
+	b.Queue(`WITH ins AS (INSERT INTO managed_tx (submitter, request_id, nonce, to_address, value_wei, data, gas_limit,
+				tx_hash, state, allocated_at, next_resubmit_at, fencing_token)
+			SELECT u.submitter, NULLIF(u.req, ''), u.nonce, u.to_addr, u.val::numeric, u.data, u.gas, u.hash, 'ALLOCATED', now(),
+				now() + make_interval(secs => $10), u.token
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::bigint[], $8::text[], $9::bigint[])
+				AS u(submitter, req, nonce, to_addr, val, data, gas, hash, token)
+			RETURNING tx_id, submitter, nonce),
+		sg AS (INSERT INTO managed_tx_signed (tx_id, tx_hash, kind, raw, max_fee, max_tip)
+			SELECT ins.tx_id, u.hash, u.kind, u.raw, u.fee::numeric, u.tip::numeric
+			FROM ins JOIN unnest($1::text[], $3::bigint[], $8::text[], $11::text[], $12::bytea[], $13::text[], $14::text[])
+				AS u(submitter, nonce, hash, kind, raw, fee, tip) ON u.submitter = ins.submitter AND u.nonce = ins.nonce)
+		SELECT ins.tx_id, ins.submitter, ins.nonce, now() FROM ins`,
+		subs, reqs, nonces, to, vals, datas, gas, hashes, toks, chaintx.AllocatedGrace.Seconds(), kinds, raws, fees, tips)
+	b.Queue(`WITH w AS (UPDATE submitter_nonce_cursor c SET next_nonce = u.next, fencing_token = u.token, updated_at = now()
+			FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(submitter, next, token) WHERE c.submitter = u.submitter
+			RETURNING 1)
+		SELECT 1 / (count(*) = cardinality($1::text[]))::int FROM w`, curSubs, curNext, curToks)
+	b.Queue("COMMIT")
+	type key struct {
+		s string
+		n int64
+	}
+	ids := make(map[key]int64, len(subs))
+	var now time.Time
+	br := c.SendBatch(ctx, b)
+	err := func() error {
+		for range 4 { // BEGIN, SET, the checks
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var k key
+			var id int64
+			if err := rows.Scan(&id, &k.s, &k.n, &now); err != nil {
+				rows.Close()
+				return err
+			}
+			ids[k] = id
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) != len(subs) {
+		return nil, fmt.Errorf("guessed allocation committed %d of %d rows", len(ids), len(subs)) // cannot happen: the nonces are unique
+	}
+	out := make([]chaintx.AllocResult, len(gs))
+	for i, g := range gs {
+		l := g.Lease
+		txs := slices.Clone(g.Guess.Txs)
+		for j := range txs {
+			t := &txs[j]
+			t.ID = chaintx.TxID(ids[key{string(l.Submitter), int64(*t.Nonce)}])
+			t.State, t.FencingToken, t.AllocatedAt, t.UpdatedAt, t.CreatedAt = chaintx.Allocated, l.Token, &now, now, now
+		}
+		out[i] = chaintx.AllocResult{Answers: slices.Clone(txs), Existing: make([]bool, len(txs)), Allocated: txs,
+			Next: g.Guess.Next + uint64(len(txs))}
+	}
+	return out, nil
 }
 
 // allocRead is what one pipeline read for a whole writer batch.
