@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -94,8 +96,9 @@ func (s *Server) postP2PTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIErr
 		}
 	}
 	if t.Status == core.P2PPending && t.CreatedAt == res.Time {
-		s.log.Info("Transfer created", "transferId", t.ID, "fromUserId", bstr(v[0].b), "toUserId", bstr(v[1].b),
-			"amount", FormatUnits(amt, cfg.Scale), "status", "PENDING")
+		s.log.LogAttrs(context.Background(), slog.LevelInfo, "Transfer created", slog.Uint64("transferId", t.ID),
+			slog.String("fromUserId", bstr(v[0].b)), slog.String("toUserId", bstr(v[1].b)),
+			slog.String("amount", FormatUnits(amt, cfg.Scale)), slog.String("status", "PENDING"))
 	}
 	o := append(st.out[:0], `{"transferId":`...)
 	o = appendUint(o, t.ID)

@@ -118,9 +118,13 @@ func (b *Buffered) run() {
 }
 
 // NewBufferedHandler is NewHandler on a Buffered writer: records at WARN
-// and above flush the buffer before Handle returns.
+// and above flush the buffer before Handle returns. JSON lines are the
+// bytes NewHandler writes, formatted by a faster path when it can (fastJSON).
 func NewBufferedHandler(b *Buffered, text bool) slog.Handler {
-	return flushingHandler{Handler: NewHandler(b, text), b: b}
+	if text {
+		return flushingHandler{Handler: NewHandler(b, true), b: b}
+	}
+	return flushingHandler{Handler: newFastJSON(b), b: b} // NewHandler's JSON bytes, cheaper (fastjson.go)
 }
 
 // flushingHandler flushes b after every record at slog.LevelWarn or above.

@@ -112,9 +112,11 @@ func (pm *p2pMetrics) onView(log *slog.Logger, scale uint8) func(c *core.Command
 				amt := gateway.FormatUnits(int64(e.Amount), scale)
 				switch st {
 				case core.P2PCompleted:
-					log.Info("Transfer completed", "transferId", uint64(e.OrderID), "fromUser", uint64(e.User), "toUser", uint64(e.OtherUser), "amount", amt)
+					log.LogAttrs(context.Background(), slog.LevelInfo, "Transfer completed", slog.Uint64("transferId", uint64(e.OrderID)),
+						slog.Uint64("fromUser", uint64(e.User)), slog.Uint64("toUser", uint64(e.OtherUser)), slog.String("amount", amt))
 				case core.P2PCancelled:
-					log.Info("Transfer cancelled", "transferId", uint64(e.OrderID), "fromUser", uint64(e.User), "amount", amt)
+					log.LogAttrs(context.Background(), slog.LevelInfo, "Transfer cancelled", slog.Uint64("transferId", uint64(e.OrderID)),
+						slog.Uint64("fromUser", uint64(e.User)), slog.String("amount", amt))
 				case core.P2PDebitFailed:
 					pm.failures.WithLabelValues(e.Code.String()).Inc()
 					log.Warn("Transfer failed", "transferId", uint64(e.OrderID), "fromUser", uint64(e.User), "toUser", uint64(e.OtherUser),
