@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // The transfer endpoints of spec 003 (p2p.go has the service's config,
@@ -96,7 +96,7 @@ func (s *Server) postP2PTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIErr
 		}
 	}
 	if t.Status == core.P2PPending && t.CreatedAt == res.Time {
-		s.log.LogAttrs(context.Background(), slog.LevelInfo, "Transfer created", slog.Uint64("transferId", t.ID),
+		logging.Attrs(s.log, slog.LevelInfo, "Transfer created", slog.Uint64("transferId", t.ID),
 			slog.String("fromUserId", bstr(v[0].b)), slog.String("toUserId", bstr(v[1].b)),
 			slog.String("amount", FormatUnits(amt, cfg.Scale)), slog.String("status", "PENDING"))
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -61,13 +62,10 @@ func (h *fastJSON) Handle(ctx context.Context, r slog.Record) error {
 func appendFastRecord(b []byte, r *slog.Record) ([]byte, bool) {
 	b = append(b, '{')
 	if !r.Time.IsZero() {
-		t := r.Time.Round(0)
-		if y := t.Year(); y < 0 || y >= 10000 {
+		var ok bool
+		if b, ok = appendTime(b, r.Time); !ok {
 			return b, false // slog appends an error text
 		}
-		b = append(b, `"time":"`...)
-		b = t.AppendFormat(b, time.RFC3339Nano)
-		b = append(b, `",`...)
 	}
 	b = append(b, `"level":`...)
 	if r.Level == LevelCritical {
@@ -172,4 +170,62 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// secondText is t's RFC 3339 text without the fraction, split around it:
+// `"time":"2026-11-26T23:24:07` and `Z",` (or the zone's offset). Zone
+// offsets change only at whole seconds, so it holds for every instant of
+// that second in that location.
+type secondText struct {
+	sec          int64
+	loc          *time.Location
+	prefix, zone []byte
+	ok           bool // the year is in [0, 9999]
+}
+
+// lastSecond caches the text of the latest second logged (lines come in
+// bursts within one second; t.AppendFormat is most of a line's cost).
+var lastSecond atomic.Pointer[secondText]
+
+// appendTime appends `"time":"<t.Round(0) as time.RFC3339Nano>",`, or
+// reports false if t's year is outside [0, 9999].
+func appendTime(b []byte, t time.Time) ([]byte, bool) {
+	t = t.Round(0)
+	sec, loc := t.Unix(), t.Location()
+	st := lastSecond.Load()
+	if st == nil || st.sec != sec || st.loc != loc {
+		st = newSecondText(t.Truncate(time.Second), sec, loc)
+		lastSecond.Store(st)
+	}
+	if !st.ok {
+		return b, false
+	}
+	b = append(b, st.prefix...)
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i >= 1; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, st.zone...), true
+}
+
+func newSecondText(t time.Time, sec int64, loc *time.Location) *secondText {
+	st := &secondText{sec: sec, loc: loc}
+	if y := t.Year(); y < 0 || y >= 10000 {
+		return st
+	}
+	st.ok = true
+	full := t.AppendFormat(nil, time.RFC3339) // whole second: no fraction
+	i := 19                                   // len("2006-01-02T15:04:05")
+	st.prefix = append([]byte(`"time":"`), full[:i]...)
+	st.zone = append(append([]byte(nil), full[i:]...), '"', ',')
+	return st
 }

@@ -162,3 +162,50 @@ func BenchmarkFastJSON(b *testing.B) {
 		}
 	})
 }
+
+// TestFastJSONTimes: the cached per-second time text gives slog's bytes for
+// any instant, fraction and zone, including across a DST change and when
+// lines alternate between zones and seconds.
+func TestFastJSONTimes(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.Local, time.FixedZone("half", -(3*3600 + 1800)), time.FixedZone("zero", 0)}
+	if ny, err := time.LoadLocation("America/New_York"); err == nil {
+		zones = append(zones, ny)
+	}
+	dst := time.Date(2026, 3, 8, 6, 59, 58, 0, time.UTC) // 01:59:58 EST, 2 s before the jump to EDT
+	rng := uint64(1)
+	next := func() uint64 { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng }
+	for i := 0; i < 20_000; i++ {
+		var at time.Time
+		switch i % 4 {
+		case 0: // around the DST change, sub-second steps
+			at = dst.Add(time.Duration(next()%4_000) * time.Millisecond)
+		case 1: // fractions with trailing zeros
+			at = time.Unix(1_795_575_839+int64(next()%3), int64(next()%10)*100_000_000)
+		case 2: // any instant in years 0..9999
+			at = time.Unix(int64(next()%315_569_520_000)-62_167_219_200, int64(next()%1_000_000_000)) // 0000-01-01 .. 9999-12-31
+		default: // now, with its monotonic reading
+			at = time.Now()
+		}
+		at = at.In(zones[next()%uint64(len(zones))])
+		r := slog.NewRecord(at, slog.LevelInfo, "t", 0)
+		want := slowLine(t, r)
+		fast, ok := appendFastRecord(nil, &r)
+		if !ok || string(fast) != want {
+			t.Fatalf("%v (%s): fast %q (ok %v)\nwant %q", at, at.Location(), fast, ok, want)
+		}
+	}
+}
+
+// TestAttrs: logging.Attrs prints what LogAttrs prints (but the time), and
+// nothing below the handler's level.
+func TestAttrs(t *testing.T) {
+	var a, b bytes.Buffer
+	la, lb := slog.New(NewHandler(&a, false)), slog.New(NewHandler(&b, false))
+	Attrs(la, slog.LevelInfo, "Transfer completed", slog.Uint64("transferId", 7), slog.String("amount", "0.01"))
+	lb.LogAttrs(context.Background(), slog.LevelInfo, "Transfer completed", slog.Uint64("transferId", 7), slog.String("amount", "0.01"))
+	Attrs(la, slog.LevelDebug, "hidden")
+	trim := func(s string) string { return s[strings.Index(s, `"level"`):] }
+	if a.Len() == 0 || trim(a.String()) != trim(b.String()) {
+		t.Fatalf("Attrs wrote %q, LogAttrs %q", a.String(), b.String())
+	}
+}

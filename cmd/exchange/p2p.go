@@ -13,6 +13,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // The transfer service (spec 003): flags, metrics and wiring. Behaviour
@@ -112,10 +113,10 @@ func (pm *p2pMetrics) onView(log *slog.Logger, scale uint8) func(c *core.Command
 				amt := gateway.FormatUnits(int64(e.Amount), scale)
 				switch st {
 				case core.P2PCompleted:
-					log.LogAttrs(context.Background(), slog.LevelInfo, "Transfer completed", slog.Uint64("transferId", uint64(e.OrderID)),
+					logging.Attrs(log, slog.LevelInfo, "Transfer completed", slog.Uint64("transferId", uint64(e.OrderID)),
 						slog.Uint64("fromUser", uint64(e.User)), slog.Uint64("toUser", uint64(e.OtherUser)), slog.String("amount", amt))
 				case core.P2PCancelled:
-					log.LogAttrs(context.Background(), slog.LevelInfo, "Transfer cancelled", slog.Uint64("transferId", uint64(e.OrderID)),
+					logging.Attrs(log, slog.LevelInfo, "Transfer cancelled", slog.Uint64("transferId", uint64(e.OrderID)),
 						slog.Uint64("fromUser", uint64(e.User)), slog.String("amount", amt))
 				case core.P2PDebitFailed:
 					pm.failures.WithLabelValues(e.Code.String()).Inc()
