@@ -48,15 +48,16 @@ func (f *p2pFlags) validate() error {
 // p2pMetrics are the service's Prometheus metrics (spec 003 §4.3, §8.2).
 type p2pMetrics struct {
 	transfers *prometheus.CounterVec // status: PENDING (created), COMPLETED, DEBIT_FAILED, CANCELLED
+	failures  *prometheus.CounterVec // reason
+	users     prometheus.Counter
+	ticks     prometheus.Counter
+	tickErrs  prometheus.Counter
+	perTick   prometheus.Histogram // transfers executed per tick
+	tickTime  prometheus.Histogram // seconds, submit to answer
+
 	// byStatus caches transfers' children (WithLabelValues hashes the
 	// label on every call: once per transfer event); view goroutine only.
 	byStatus [core.P2PCancelled + 1]prometheus.Counter
-	failures *prometheus.CounterVec // reason
-	users    prometheus.Counter
-	ticks    prometheus.Counter
-	tickErrs prometheus.Counter
-	perTick  prometheus.Histogram // transfers executed per tick
-	tickTime prometheus.Histogram // seconds, submit to answer
 }
 
 func newP2PMetrics(m *metrics, pl func() *journal.Pipeline) *p2pMetrics {
