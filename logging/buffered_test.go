@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,4 +157,24 @@ func TestBufferedConcurrentOrder(t *testing.T) {
 			t.Fatalf("writer %d: %d lines of %d", w, n, lines)
 		}
 	}
+}
+
+// BenchmarkBufferedParallel: INFO lines from many goroutines through the
+// exchange's handler into a Buffered on a file.
+func BenchmarkBufferedParallel(b *testing.B) {
+	f, err := os.CreateTemp(b.TempDir(), "log")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := NewBuffered(f)
+	defer buf.Close()
+	log := slog.New(NewBufferedHandler(buf, false))
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			Attrs(log, slog.LevelInfo, "Transfer created", slog.Uint64("transferId", 42), slog.String("fromUserId", "user1"),
+				slog.String("toUserId", "user2"), slog.String("amount", "0.01"), slog.String("status", "PENDING"))
+		}
+	})
 }
