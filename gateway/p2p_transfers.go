@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // The transfer endpoints of spec 003 (p2p.go has the service's config,
@@ -94,8 +96,9 @@ func (s *Server) postP2PTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIErr
 		}
 	}
 	if t.Status == core.P2PPending && t.CreatedAt == res.Time {
-		s.log.Info("Transfer created", "transferId", t.ID, "fromUserId", bstr(v[0].b), "toUserId", bstr(v[1].b),
-			"amount", FormatUnits(amt, cfg.Scale), "status", "PENDING")
+		logging.Attrs(s.log, slog.LevelInfo, "Transfer created", slog.Uint64("transferId", t.ID),
+			slog.String("fromUserId", bstr(v[0].b)), slog.String("toUserId", bstr(v[1].b)),
+			slog.String("amount", FormatUnits(amt, cfg.Scale)), slog.String("status", "PENDING"))
 	}
 	o := append(st.out[:0], `{"transferId":`...)
 	o = appendUint(o, t.ID)

@@ -22,10 +22,15 @@ import (
 type Buffered struct {
 	w io.Writer
 
-	mu      sync.Mutex // guards buf, err, closed; held across the write to w (lines stay in order)
-	buf     []byte     // pending lines, bytes
-	spare   []byte     // the previous buffer, reused (swap on flush)
-	err     error      // the first error writing to w (later writes still try)
+	// wmu serialises the writes to w (flushes, and writes after Close), so
+	// lines reach w in order; mu guards the fields below and is never held
+	// across a write to w, so loggers do not wait for the I/O of a flush.
+	// Lock order: wmu, then mu.
+	wmu     sync.Mutex
+	mu      sync.Mutex
+	buf     []byte // pending lines, bytes
+	spare   []byte // the previous buffer, reused (swap on flush; nil while it is being written)
+	err     error  // the first error writing to w (later writes still try)
 	closed  bool
 	kick    chan struct{} // cap 1: wakes the flusher early (the buffer is large)
 	stop    chan struct{}
@@ -37,6 +42,13 @@ const FlushEvery = 20 * time.Millisecond
 
 // maxBuffered is the buffer size (bytes) past which a write wakes the flusher.
 const maxBuffered = 64 << 10
+
+// maxKept is the largest buffer kept for reuse after a flush. A loaded
+// flusher runs well after its wake-up (the exchange logs ~10 MB/s of INFO
+// lines under bench p2p, and the buffer passes 4*maxBuffered before the
+// flush): a smaller bound re-grew the buffer, a copy per doubling, on
+// every flush.
+const maxKept = 16 * maxBuffered
 
 // NewBuffered returns a Buffered writer on w and starts its flusher; Close
 // stops it.
@@ -51,7 +63,9 @@ func NewBuffered(w io.Writer) *Buffered {
 func (b *Buffered) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	if b.closed {
-		defer b.mu.Unlock()
+		b.mu.Unlock()
+		b.wmu.Lock() // after any flush in progress
+		defer b.wmu.Unlock()
 		return b.w.Write(p)
 	}
 	b.buf = append(b.buf, p...)
@@ -67,36 +81,50 @@ func (b *Buffered) Write(p []byte) (int, error) {
 }
 
 // Flush writes the buffered lines to the underlying writer now.
-func (b *Buffered) Flush() error {
+func (b *Buffered) Flush() error { _, err := b.flush(false); return err }
+
+// flush writes the buffered lines to w; with close it also marks b closed
+// (later writes go straight through, after this one) and reports whether
+// this call did (false: it already was). The buffer is swapped under mu and
+// written under wmu only: loggers append to the other buffer meanwhile.
+func (b *Buffered) flush(close bool) (closedNow bool, err error) {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	b.mu.Lock()
+	if close {
+		if b.closed {
+			err := b.err
+			b.mu.Unlock()
+			return false, err
+		}
+		b.closed = true
+	}
+	out := b.buf
+	if len(out) == 0 {
+		err := b.err
+		b.mu.Unlock()
+		return close, err
+	}
+	b.buf, b.spare = b.spare[:0], nil
+	b.mu.Unlock()
+	_, werr := b.w.Write(out)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.flushLocked()
-}
-
-func (b *Buffered) flushLocked() error {
-	if len(b.buf) == 0 {
-		return b.err
+	if werr != nil && b.err == nil {
+		b.err = werr
 	}
-	if _, err := b.w.Write(b.buf); err != nil && b.err == nil {
-		b.err = err
+	if cap(out) <= maxKept { // else a burst: do not keep its memory
+		b.spare = out[:0]
 	}
-	b.buf, b.spare = b.spare[:0], b.buf
-	if cap(b.spare) > 4*maxBuffered { // a burst: do not keep its memory
-		b.spare = nil
-	}
-	return b.err
+	return close, b.err
 }
 
 // Close flushes, stops the flusher and makes later writes go straight through.
 func (b *Buffered) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return b.err
+	closed, err := b.flush(true)
+	if !closed {
+		return err
 	}
-	b.closed = true
-	err := b.flushLocked()
-	b.mu.Unlock()
 	close(b.stop)
 	<-b.stopped
 	return err
@@ -118,9 +146,13 @@ func (b *Buffered) run() {
 }
 
 // NewBufferedHandler is NewHandler on a Buffered writer: records at WARN
-// and above flush the buffer before Handle returns.
+// and above flush the buffer before Handle returns. JSON lines are the
+// bytes NewHandler writes, formatted by a faster path when it can (fastJSON).
 func NewBufferedHandler(b *Buffered, text bool) slog.Handler {
-	return flushingHandler{Handler: NewHandler(b, text), b: b}
+	if text {
+		return flushingHandler{Handler: NewHandler(b, true), b: b}
+	}
+	return flushingHandler{Handler: newFastJSON(b), b: b} // NewHandler's JSON bytes, cheaper (fastjson.go)
 }
 
 // flushingHandler flushes b after every record at slog.LevelWarn or above.

@@ -13,6 +13,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // The transfer service (spec 003): flags, metrics and wiring. Behaviour
@@ -53,6 +54,10 @@ type p2pMetrics struct {
 	tickErrs  prometheus.Counter
 	perTick   prometheus.Histogram // transfers executed per tick
 	tickTime  prometheus.Histogram // seconds, submit to answer
+
+	// byStatus caches transfers' children (WithLabelValues hashes the
+	// label on every call: once per transfer event); view goroutine only.
+	byStatus [core.P2PCancelled + 1]prometheus.Counter
 }
 
 func newP2PMetrics(m *metrics, pl func() *journal.Pipeline) *p2pMetrics {
@@ -94,6 +99,17 @@ func newP2PMetrics(m *metrics, pl func() *journal.Pipeline) *p2pMetrics {
 	return pm
 }
 
+// transferCounter is transfers' child for st (view goroutine only).
+func (pm *p2pMetrics) transferCounter(st core.P2PStatus) prometheus.Counter {
+	if int(st) >= len(pm.byStatus) {
+		return pm.transfers.WithLabelValues(st.String())
+	}
+	if pm.byStatus[st] == nil {
+		pm.byStatus[st] = pm.transfers.WithLabelValues(st.String())
+	}
+	return pm.byStatus[st]
+}
+
 // onView counts the service's events and logs its outcomes (spec 003 §4.3:
 // INFO for completions and cancels, WARN for failures), on the view goroutine.
 func (pm *p2pMetrics) onView(log *slog.Logger, scale uint8) func(c *core.Command, evs []core.Event) {
@@ -108,13 +124,15 @@ func (pm *p2pMetrics) onView(log *slog.Logger, scale uint8) func(c *core.Command
 					continue // a repeated requestId
 				}
 				st := core.P2PStatus(e.Detail)
-				pm.transfers.WithLabelValues(st.String()).Inc()
+				pm.transferCounter(st).Inc()
 				amt := gateway.FormatUnits(int64(e.Amount), scale)
 				switch st {
 				case core.P2PCompleted:
-					log.Info("Transfer completed", "transferId", uint64(e.OrderID), "fromUser", uint64(e.User), "toUser", uint64(e.OtherUser), "amount", amt)
+					logging.Attrs(log, slog.LevelInfo, "Transfer completed", slog.Uint64("transferId", uint64(e.OrderID)),
+						slog.Uint64("fromUser", uint64(e.User)), slog.Uint64("toUser", uint64(e.OtherUser)), slog.String("amount", amt))
 				case core.P2PCancelled:
-					log.Info("Transfer cancelled", "transferId", uint64(e.OrderID), "fromUser", uint64(e.User), "amount", amt)
+					logging.Attrs(log, slog.LevelInfo, "Transfer cancelled", slog.Uint64("transferId", uint64(e.OrderID)),
+						slog.Uint64("fromUser", uint64(e.User)), slog.String("amount", amt))
 				case core.P2PDebitFailed:
 					pm.failures.WithLabelValues(e.Code.String()).Inc()
 					log.Warn("Transfer failed", "transferId", uint64(e.OrderID), "fromUser", uint64(e.User), "toUser", uint64(e.OtherUser),
