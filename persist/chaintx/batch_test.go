@@ -41,14 +41,7 @@ func fakeAssign(tag string) chaintx.Assign {
 func TestAllocateManySubmittersOneTransactionFencedPerGroup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := persist.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, pgtest.NewDB(t))
 	store := pgstore.New(pool)
 	subA, subB, subC := anviltest.Addr(101), anviltest.Addr(102), anviltest.Addr(103)
 	lease := func(s chaintx.Address) chaintx.Lease {
@@ -167,14 +160,7 @@ func fakeGuess(tag string, next uint64, reqs []chaintx.NewTx) *chaintx.AllocGues
 func TestAllocateGuessedOrRegular(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := persist.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, pgtest.NewDB(t))
 	store := pgstore.New(pool)
 	count := func(q string, args ...any) int {
 		var n int
@@ -297,4 +283,20 @@ func TestAllocateGuessedOrRegular(t *testing.T) {
 	if a, b := count(`SELECT next_nonce FROM submitter_nonce_cursor WHERE submitter = $1`, string(subA)), count(`SELECT next_nonce FROM submitter_nonce_cursor WHERE submitter = $1`, string(subB)); a != 9 || b != 11 {
 		t.Fatalf("cursors %d %d", a, b)
 	}
+}
+
+// migratedPool opens a pool on url (a throw-away database) with every
+// migration applied; it is closed when the test ends.
+func migratedPool(tb testing.TB, url string) *pgxpool.Pool {
+	tb.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	if err := persist.Migrate(ctx, pool); err != nil {
+		tb.Fatal(err)
+	}
+	return pool
 }

@@ -220,14 +220,7 @@ func BenchmarkCreateToConfirmed(b *testing.B) {
 	}
 	url := pgtest.NewDB(b)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	if err := persist.Migrate(ctx, pool); err != nil {
-		b.Fatal(err)
-	}
+	pool := migratedPool(b, url)
 	store := pgstore.New(pool)
 	key, sub := node.NewKey(b)
 	chainID, _ := node.Client.ChainID(ctx)

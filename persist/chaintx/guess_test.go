@@ -16,9 +16,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/core/types"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/chaintx"
 	"github.com/ubscore/ubscore/persist/chaintx/anviltest"
 	"github.com/ubscore/ubscore/persist/chaintx/pgstore"
@@ -44,14 +42,7 @@ func (g *guessCounter) Allocate(ctx context.Context, gs []chaintx.AllocGroup) ([
 func TestWriterGuessesSignedAheadMatchTheirNonces(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := persist.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, pgtest.NewDB(t))
 	store := &guessCounter{Store: pgstore.New(pool)}
 	signers := randomSigners(t, 2)
 	m, err := chaintx.New(chaintx.Config{Store: store, Chain: stubChain{}, Signers: signers, NodeID: "n1", Workers: 2,
