@@ -74,7 +74,7 @@ type binaryMarket struct {
 	costSum   Units // running sum of every position's yesCost + noCost
 
 	pos    []position // positions in creation order (the canonical order of snapshots and settlement)
-	posIdx idMap      // account index -> index in pos
+	posIdx posIndex   // account index -> index in pos
 	cursor int32      // settlement progress: positions before it are paid and zeroed
 }
 
@@ -116,7 +116,7 @@ func (ps *position) pending(o Outcome) *Units {
 
 // positionOf returns the index of account a's position in b, or -1.
 func (b *binaryMarket) positionOf(a int32) int32 {
-	if i, ok := b.posIdx.get(uint64(a)); ok {
+	if i, ok := b.posIdx.get(a); ok {
 		return i
 	}
 	return -1
@@ -124,12 +124,12 @@ func (b *binaryMarket) positionOf(a int32) int32 {
 
 // ensurePosition returns the index of account a's position, creating it.
 func (p *Processor) ensurePosition(b *binaryMarket, a int32) int32 {
-	if i, ok := b.posIdx.get(uint64(a)); ok {
+	if i, ok := b.posIdx.get(a); ok {
 		return i
 	}
 	i := int32(len(b.pos))
 	b.pos = append(b.pos, position{acct: a, user: p.accounts[a].id})
-	b.posIdx.put(uint64(a), i)
+	b.posIdx.put(a, i)
 	return i
 }
 

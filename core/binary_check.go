@@ -89,7 +89,7 @@ func (p *Processor) checkBinary(m *market, out []Violation) []Violation {
 		if ps.yesPending < 0 || ps.noPending < 0 || ps.yesVol < ps.yesPending || ps.noVol < ps.noPending {
 			report(ViolOversold)
 		}
-		if j, ok := b.posIdx.get(uint64(ps.acct)); !ok || j != int32(i) || int(ps.acct) >= len(p.accounts) ||
+		if j, ok := b.posIdx.get(ps.acct); !ok || j != int32(i) || int(ps.acct) >= len(p.accounts) ||
 			p.accounts[ps.acct].id != ps.user {
 			report(ViolPending)
 		}

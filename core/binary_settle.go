@@ -87,7 +87,7 @@ func (p *Processor) finishSettlement(m *market) {
 	b.pnlPool, b.costSum = 0, 0
 	p.assets[m.cfg.Quote].total -= pool
 	p.move(feeAcct, m.cfg.Quote, pool, 0)
-	b.pos, b.posIdx, b.cursor, b.settling = nil, idMap{}, 0, false
+	b.pos, b.posIdx, b.cursor, b.settling = nil, posIndex{}, 0, false
 	final := m.status
 	if m.status == MarketResolved {
 		final = MarketSettled

@@ -120,11 +120,11 @@ func (p *Processor) placePositions(s *stagedMarket) error {
 		if a < 0 {
 			return ErrSnapshot
 		}
-		if _, dup := b.posIdx.get(uint64(a)); dup {
+		if _, dup := b.posIdx.get(a); dup {
 			return ErrSnapshot
 		}
 		b.pos[i].acct = a
-		b.posIdx.put(uint64(a), int32(i))
+		b.posIdx.put(a, int32(i))
 	}
 	for _, side := range [2]*bookSide{&s.m.bids, &s.m.asks} { // each order to its owner's position
 		for li := range side.levels {
