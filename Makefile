@@ -58,6 +58,8 @@ fuzz:
 	$(GO) test ./gateway -run '^$$' -fuzz '^FuzzP2PAmount$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./publish -run '^$$' -fuzz '^FuzzParseMsgID$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./persist/chaintx/evm -run '^$$' -fuzz '^FuzzParseAddress$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./logging -run '^$$' -fuzz '^FuzzFastJSONString$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./core -run '^$$' -fuzz '^FuzzIdMap$$' -fuzztime $(FUZZTIME)
 
 ## bench: every scenario beside its ceiling (<= 10 min): bench-out/report.md, report.json, plots
 bench:
