@@ -99,20 +99,7 @@ func TestBinaryBenchStream(t *testing.T) {
 // BenchmarkProcessorBinary applies the binary stream; one op is one command.
 func BenchmarkProcessorBinary(b *testing.B) {
 	w := binaryWorkload(b)
-	p := restore(b, w.Snap)
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for n := 0; n < b.N; n++ {
-		if i == len(w.Cmds) {
-			b.StopTimer()
-			p, i = restore(b, w.Snap), 0
-			b.StartTimer()
-		}
-		p.Apply(&w.Cmds[i])
-		i++
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cmds/s")
+	core.BenchApplyStream(b, w.Snap, w.Cmds)
 }
 
 // BenchmarkBinaryVsMixed runs the binary stream and BenchmarkProcessorMixed's
