@@ -27,11 +27,12 @@ func (x *posIndex) get(a int32) (int32, bool) {
 	return x.far.get(uint64(a))
 }
 
-// put stores account a's position index i (a has none yet).
+// put stores account a's position index i, replacing any previous one.
 func (x *posIndex) put(a int32, i int32) {
-	x.n++
 	if a >= posDenseMax {
+		n := x.far.len()
 		x.far.put(uint64(a), i)
+		x.n += x.far.len() - n
 		return
 	}
 	if int(a) >= len(x.dense) {
@@ -42,6 +43,9 @@ func (x *posIndex) put(a int32, i int32) {
 		d := make([]int32, n)
 		copy(d, x.dense)
 		x.dense = d
+	}
+	if x.dense[a] == 0 {
+		x.n++
 	}
 	x.dense[a] = i + 1
 }
