@@ -18,6 +18,11 @@ type Backend interface {
 	// and ErrUnavailable once the core has stopped.
 	Submit(c *core.Command, dst []core.Event) ([]core.Event, error)
 
+	// SubmitResult is Submit for a caller that needs only the command's
+	// EvResult (the p2p ticker: a tick has thousands of events, which the
+	// view and the followers take from the pipeline, not from the answer).
+	SubmitResult(c *core.Command) (core.Event, error)
+
 	// Read runs fn on a read view of the core state. The view includes
 	// every command whose Submit has returned to anyone, never includes an
 	// effect that could still be lost in a crash (Read returns only once the

@@ -234,6 +234,7 @@ func TestHandlerPanicIs500(t *testing.T) {
 type panicBackend struct{}
 
 func (panicBackend) Submit(*core.Command, []core.Event) ([]core.Event, error) { panic("boom") }
+func (panicBackend) SubmitResult(*core.Command) (core.Event, error)           { panic("boom") }
 func (panicBackend) Read(func(*core.Processor, *History) error) error {
 	panic("boom")
 }

@@ -22,6 +22,9 @@ type stubBackend struct{ evs []core.Event }
 func (b *stubBackend) Submit(_ *core.Command, dst []core.Event) ([]core.Event, error) {
 	return append(dst[:0], b.evs...), nil
 }
+func (b *stubBackend) SubmitResult(*core.Command) (core.Event, error) {
+	return b.evs[len(b.evs)-1], nil
+}
 func (b *stubBackend) Read(fn func(*core.Processor, *History) error) error {
 	return fn(nil, nil)
 }

@@ -75,6 +75,14 @@ func (b *fakeBackend) Submit(c *core.Command, dst []core.Event) ([]core.Event, e
 	return append(dst[:0], evs...), nil
 }
 
+func (b *fakeBackend) SubmitResult(c *core.Command) (core.Event, error) {
+	evs, err := b.Submit(c, nil)
+	if err != nil {
+		return core.Event{}, err
+	}
+	return evs[len(evs)-1], nil
+}
+
 func (b *fakeBackend) Read(fn func(p *core.Processor, h *History) error) error {
 	if b.down.Load() {
 		return ErrUnavailable

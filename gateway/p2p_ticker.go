@@ -26,7 +26,6 @@ type P2PTickObserver func(executed int, d time.Duration, err error)
 func RunP2PTicker(ctx context.Context, b Backend, every time.Duration, obs P2PTickObserver) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var evs []core.Event
 	for {
 		select {
 		case <-ctx.Done():
@@ -44,11 +43,10 @@ func RunP2PTicker(ctx context.Context, b Backend, every time.Duration, obs P2PTi
 				break
 			}
 			start := time.Now()
-			var err error
-			evs, err = b.Submit(&core.Command{Kind: core.KindP2PTick}, evs[:0])
+			res, err := b.SubmitResult(&core.Command{Kind: core.KindP2PTick})
 			n := 0
 			if err == nil {
-				n = int(evs[len(evs)-1].Qty)
+				n = int(res.Qty)
 			}
 			if obs != nil {
 				obs(n, time.Since(start), err)

@@ -234,3 +234,46 @@ func TestWaiterChanged(t *testing.T) {
 	w.notify()
 	<-c
 }
+
+// TestReplyResultOnly: a Reply with ResultOnly gets exactly the EvResult
+// that a full Reply of the same command ends with, and nothing else.
+func TestReplyResultOnly(t *testing.T) {
+	run := func(resultOnly bool) [][]core.Event {
+		pl, err := Start(Config{Dir: t.TempDir(), Logger: quietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pl.Close()
+		var out [][]core.Event
+		cmds := setupCmds()
+		for i := range cmds {
+			r := NewReply()
+			r.ResultOnly = resultOnly
+			if _, err := pl.Submit(&cmds[i], r); err != nil {
+				t.Fatal(err)
+			}
+			if err := pl.Wait(r); err != nil {
+				t.Fatal(err)
+			}
+			evs := append([]core.Event(nil), r.Events...)
+			for j := range evs {
+				evs[j].Time = 0 // the pipelines' clocks differ
+			}
+			out = append(out, evs)
+		}
+		return out
+	}
+	full, only := run(false), run(true)
+	multi := 0
+	for i := range full {
+		if len(full[i]) > 1 {
+			multi++
+		}
+		if want := full[i][len(full[i])-1:]; !reflect.DeepEqual(only[i], want) {
+			t.Fatalf("command %d: ResultOnly events %+v, want %+v", i, only[i], want)
+		}
+	}
+	if multi == 0 {
+		t.Fatal("no command had more than one event: the test shows nothing")
+	}
+}

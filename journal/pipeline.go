@@ -100,8 +100,13 @@ type Slot struct {
 // goroutine; release signals Done only once the command is durable, so
 // the caller may read Events after Done (never before).
 type Reply struct {
-	Events []core.Event // all events of the command; the last is EvResult
-	done   chan struct{}
+	Events []core.Event // all events of the command; the last is EvResult (only it with ResultOnly)
+	// ResultOnly, set before the Reply is submitted, keeps the command's
+	// other events out of Events: a caller that needs only the outcome of
+	// a command with thousands of events (a p2p tick) does not have them
+	// copied on the processor goroutine.
+	ResultOnly bool
+	done       chan struct{}
 }
 
 // NewReply returns a reusable Reply.

@@ -130,8 +130,12 @@ func (pl *Pipeline) processor() {
 				return
 			}
 			slot.Result = evs[len(evs)-1]
-			if slot.Reply != nil {
-				slot.Reply.Events = append(slot.Reply.Events[:0], evs...)
+			if r := slot.Reply; r != nil {
+				if r.ResultOnly {
+					r.Events = append(r.Events[:0], evs[len(evs)-1])
+				} else {
+					r.Events = append(r.Events[:0], evs...)
+				}
 			}
 			seq := slot.Cmd.Seq
 			if slot.Cmd.Kind == core.KindSnapshot {

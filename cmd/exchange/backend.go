@@ -30,14 +30,7 @@ func (b *pipelineBackend) Submit(c *core.Command, dst []core.Event) ([]core.Even
 	r := b.replies.Get().(*journal.Reply)
 	if _, err := b.pl.TrySubmit(c, r); err != nil {
 		b.replies.Put(r)
-		switch {
-		case errors.Is(err, journal.ErrBusy):
-			return nil, gateway.ErrBusy
-		case errors.Is(err, journal.ErrInvalidKind):
-			return nil, err
-		default:
-			return nil, gateway.ErrUnavailable
-		}
+		return nil, submitError(err)
 	}
 	if err := b.pl.Wait(r); err != nil {
 		return nil, gateway.ErrUnavailable // r may still be signalled: never reuse it
@@ -45,6 +38,36 @@ func (b *pipelineBackend) Submit(c *core.Command, dst []core.Event) ([]core.Even
 	evs := append(dst[:0], r.Events...)
 	b.replies.Put(r)
 	return evs, nil
+}
+
+// SubmitResult is Submit with only the EvResult copied out of the pipeline.
+func (b *pipelineBackend) SubmitResult(c *core.Command) (core.Event, error) {
+	r := b.replies.Get().(*journal.Reply)
+	r.ResultOnly = true
+	if _, err := b.pl.TrySubmit(c, r); err != nil {
+		r.ResultOnly = false
+		b.replies.Put(r)
+		return core.Event{}, submitError(err)
+	}
+	if err := b.pl.Wait(r); err != nil {
+		return core.Event{}, gateway.ErrUnavailable // r may still be signalled: never reuse it
+	}
+	res := r.Result()
+	r.ResultOnly = false
+	b.replies.Put(r)
+	return res, nil
+}
+
+// submitError is the gateway's error for a refused TrySubmit.
+func submitError(err error) error {
+	switch {
+	case errors.Is(err, journal.ErrBusy):
+		return gateway.ErrBusy
+	case errors.Is(err, journal.ErrInvalidKind):
+		return err
+	default:
+		return gateway.ErrUnavailable
+	}
 }
 
 // Read runs fn on the read view once it is durable.
