@@ -2,9 +2,9 @@ package publish
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/timetext"
 )
 
 // The stream's messages (subjects under SubjectPrefix, by default). Each one is a JSON
@@ -31,6 +31,34 @@ type Names interface {
 	AssetScale(core.AssetID) (uint8, bool)
 }
 
+// subject is a message's subject, under the prefix.
+type subject uint8
+
+const (
+	subjTransferCreated subject = iota
+	subjTransferCompleted
+	subjTransferFailed
+	subjTransferCancelled
+	subjTrade
+	subjOrder
+	subjBalance
+	numSubjects
+)
+
+var subjectNames = [numSubjects]string{"transfer.created", "transfer.completed", "transfer.failed", "transfer.cancelled",
+	"trade", "order", "balance"}
+
+// subjects are the full subjects under one prefix (made once, not per message).
+type subjects [numSubjects]string
+
+func newSubjects(prefix string) *subjects {
+	var s subjects
+	for i, n := range subjectNames {
+		s[i] = prefix + n
+	}
+	return &s
+}
+
 // message is one event to publish: its subject, payload and index among
 // its command's events (the message id is "<seq>-<index>").
 type message struct {
@@ -43,11 +71,11 @@ type message struct {
 // stream does not carry, e.g. EvResult, are skipped; a repeated requestId
 // publishes nothing). data of each message is appended to buf, which it
 // returns; the messages alias it.
-func appendMessages(dst []message, buf []byte, prefix string, evs []core.Event, n Names) ([]message, []byte) {
+func appendMessages(dst []message, buf []byte, subs *subjects, evs []core.Event, n Names) ([]message, []byte) {
 	for i := range evs {
 		e := &evs[i]
 		start := len(buf)
-		var subj string
+		var subj subject
 		switch e.Kind {
 		case core.EvP2PTransfer:
 			if e.Flags != 0 {
@@ -55,7 +83,7 @@ func appendMessages(dst []message, buf []byte, prefix string, evs []core.Event, 
 			}
 			subj, buf = transferPayload(buf, e, n)
 		case core.EvTrade:
-			subj = "trade"
+			subj = subjTrade
 			buf = head(buf, "TRADE", e)
 			buf = num(buf, "tradeId", int64(e.TradeID))
 			buf = num(buf, "market", int64(e.Market))
@@ -71,7 +99,7 @@ func appendMessages(dst []message, buf []byte, prefix string, evs []core.Event, 
 			buf = str(buf, "takerSide", e.Side.String())
 		case core.EvOrderAccepted, core.EvOrderFilled, core.EvOrderPartiallyFilled, core.EvOrderCancelled,
 			core.EvOrderExpired, core.EvOrderModified, core.EvOrderRejected:
-			subj = "order"
+			subj = subjOrder
 			buf = head(buf, "ORDER", e)
 			buf = str(buf, "event", e.Kind.String())
 			buf = num(buf, "orderId", int64(e.OrderID))
@@ -86,7 +114,7 @@ func appendMessages(dst []message, buf []byte, prefix string, evs []core.Event, 
 				buf = str(buf, "reason", e.Code.String())
 			}
 		case core.EvBalance:
-			subj = "balance"
+			subj = subjBalance
 			buf = head(buf, "BALANCE", e)
 			buf = num(buf, "userId", int64(e.User))
 			buf = num(buf, "asset", int64(e.Asset))
@@ -96,12 +124,12 @@ func appendMessages(dst []message, buf []byte, prefix string, evs []core.Event, 
 			continue
 		}
 		buf = append(buf, '}')
-		dst = append(dst, message{subject: prefix + subj, idx: i, data: buf[start:len(buf):len(buf)]})
+		dst = append(dst, message{subject: subs[subj], idx: i, data: buf[start:len(buf):len(buf)]})
 	}
 	return dst, buf
 }
 
-func transferPayload(buf []byte, e *core.Event, n Names) (string, []byte) {
+func transferPayload(buf []byte, e *core.Event, n Names) (subject, []byte) {
 	scale, _ := n.AssetScale(e.Asset)
 	handle := func(u core.UserID) string {
 		if p, ok := n.P2PUserByID(u); ok {
@@ -121,26 +149,26 @@ func transferPayload(buf []byte, e *core.Event, n Names) (string, []byte) {
 		buf = str(buf, "toUserId", handle(e.OtherUser))
 		buf = amount(buf)
 		buf = str(buf, "status", "PENDING")
-		buf = str(buf, "createdAt", iso(e.Time))
-		buf = str(buf, "executeAt", iso(int64(e.Price)))
-		return "transfer.created", buf
+		buf = tm(buf, "createdAt", e.Time)
+		buf = tm(buf, "executeAt", int64(e.Price))
+		return subjTransferCreated, buf
 	case core.P2PCompleted:
 		buf = head(buf, "TRANSFER_COMPLETED", e)
 		buf = num(buf, "transferId", int64(e.OrderID))
 		buf = str(buf, "fromUserId", handle(e.User))
 		buf = str(buf, "toUserId", handle(e.OtherUser))
-		return "transfer.completed", amount(buf)
+		return subjTransferCompleted, amount(buf)
 	case core.P2PDebitFailed:
 		buf = head(buf, "TRANSFER_FAILED", e)
 		buf = num(buf, "transferId", int64(e.OrderID))
 		buf = str(buf, "fromUserId", handle(e.User))
 		buf = str(buf, "toUserId", handle(e.OtherUser))
 		buf = amount(buf)
-		return "transfer.failed", str(buf, "reason", e.Code.String())
+		return subjTransferFailed, str(buf, "reason", e.Code.String())
 	default: // CANCELLED
 		buf = head(buf, "TRANSFER_CANCELLED", e)
 		buf = num(buf, "transferId", int64(e.OrderID))
-		return "transfer.cancelled", str(buf, "reason", "User requested cancellation")
+		return subjTransferCancelled, str(buf, "reason", "User requested cancellation")
 	}
 }
 
@@ -150,7 +178,7 @@ func head(b []byte, typ string, e *core.Event) []byte {
 	b = append(b, `","seq":`...)
 	b = strconv.AppendUint(b, uint64(e.Seq), 10)
 	b = append(b, `,"timestamp":"`...)
-	b = time.Unix(0, e.Time).UTC().AppendFormat(b, time.RFC3339Nano)
+	b = timetext.AppendUTC(b, e.Time)
 	return append(b, '"')
 }
 
@@ -171,24 +199,35 @@ func str(b []byte, k, v string) []byte {
 	return append(b, '"')
 }
 
-func iso(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
+// tm appends a time member: unix ns as RFC 3339 UTC text (time.RFC3339Nano).
+func tm(b []byte, k string, ns int64) []byte {
+	b = append(b, ',', '"')
+	b = append(b, k...)
+	b = append(b, `":"`...)
+	b = timetext.AppendUTC(b, ns)
+	return append(b, '"')
+}
 
-// appendUnits appends v units at scale as a JSON number with exactly scale decimals.
+// appendUnits appends v units at scale as a JSON number with exactly scale
+// decimals (at least one digit before the point).
 func appendUnits(b []byte, v int64, scale uint8) []byte {
+	u := uint64(v)
 	if v < 0 {
 		b = append(b, '-')
-		v = -v
+		u = -u // math.MinInt64 too: its magnitude fits a uint64
 	}
-	s := strconv.AppendInt(nil, v, 10)
-	for len(s) <= int(scale) {
-		s = append([]byte{'0'}, s...)
+	var d [40]byte // up to 20 digits or scale+1 of them, and the point: scales are <= core.MaxBaseScale (18)
+	i := len(d)
+	for n := 0; u > 0 || n <= int(scale); n++ {
+		if n == int(scale) && scale > 0 {
+			i--
+			d[i] = '.'
+		}
+		i--
+		d[i] = byte('0' + u%10)
+		u /= 10
 	}
-	b = append(b, s[:len(s)-int(scale)]...)
-	if scale > 0 {
-		b = append(b, '.')
-		b = append(b, s[len(s)-int(scale):]...)
-	}
-	return b
+	return append(b, d[i:]...)
 }
 
 // MsgID is the stream's message id of event idx of command seq.

@@ -178,6 +178,8 @@ func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error 
 	go p.acker(sctx, cancel, acks, ackDone, healthy)
 	defer func() { cancel(nil); close(acks); <-ackDone }()
 	var msgs []message
+	subs := newSubjects(p.Prefix)
+	bufHint := 0
 	for {
 		recs, err := f.Next(sctx, MaxBatch)
 		if err != nil {
@@ -187,13 +189,13 @@ func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error 
 			return err
 		}
 		msgs = msgs[:0]
-		var buf []byte // not reused: a message may still be resent by the client while the next batch is built
+		buf := make([]byte, 0, bufHint) // not reused: a message may still be resent by the client while the next batch is built
 		seqs := make([]core.Seq, 0, 64)
 		names := f.Processor()
 		for i := range recs {
 			r := &recs[i]
 			n := len(msgs)
-			msgs, buf = appendMessages(msgs, buf, p.Prefix, r.Events, names)
+			msgs, buf = appendMessages(msgs, buf, subs, r.Events, names)
 			if r.Cmd.Seq == from && skip >= 0 { // the command the stream ends inside: after its last stored event
 				k := n
 				for k < len(msgs) && msgs[k].idx <= skip {
@@ -205,6 +207,7 @@ func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error 
 				seqs = append(seqs, r.Cmd.Seq)
 			}
 		}
+		bufHint = len(buf) + len(buf)/4
 		b := ackBatch{n: len(msgs), endSeq: recs[len(recs)-1].Cmd.Seq, endTime: recs[len(recs)-1].Cmd.Time}
 		if b.fut, last, err = p.send(nc, js, msgs, seqs, last); err != nil {
 			return err

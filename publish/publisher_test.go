@@ -135,7 +135,7 @@ func (x *exchange) expected(prefix string) (ids, subjects []string) {
 			x.t.Fatal(err)
 		}
 		for _, r := range recs {
-			ms, _ := appendMessages(nil, nil, prefix, r.Events, f.Processor())
+			ms, _ := appendMessages(nil, nil, newSubjects(prefix), r.Events, f.Processor())
 			for _, m := range ms {
 				ids = append(ids, MsgID(r.Cmd.Seq, m.idx))
 				subjects = append(subjects, m.subject)
