@@ -2,14 +2,15 @@ package publish
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ubscore/ubscore/core"
 )
 
-// BenchmarkAppendMessages: the payloads of one executed transfer's events
-// (created, completed, the two balances of each), per transfer.
-func BenchmarkAppendMessages(b *testing.B) {
+// transferEvents are the events of one transfer (user1 -> user2, 123.45
+// USD) and of the tick that executes it, from a core.
+func transferEvents(tb testing.TB) (*core.Processor, []core.Event) {
 	p := core.New(core.Config{})
 	seq := core.Seq(0)
 	apply := func(c core.Command) []core.Event {
@@ -22,12 +23,36 @@ func BenchmarkAppendMessages(b *testing.B) {
 		apply(core.Command{Kind: core.KindP2PCreateUser, User: u, Text: "user" + strconv.Itoa(int(u)), Asset: 1, Amount: 1 << 40})
 	}
 	evs := apply(core.Command{Kind: core.KindP2PTransfer, User: 1, OrderID: 2, Asset: 1, Amount: 12345})
-	evs = append(evs, apply(core.Command{Kind: core.KindP2PTick})...)
-	msgs, buf := appendMessages(nil, nil, newSubjects("ubs."), evs, p)
-	if len(msgs) < 4 {
-		b.Fatalf("%d messages from %d events", len(msgs), len(evs))
+	return p, append(evs, apply(core.Command{Kind: core.KindP2PTick})...)
+}
+
+// TestTransferMessages pins the subjects and payloads of a transfer's
+// messages, byte for byte.
+func TestTransferMessages(t *testing.T) {
+	p, evs := transferEvents(t)
+	msgs, _ := appendMessages(nil, nil, newSubjects("ubs."), evs, p)
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.subject+" "+strconv.Itoa(m.idx)+" "+string(m.data))
 	}
+	want := []string{
+		"ubs.balance 0 {\"eventType\":\"BALANCE\",\"seq\":4,\"timestamp\":\"2026-11-18T11:06:40.000004Z\",\"userId\":1,\"asset\":1,\"dAvailable\":-12345,\"dFrozen\":12345}",
+		"ubs.transfer.created 1 {\"eventType\":\"TRANSFER_CREATED\",\"seq\":4,\"timestamp\":\"2026-11-18T11:06:40.000004Z\",\"transferId\":1,\"fromUserId\":\"user1\",\"toUserId\":\"user2\",\"amount\":123.45,\"status\":\"PENDING\",\"createdAt\":\"2026-11-18T11:06:40.000004Z\",\"executeAt\":\"2026-11-18T11:06:40.000004Z\"}",
+		"ubs.balance 3 {\"eventType\":\"BALANCE\",\"seq\":5,\"timestamp\":\"2026-11-18T11:06:40.000005Z\",\"userId\":1,\"asset\":1,\"dAvailable\":0,\"dFrozen\":-12345}",
+		"ubs.balance 4 {\"eventType\":\"BALANCE\",\"seq\":5,\"timestamp\":\"2026-11-18T11:06:40.000005Z\",\"userId\":2,\"asset\":1,\"dAvailable\":12345,\"dFrozen\":0}",
+		"ubs.transfer.completed 5 {\"eventType\":\"TRANSFER_COMPLETED\",\"seq\":5,\"timestamp\":\"2026-11-18T11:06:40.000005Z\",\"transferId\":1,\"fromUserId\":\"user1\",\"toUserId\":\"user2\",\"amount\":123.45}",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("messages:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// BenchmarkAppendMessages: the payloads of one executed transfer's events
+// (created, completed, the balance changes), per transfer.
+func BenchmarkAppendMessages(b *testing.B) {
+	p, evs := transferEvents(b)
 	subs := newSubjects("ubs.")
+	msgs, buf := appendMessages(nil, nil, subs, evs, p)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
