@@ -8,7 +8,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ubscore/ubscore/core"
-	"github.com/ubscore/ubscore/timetext"
 )
 
 // The transfer service's API (spec 003) at the spec's own paths, with its
@@ -101,7 +100,7 @@ func appendP2PError(dst []byte, e *APIError, now time.Time) []byte {
 // appendTime appends unix ns as a quoted ISO 8601 UTC time.
 func appendTime(dst []byte, ns int64) []byte {
 	dst = append(dst, '"')
-	dst = timetext.AppendUTC(dst, ns)
+	dst = time.Unix(0, ns).UTC().AppendFormat(dst, time.RFC3339Nano)
 	return append(dst, '"')
 }
 

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-
-	"github.com/ubscore/ubscore/timetext"
 )
 
 // fastJSON is the JSON handler of NewBufferedHandler. For the common record
@@ -203,7 +201,19 @@ func appendTime(b []byte, t time.Time) ([]byte, bool) {
 		return b, false
 	}
 	b = append(b, st.prefix...)
-	b = timetext.AppendFraction(b, t.Nanosecond())
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i >= 1; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
 	return append(b, st.zone...), true
 }
 

@@ -3,8 +3,9 @@ package publish
 import (
 	"strconv"
 
+	"time"
+
 	"github.com/ubscore/ubscore/core"
-	"github.com/ubscore/ubscore/timetext"
 )
 
 // The stream's messages (subjects under SubjectPrefix, by default). Each one is a JSON
@@ -178,7 +179,7 @@ func head(b []byte, typ string, e *core.Event) []byte {
 	b = append(b, `","seq":`...)
 	b = strconv.AppendUint(b, uint64(e.Seq), 10)
 	b = append(b, `,"timestamp":"`...)
-	b = timetext.AppendUTC(b, e.Time)
+	b = appendTime(b, e.Time)
 	return append(b, '"')
 }
 
@@ -199,13 +200,18 @@ func str(b []byte, k, v string) []byte {
 	return append(b, '"')
 }
 
-// tm appends a time member: unix ns as RFC 3339 UTC text (time.RFC3339Nano).
+// tm appends a time member: unix ns as RFC 3339 UTC text.
 func tm(b []byte, k string, ns int64) []byte {
 	b = append(b, ',', '"')
 	b = append(b, k...)
 	b = append(b, `":"`...)
-	b = timetext.AppendUTC(b, ns)
+	b = appendTime(b, ns)
 	return append(b, '"')
+}
+
+// appendTime appends unix ns as time.RFC3339Nano in UTC (no allocation).
+func appendTime(b []byte, ns int64) []byte {
+	return time.Unix(0, ns).UTC().AppendFormat(b, time.RFC3339Nano)
 }
 
 // appendUnits appends v units at scale as a JSON number with exactly scale
@@ -216,7 +222,7 @@ func appendUnits(b []byte, v int64, scale uint8) []byte {
 		b = append(b, '-')
 		u = -u // math.MinInt64 too: its magnitude fits a uint64
 	}
-	var d [40]byte // up to 20 digits or scale+1 of them, and the point: scales are <= core.MaxBaseScale (18)
+	var d [280]byte // up to 20 digits or scale+1 of them (scale <= 255), and the point
 	i := len(d)
 	for n := 0; u > 0 || n <= int(scale); n++ {
 		if n == int(scale) && scale > 0 {

@@ -28,6 +28,7 @@ func newPipelineBackend(pl *journal.Pipeline, hist *gateway.History) *pipelineBa
 // never an unbounded queue.
 func (b *pipelineBackend) Submit(c *core.Command, dst []core.Event) ([]core.Event, error) {
 	r := b.replies.Get().(*journal.Reply)
+	r.ResultOnly = false // every path of SubmitResult clears it; this keeps Submit independent of that
 	if _, err := b.pl.TrySubmit(c, r); err != nil {
 		b.replies.Put(r)
 		return nil, submitError(err)
