@@ -178,8 +178,9 @@ func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error 
 	go p.acker(sctx, cancel, acks, ackDone, healthy)
 	defer func() { cancel(nil); close(acks); <-ackDone }()
 	var msgs []message
+	var buf []byte      // the batch's payloads, reused: send copies what outlives it
+	var seqs []core.Seq // the command of each message
 	subs := newSubjects(p.Prefix)
-	bufHint := 0
 	for {
 		recs, err := f.Next(sctx, MaxBatch)
 		if err != nil {
@@ -189,8 +190,8 @@ func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error 
 			return err
 		}
 		msgs = msgs[:0]
-		buf := make([]byte, 0, bufHint) // not reused: a message may still be resent by the client while the next batch is built
-		seqs := make([]core.Seq, 0, 64)
+		buf = buf[:0]
+		seqs = seqs[:0]
 		names := f.Processor()
 		for i := range recs {
 			r := &recs[i]
@@ -207,7 +208,6 @@ func (p *Publisher) session(ctx context.Context, wal WAL, healthy func()) error 
 				seqs = append(seqs, r.Cmd.Seq)
 			}
 		}
-		bufHint = len(buf) + len(buf)/4
 		b := ackBatch{n: len(msgs), endSeq: recs[len(recs)-1].Cmd.Seq, endTime: recs[len(recs)-1].Cmd.Time}
 		if b.fut, last, err = p.send(nc, js, msgs, seqs, last); err != nil {
 			return err
@@ -283,18 +283,23 @@ func (p *Publisher) send(nc *nats.Conn, js jetstream.JetStream, msgs []message, 
 		return nil, last, nil
 	}
 	n := len(msgs) - 1
+	// One Msg for the unacked ones: PublishMsg encodes it before it returns.
+	id, expect := []string{""}, []string{""}
+	nm := &nats.Msg{Header: nats.Header{jetstream.MsgIDHeader: id, jetstream.ExpectedLastSeqHeader: expect}}
 	for i := range msgs[:n] {
 		m := &msgs[i]
-		nm := &nats.Msg{Subject: m.subject, Data: m.data, Header: nats.Header{
-			jetstream.MsgIDHeader:           {MsgID(seqs[i], m.idx)},
-			jetstream.ExpectedLastSeqHeader: {strconv.FormatUint(last+uint64(i), 10)},
-		}}
+		nm.Subject, nm.Data = m.subject, m.data
+		id[0], expect[0] = MsgID(seqs[i], m.idx), strconv.FormatUint(last+uint64(i), 10)
 		if err := nc.PublishMsg(nm); err != nil {
 			return nil, last, fmt.Errorf("publish: %s: %w", MsgID(seqs[i], m.idx), err)
 		}
 	}
+	// The batch's last message is kept by the client until its ack (it may
+	// resend it), past this batch: it gets its own copy of the payload. The
+	// others were copied into the connection's buffer by PublishMsg.
 	m := &msgs[n]
-	fut, err := js.PublishMsgAsync(&nats.Msg{Subject: m.subject, Data: m.data}, jetstream.WithMsgID(MsgID(seqs[n], m.idx)),
+	data := append([]byte(nil), m.data...)
+	fut, err := js.PublishMsgAsync(&nats.Msg{Subject: m.subject, Data: data}, jetstream.WithMsgID(MsgID(seqs[n], m.idx)),
 		jetstream.WithExpectLastSequence(last+uint64(n)))
 	if err != nil {
 		return nil, last, fmt.Errorf("publish: %s: %w", MsgID(seqs[n], m.idx), err)
