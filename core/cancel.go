@@ -72,7 +72,7 @@ func (p *Processor) modifyOrder(c *Command) Code {
 	if c.Qty != 0 {
 		qty = c.Qty
 	}
-	if c.Price < 0 || price%m.cfg.Tick != 0 {
+	if c.Price < 0 || !m.cfg.onTick(price) {
 		return CodeInvalidPrice
 	}
 	if code := checkQty(qty, &m.cfg); code != OK {

@@ -94,7 +94,7 @@ func (p *Processor) checkShape(c *Command, m *market) Code {
 		if c.TIF < GTC || c.TIF > PostOnly {
 			return CodeInvalidTimeInForce
 		}
-		if c.Price <= 0 || c.Price%cfg.Tick != 0 {
+		if c.Price <= 0 || !cfg.onTick(c.Price) {
 			return CodeInvalidPrice
 		}
 		if c.QuoteQty != 0 {
@@ -119,9 +119,15 @@ func (p *Processor) checkShape(c *Command, m *market) Code {
 	return CodeInvalidOrderType
 }
 
+// onTick reports whether price is a multiple of the tick; onLot, whether
+// q is a multiple of the lot. A step of 1 (common) skips the division.
+func (cfg *MarketCfg) onTick(price Price) bool { return cfg.Tick == 1 || price%cfg.Tick == 0 }
+
+func (cfg *MarketCfg) onLot(q Units) bool { return cfg.Lot == 1 || q%cfg.Lot == 0 }
+
 func checkQty(q Units, cfg *MarketCfg) Code {
 	switch {
-	case q <= 0 || q%cfg.Lot != 0:
+	case q <= 0 || !cfg.onLot(q):
 		return CodeInvalidQuantity
 	case q < cfg.MinQty:
 		return CodeQuantityTooSmall
