@@ -19,7 +19,7 @@ func (p *Processor) ownOrder(c *Command) (int32, Code) {
 		return -1, CodeOrderNotFound
 	}
 	o := &p.pool.slots[oi]
-	if o.user != c.User || (c.Market != 0 && c.Market != o.market) {
+	if p.accounts[o.acct].id != c.User || (c.Market != 0 && c.Market != o.market) {
 		return -1, CodeOrderNotFound
 	}
 	if code := p.markets[o.market].status.allowsCancels(); code != OK {

@@ -347,6 +347,11 @@ func (p *Processor) checkOrder(m *market, s *bookSide, l *checkLane, sc *checkSc
 	if !o.key.IsZero() && p.clientIdx[clientKey{o.user, o.key}] != o.id {
 		l.ok = false
 	}
+	// The hot paths rely on these two: hasKey stands for key != 0 and the
+	// owner's user id is its account's.
+	if o.hasKey == o.key.IsZero() || p.accounts[o.acct].id != o.user {
+		l.ok = false
+	}
 	if sc != nil && o.outcome != 0 {
 		sc.hold(o.acct, m.binaryHeldAsset(o), o.frozen) // 0: shares, checked per position (checkBinary)
 		sc.fp += indexFingerprint(uint64(o.id), oi)

@@ -7,9 +7,10 @@ package core
 type order struct {
 	// The first 64 bytes hold what a cancel and a fill read and write (one
 	// cache line: the struct is 128 bytes, TestOrderLayout pins it); the rest
-	// is read at placement, by modifies and by snapshots.
+	// is read at placement, by modifies, queries and snapshots. The owner's
+	// user id is there too: the hot paths read it from the account
+	// (accounts[acct].id == user, which they touch anyway).
 	id     OrderID
-	user   UserID
 	price  Price // limit price (0 for MARKET)
 	qty    Units // total quantity (base Units); 0 for MARKET-by-quote
 	filled Units // base Units filled so far
@@ -17,17 +18,19 @@ type order struct {
 	acct   int32 // index into Processor.accounts
 	prev   int32 // neighbours in the level's FIFO, -1 at the ends
 	next   int32
+	market MarketID
 	side   Side
 	inBook bool
 	// outcome is 0 on spot markets; on a binary market the order's outcome:
 	// side and price are then the YES book's (binary.go), frozen is quote
 	// for a BUY in the order's own terms and shares for a SELL.
 	outcome Outcome
+	hasKey  bool // key is not zero: the order is in clientIdx
 	// byQuote marks a MARKET BUY by quote budget: qty is MaxUnits and the
 	// budget left is frozen.
 	byQuote bool
 
-	market MarketID
+	user   UserID
 	typ    OrderType
 	tif    TimeInForce
 	stp    STP

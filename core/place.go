@@ -31,7 +31,8 @@ func (p *Processor) placeOrder(c *Command) Code {
 	oi := p.pool.alloc()
 	o := &p.pool.slots[oi]
 	*o = order{id: p.nextOrderID, user: c.User, acct: pl.acct, market: c.Market, side: c.Side, typ: c.Type,
-		tif: c.TIF, stp: c.STP, price: c.Price, qty: c.Qty, key: c.Key, seq: c.Seq, prev: -1, next: -1}
+		tif: c.TIF, stp: c.STP, price: c.Price, qty: c.Qty, key: c.Key, seq: c.Seq, prev: -1, next: -1,
+		hasKey: !c.Key.IsZero()}
 	if c.Type == Market && c.QuoteQty > 0 {
 		o.qty, o.byQuote = MaxUnits, true // bounded by the quote budget held in frozen
 	}
