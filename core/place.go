@@ -18,11 +18,12 @@ func (m *market) maxRate() Rate {
 }
 
 func (p *Processor) placeOrder(c *Command) Code {
-	if m := p.marketOf(c.Market); m != nil && m.bin != nil {
+	m := p.marketOf(c.Market)
+	if m != nil && m.bin != nil {
 		return p.placeBinary(c, m)
 	}
 	var pl placement
-	code := p.checkPlace(c, &pl)
+	code := p.checkPlace(c, m, &pl)
 	if code != OK {
 		p.emit(Event{Kind: EvOrderRejected, Code: code, User: c.User, Market: c.Market, Side: c.Side, Key: c.Key})
 		p.res.status = StatusRejected
@@ -45,12 +46,12 @@ func (p *Processor) placeOrder(c *Command) Code {
 	return OK
 }
 
-// checkPlace validates a new order completely; it mutates nothing.
-func (p *Processor) checkPlace(c *Command, pl *placement) Code {
+// checkPlace validates a new order for market m (c.Market's, nil if none)
+// completely; it mutates nothing.
+func (p *Processor) checkPlace(c *Command, m *market, pl *placement) Code {
 	if c.User == FeeUser {
 		return CodeFeeAccountCannotTrade
 	}
-	m := p.marketOf(c.Market)
 	if m == nil {
 		return CodeInvalidMarket
 	}
