@@ -86,6 +86,14 @@ func (p *Processor) balanceRef(a int32, asset AssetID) *Balance {
 	if i := int(asset) - 1; uint(i) < inlineAssets {
 		return &p.accounts[a].inl[i]
 	}
+	return p.balanceExtRef(a, asset)
+}
+
+// balanceExtRef is balanceRef for an asset above inlineAssets: out of line,
+// so the inline path stays free of the growth call and its register spills.
+//
+//go:noinline
+func (p *Processor) balanceExtRef(a int32, asset AssetID) *Balance {
 	i := int(asset) - inlineAssets - 1
 	e := p.balExt[a]
 	if i >= len(e) {
@@ -110,7 +118,13 @@ func (p *Processor) move(a int32, asset AssetID, dAvail, dFrozen Units) {
 	if dAvail|dFrozen == 0 {
 		return
 	}
-	b := p.balanceRef(a, asset)
+	acc := &p.accounts[a]
+	var b *Balance
+	if i := int(asset) - 1; uint(i) < inlineAssets {
+		b = &acc.inl[i]
+	} else {
+		b = p.balanceExtRef(a, asset)
+	}
 	av, fr := b.Avail+dAvail, b.Frozen+dFrozen
 	// One test for "overflowed or went negative" on the hot path: an
 	// overflowed sum differs in sign from both operands (see addUnits).
@@ -122,7 +136,7 @@ func (p *Processor) move(a int32, asset AssetID, dAvail, dFrozen Units) {
 	st.total += dAvail + dFrozen
 	p.touch(asset)
 	e := p.newEvent(EvBalance)
-	e.User, e.Asset, e.DAvail, e.DFrozen = p.accounts[a].id, asset, dAvail, dFrozen
+	e.User, e.Asset, e.DAvail, e.DFrozen = acc.id, asset, dAvail, dFrozen
 }
 
 // moveBroken is move's cold path: the new balance overflowed or went

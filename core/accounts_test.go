@@ -140,3 +140,15 @@ func TestAccountIsOneCacheLine(t *testing.T) {
 		t.Fatalf("account is %d bytes, want 64", s)
 	}
 }
+
+// TestOrderLayout pins order's comment: 128 bytes, and the fields a cancel
+// and a fill use within the first 64.
+func TestOrderLayout(t *testing.T) {
+	var o order
+	if s := unsafe.Sizeof(o); s != 128 {
+		t.Fatalf("order is %d bytes, want 128", s)
+	}
+	if end := unsafe.Offsetof(o.byQuote) + 1; end > 64 {
+		t.Fatalf("order's hot fields end at byte %d, want <= 64", end)
+	}
+}

@@ -42,12 +42,28 @@ func mulDiv(a, b, d int64) (int64, bool) {
 // notional is the quote amount of qty base Units at price (exact when the
 // market's tick*lot is a multiple of 10^scale, which ConfigMarket enforces).
 func notional(price Price, qty Units, scale uint8) (Units, bool) {
+	if scale == 0 && price >= 0 && qty >= 0 {
+		// mulDiv by 1 without the 128-by-64 division: the product fits
+		// iff its high word is 0 and its low word is an int64.
+		hi, lo := bits.Mul64(uint64(price), uint64(qty))
+		if hi != 0 || lo > 1<<63-1 {
+			return 0, false
+		}
+		return Units(lo), true
+	}
 	n, ok := mulDiv(int64(price), int64(qty), int64(pow10[scale]))
 	return Units(n), ok
 }
 
 // feeOf is floor(n * rate / 10^6). It never overflows for rate <= MaxFeeRate.
 func feeOf(n Units, rate Rate) Units {
+	if n >= 0 && rate >= 0 {
+		// mulDiv's result when the product fits in 64 bits, dividing by
+		// the constant (a multiply and a shift, not a DIV).
+		if hi, lo := bits.Mul64(uint64(n), uint64(rate)); hi == 0 {
+			return Units(lo / uint64(RateDenominator))
+		}
+	}
 	f, _ := mulDiv(int64(n), int64(rate), int64(RateDenominator))
 	return Units(f)
 }

@@ -29,7 +29,7 @@ func (p *Processor) placeBinary(c *Command, m *market) Code {
 	o := &p.pool.slots[oi]
 	*o = order{id: p.nextOrderID, user: c.User, acct: pl.acct, market: c.Market, side: pl.bookSide, typ: Limit,
 		tif: c.TIF, stp: c.STP, price: pl.bookPrice, qty: c.Qty, key: c.Key, seq: c.Seq, prev: -1, next: -1,
-		outcome: pl.out}
+		outcome: pl.out, hasKey: !c.Key.IsZero()}
 	p.nextOrderID++
 	if c.Side == Buy {
 		pl.pos = m.bin.positionOf(pl.acct) // -1: created at the first fill

@@ -137,7 +137,7 @@ func (p *Processor) insert(m *market, oi int32) {
 	m.orders++
 	p.accounts[o.acct].openOrders++
 	p.orderIdx.put(uint64(o.id), oi)
-	if !o.key.IsZero() {
+	if o.hasKey {
 		p.clientIdx[clientKey{o.user, o.key}] = o.id
 	}
 }
@@ -176,7 +176,7 @@ func (p *Processor) unlink(m *market, oi int32) {
 	m.orders--
 	p.accounts[o.acct].openOrders--
 	p.orderIdx.del(uint64(o.id))
-	if !o.key.IsZero() {
+	if o.hasKey {
 		delete(p.clientIdx, clientKey{o.user, o.key})
 	}
 }

@@ -241,7 +241,7 @@ func (p *Processor) evict(m *market, s *bookSide, li int, oi int32) {
 	m.orders--
 	p.accounts[o.acct].openOrders--
 	p.orderIdx.del(uint64(o.id))
-	if !o.key.IsZero() {
+	if o.hasKey {
 		delete(p.clientIdx, clientKey{o.user, o.key})
 	}
 }

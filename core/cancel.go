@@ -19,7 +19,7 @@ func (p *Processor) ownOrder(c *Command) (int32, Code) {
 		return -1, CodeOrderNotFound
 	}
 	o := &p.pool.slots[oi]
-	if o.user != c.User || (c.Market != 0 && c.Market != o.market) {
+	if p.accounts[o.acct].id != c.User || (c.Market != 0 && c.Market != o.market) {
 		return -1, CodeOrderNotFound
 	}
 	if code := p.markets[o.market].status.allowsCancels(); code != OK {
@@ -72,7 +72,7 @@ func (p *Processor) modifyOrder(c *Command) Code {
 	if c.Qty != 0 {
 		qty = c.Qty
 	}
-	if c.Price < 0 || price%m.cfg.Tick != 0 {
+	if c.Price < 0 || !m.cfg.onTick(price) {
 		return CodeInvalidPrice
 	}
 	if code := checkQty(qty, &m.cfg); code != OK {

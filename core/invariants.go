@@ -41,14 +41,22 @@ func (p *Processor) checkCheap() {
 }
 
 func bookShapeOK(m *market) bool {
-	bb, ba := m.bids.best(), m.asks.best()
-	if bb >= 0 && (m.bids.levels[bb].count <= 0 || m.bids.levels[bb].qty <= 0) {
-		return false
+	// The best levels are the last ones: each side's slice is loaded once.
+	b, a := m.bids.levels, m.asks.levels
+	if len(b) > 0 {
+		if l := &b[len(b)-1]; l.count <= 0 || l.qty <= 0 {
+			return false
+		}
 	}
-	if ba >= 0 && (m.asks.levels[ba].count <= 0 || m.asks.levels[ba].qty <= 0) {
-		return false
+	if len(a) > 0 {
+		if l := &a[len(a)-1]; l.count <= 0 || l.qty <= 0 {
+			return false
+		}
+		if len(b) > 0 {
+			return b[len(b)-1].price < a[len(a)-1].price
+		}
 	}
-	return bb < 0 || ba < 0 || m.bids.levels[bb].price < m.asks.levels[ba].price
+	return true
 }
 
 // checkScratch holds the full check's per-account accumulators, kept between
@@ -337,6 +345,11 @@ func (p *Processor) checkOrder(m *market, s *bookSide, l *checkLane, sc *checkSc
 		l.ok = false
 	}
 	if !o.key.IsZero() && p.clientIdx[clientKey{o.user, o.key}] != o.id {
+		l.ok = false
+	}
+	// The hot paths rely on these two: hasKey stands for key != 0 and the
+	// owner's user id is its account's.
+	if o.hasKey == o.key.IsZero() || p.accounts[o.acct].id != o.user {
 		l.ok = false
 	}
 	if sc != nil && o.outcome != 0 {

@@ -58,7 +58,7 @@ func (p *Processor) match(m *market, ti int32) (stpStopped bool) {
 		}
 		mi := lv.head
 		mk := &p.pool.slots[mi]
-		if mk.user == t.user {
+		if mk.acct == t.acct { // the same user (one account per user)
 			if t.stp == STPExpireTaker {
 				return true
 			}
@@ -186,7 +186,7 @@ func (o *order) frozenAsset(m *market) AssetID {
 // cancelResting cancels a resting order for reason (OK = the user asked).
 func (p *Processor) cancelResting(m *market, oi int32, reason Code) {
 	o := &p.pool.slots[oi]
-	id, user, side, rem, out := o.id, o.user, o.side, o.remaining(), o.outcome
+	id, user, side, rem, out := o.id, p.accounts[o.acct].id, o.side, o.remaining(), o.outcome
 	rel := p.closeOrder(m, oi)
 	e := p.newEvent(EvOrderCancelled)
 	e.Market, e.User, e.OrderID, e.Side, e.Detail = m.id, user, id, side, uint8(out)

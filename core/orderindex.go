@@ -50,6 +50,16 @@ func (x *orderIndex) put(id uint64, v int32) {
 	if v < 0 {
 		panic("core: orderIndex value must be non-negative")
 	}
+	if n := uint64(len(x.win)); id == x.top+1 && n != 0 {
+		// The common case: the next id, and the slot it takes holds no id
+		// about to leave the window (slide would only advance top).
+		if s := &x.win[id&(n-1)]; *s == 0 {
+			x.top = id
+			*s = uint32(v) + 1
+			x.nWin++
+			return
+		}
+	}
 	if x.win == nil {
 		x.win = make([]uint32, orderWindowMin)
 	}

@@ -18,11 +18,12 @@ func (m *market) maxRate() Rate {
 }
 
 func (p *Processor) placeOrder(c *Command) Code {
-	if m := p.marketOf(c.Market); m != nil && m.bin != nil {
+	m := p.marketOf(c.Market)
+	if m != nil && m.bin != nil {
 		return p.placeBinary(c, m)
 	}
 	var pl placement
-	code := p.checkPlace(c, &pl)
+	code := p.checkPlace(c, m, &pl)
 	if code != OK {
 		p.emit(Event{Kind: EvOrderRejected, Code: code, User: c.User, Market: c.Market, Side: c.Side, Key: c.Key})
 		p.res.status = StatusRejected
@@ -31,7 +32,8 @@ func (p *Processor) placeOrder(c *Command) Code {
 	oi := p.pool.alloc()
 	o := &p.pool.slots[oi]
 	*o = order{id: p.nextOrderID, user: c.User, acct: pl.acct, market: c.Market, side: c.Side, typ: c.Type,
-		tif: c.TIF, stp: c.STP, price: c.Price, qty: c.Qty, key: c.Key, seq: c.Seq, prev: -1, next: -1}
+		tif: c.TIF, stp: c.STP, price: c.Price, qty: c.Qty, key: c.Key, seq: c.Seq, prev: -1, next: -1,
+		hasKey: !c.Key.IsZero()}
 	if c.Type == Market && c.QuoteQty > 0 {
 		o.qty, o.byQuote = MaxUnits, true // bounded by the quote budget held in frozen
 	}
@@ -44,12 +46,12 @@ func (p *Processor) placeOrder(c *Command) Code {
 	return OK
 }
 
-// checkPlace validates a new order completely; it mutates nothing.
-func (p *Processor) checkPlace(c *Command, pl *placement) Code {
+// checkPlace validates a new order for market m (c.Market's, nil if none)
+// completely; it mutates nothing.
+func (p *Processor) checkPlace(c *Command, m *market, pl *placement) Code {
 	if c.User == FeeUser {
 		return CodeFeeAccountCannotTrade
 	}
-	m := p.marketOf(c.Market)
 	if m == nil {
 		return CodeInvalidMarket
 	}
@@ -94,7 +96,7 @@ func (p *Processor) checkShape(c *Command, m *market) Code {
 		if c.TIF < GTC || c.TIF > PostOnly {
 			return CodeInvalidTimeInForce
 		}
-		if c.Price <= 0 || c.Price%cfg.Tick != 0 {
+		if c.Price <= 0 || !cfg.onTick(c.Price) {
 			return CodeInvalidPrice
 		}
 		if c.QuoteQty != 0 {
@@ -119,9 +121,15 @@ func (p *Processor) checkShape(c *Command, m *market) Code {
 	return CodeInvalidOrderType
 }
 
+// onTick reports whether price is a multiple of the tick; onLot, whether
+// q is a multiple of the lot. A step of 1 (common) skips the division.
+func (cfg *MarketCfg) onTick(price Price) bool { return cfg.Tick == 1 || price%cfg.Tick == 0 }
+
+func (cfg *MarketCfg) onLot(q Units) bool { return cfg.Lot == 1 || q%cfg.Lot == 0 }
+
 func checkQty(q Units, cfg *MarketCfg) Code {
 	switch {
-	case q <= 0 || q%cfg.Lot != 0:
+	case q <= 0 || !cfg.onLot(q):
 		return CodeInvalidQuantity
 	case q < cfg.MinQty:
 		return CodeQuantityTooSmall

@@ -269,6 +269,7 @@ func readOrder(r *rbuf, m *market, side Side) order {
 	o.tif, o.stp = TimeInForce(r.u8()), STP(r.u8())
 	o.price, o.qty, o.filled, o.frozen = Price(r.sv()), Units(r.sv()), Units(r.sv()), Units(r.sv())
 	o.key = r.key()
+	o.hasKey = !o.key.IsZero()
 	o.seq = Seq(r.uv())
 	if m != nil && m.bin != nil {
 		if o.outcome = Outcome(r.u8()); o.outcome != OutcomeYes && o.outcome != OutcomeNo {
