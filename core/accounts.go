@@ -118,6 +118,8 @@ func (p *Processor) move(a int32, asset AssetID, dAvail, dFrozen Units) {
 	if dAvail|dFrozen == 0 {
 		return
 	}
+	// balanceRef, inlined by hand: with its out-of-line call it is over
+	// the inliner's budget, and move is on every fill's path.
 	acc := &p.accounts[a]
 	var b *Balance
 	if i := int(asset) - 1; uint(i) < inlineAssets {

@@ -2,7 +2,6 @@ package publish
 
 import (
 	"strconv"
-
 	"time"
 
 	"github.com/ubscore/ubscore/core"

@@ -46,8 +46,14 @@ type httpFlags struct {
 	asJSON    bool
 }
 
+// register adds the flags; a command with another default for --conns
+// sets f.conns first (else 64).
 func (f *httpFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.conns, "conns", 64, "concurrent keep-alive connections")
+	conns := 64
+	if f.conns > 0 {
+		conns = f.conns
+	}
+	fs.IntVar(&f.conns, "conns", conns, "concurrent keep-alive connections")
 	fs.DurationVar(&f.dur, "duration", 10*time.Second, "measured time per target")
 	fs.DurationVar(&f.warm, "warmup", 2*time.Second, "unmeasured warm-up per target")
 	fs.Float64Var(&f.rate, "rate", 0, "open-loop offered load in requests/s (0 = closed loop)")

@@ -93,10 +93,8 @@ type pubResult struct {
 func runP2P(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench p2p", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var lf httpFlags
+	lf := httpFlags{conns: 256} // this command's default (see above)
 	lf.register(fs)
-	_ = fs.Set("conns", "256") // this command's default (see above); --conns overrides it
-	fs.Lookup("conns").DefValue = "256"
 	exe := fs.String("exchange", "bin/exchange", "the exchange binary")
 	alone := fs.Bool("alone", true, "also measure the exchange alone (no sink, no publisher): a diagnostic")
 	pgURL := fs.String("pg-url", bench.DefaultTransferPGURL, "admin Postgres URL; the exchange's sink writes a throw-away database created there (\"none\": no Postgres)")

@@ -27,14 +27,9 @@ func newPipelineBackend(pl *journal.Pipeline, hist *gateway.History) *pipelineBa
 // Submit sequences c without waiting for room: a full ring is ErrBusy (503),
 // never an unbounded queue.
 func (b *pipelineBackend) Submit(c *core.Command, dst []core.Event) ([]core.Event, error) {
-	r := b.replies.Get().(*journal.Reply)
-	r.ResultOnly = false // every path of SubmitResult clears it; this keeps Submit independent of that
-	if _, err := b.pl.TrySubmit(c, r); err != nil {
-		b.replies.Put(r)
-		return nil, submitError(err)
-	}
-	if err := b.pl.Wait(r); err != nil {
-		return nil, gateway.ErrUnavailable // r may still be signalled: never reuse it
+	r, err := b.run(c, false)
+	if err != nil {
+		return nil, err
 	}
 	evs := append(dst[:0], r.Events...)
 	b.replies.Put(r)
@@ -43,32 +38,35 @@ func (b *pipelineBackend) Submit(c *core.Command, dst []core.Event) ([]core.Even
 
 // SubmitResult is Submit with only the EvResult copied out of the pipeline.
 func (b *pipelineBackend) SubmitResult(c *core.Command) (core.Event, error) {
-	r := b.replies.Get().(*journal.Reply)
-	r.ResultOnly = true
-	if _, err := b.pl.TrySubmit(c, r); err != nil {
-		r.ResultOnly = false
-		b.replies.Put(r)
-		return core.Event{}, submitError(err)
-	}
-	if err := b.pl.Wait(r); err != nil {
-		return core.Event{}, gateway.ErrUnavailable // r may still be signalled: never reuse it
+	r, err := b.run(c, true)
+	if err != nil {
+		return core.Event{}, err
 	}
 	res := r.Result()
-	r.ResultOnly = false
 	b.replies.Put(r)
 	return res, nil
 }
 
-// submitError is the gateway's error for a refused TrySubmit.
-func submitError(err error) error {
-	switch {
-	case errors.Is(err, journal.ErrBusy):
-		return gateway.ErrBusy
-	case errors.Is(err, journal.ErrInvalidKind):
-		return err
-	default:
-		return gateway.ErrUnavailable
+// run submits c with a pooled Reply and waits for it; the caller copies
+// what it needs and puts the Reply back.
+func (b *pipelineBackend) run(c *core.Command, resultOnly bool) (*journal.Reply, error) {
+	r := b.replies.Get().(*journal.Reply)
+	r.ResultOnly = resultOnly
+	if _, err := b.pl.TrySubmit(c, r); err != nil {
+		b.replies.Put(r)
+		switch {
+		case errors.Is(err, journal.ErrBusy):
+			return nil, gateway.ErrBusy
+		case errors.Is(err, journal.ErrInvalidKind):
+			return nil, err
+		default:
+			return nil, gateway.ErrUnavailable
+		}
 	}
+	if err := b.pl.Wait(r); err != nil {
+		return nil, gateway.ErrUnavailable // r may still be signalled: never reuse it
+	}
+	return r, nil
 }
 
 // Read runs fn on the read view once it is durable.
