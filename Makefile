@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 DATA    ?= ./data
 
-.PHONY: run chain-node test test-long fuzz bench bench-quick bench-micro bench-median bench-wrk lint build clean
+.PHONY: run chain-node test test-long fuzz bench bench-quick bench-shape-instr bench-micro bench-median bench-wrk lint build clean
 
 ## build: compile every binary into ./bin
 build:
@@ -79,6 +79,11 @@ bench-wrk:
 	$(GO) run ./cmd/bench wrk-check --runs 3 --duration 10s --conns-list 4:1,32:2,256:2
 	$(GO) run ./cmd/bench wrk-check --runs 3 --duration 10s --concurrent --conns-list 4:1,32:2,256:2
 	$(GO) run ./cmd/bench wrk-check --runs 3 --stall 10ms --stall-every 20ms
+
+## bench-shape-instr: instructions per message of the full processor and the bare book on the
+## book-shaped flow (callgrind; the same commit always gives the same counts). SCENARIO, ACCOUNTS
+bench-shape-instr:
+	bench/shape_instructions.sh $(or $(SCENARIO),normal) $(or $(ACCOUNTS),8k)
 
 ## bench-micro: the Go micro-benchmarks of the core and the journal
 bench-micro:
