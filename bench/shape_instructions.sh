@@ -14,6 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scenario="${1:-normal}"
 accounts="${2:-8k}"
+case "$scenario/$accounts" in
+normal/8k | normal/1000k | wide-swing/8k | wide-swing/1000k | flash-crash/8k | flash-crash/1000k) ;;
+*) echo "usage: $0 [normal|wide-swing|flash-crash] [8k|1000k]" >&2; exit 2 ;;
+esac
 command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
