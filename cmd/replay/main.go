@@ -30,8 +30,9 @@
 //     code, side, type, tif and status as names (core's String forms). Zero
 //     fields are omitted (in the core, absent == zero). --from limits the
 //     output, not the replay.
-//   - state prints a user's balances and open orders (user 0: the fee
-//     account, its balances), or a market's book depth (best first), as of
+//   - state prints a user's balances, open orders, binary positions and
+//     transfers (its handle, the PENDING ones, the newest 10; user 0: the
+//     fee account, its balances), or a market's book depth (best first), as of
 //     --to. Markets and assets are given and shown by name, amounts as
 //     decimals at the asset's scale (--raw: the core's integer units); the
 //     names come from <data>/instruments.json, which the exchange writes at

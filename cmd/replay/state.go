@@ -45,7 +45,8 @@ type userState struct {
 	Status     string         `json:"status,omitempty"`
 	Balances   []balanceView  `json:"balances"`
 	OpenOrders []orderView    `json:"open_orders"`
-	Positions  []positionView `json:"positions,omitempty"` // binary markets (binary.go)
+	Positions  []positionView `json:"positions,omitempty"` // binary markets (binary_state.go)
+	P2P        *p2pUserView   `json:"p2p,omitempty"`       // user-to-user transfers (p2p_state.go)
 }
 
 type levelView struct {
@@ -163,6 +164,7 @@ func userView(p *core.Processor, u core.UserID, asset core.AssetID, nm *names, r
 		}
 	}
 	st.Positions = positionsView(p, u, nm, raw)
+	st.P2P = p2pView(p, u, nm, raw)
 	return st
 }
 
@@ -210,6 +212,7 @@ func printUser(w io.Writer, st userState) {
 		fmt.Fprintln(w)
 	}
 	printPositions(w, st.Positions)
+	printP2P(w, st.P2P)
 }
 
 func printMarket(w io.Writer, st marketState) {
