@@ -44,28 +44,9 @@ func binaryCmds() []core.Command {
 }
 
 func TestStateBinary(t *testing.T) {
-	dir := t.TempDir()
-	pl, err := journal.Start(journal.Config{Dir: dir, SnapshotEvery: 3, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmds := binaryCmds()
-	direct := core.New(core.Config{})
-	for i := range cmds {
-		r := journal.NewReply()
-		if _, err := pl.Submit(&cmds[i], r); err != nil {
-			t.Fatal(err)
-		}
-		if err := pl.Wait(r); err != nil {
-			t.Fatal(err)
-		}
-		if res := r.Result(); res.Code != core.OK {
-			t.Fatalf("command %d %v: %v", i, cmds[i].Kind, res.Code)
-		}
-	}
-	if err := pl.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := pipelineDir(t, cmds, nil)
+	var direct *core.Processor
 	raw := &names{assets: map[core.AssetID]gateway.NamedAsset{}, markets: map[core.MarketID]gateway.NamedMarket{}}
 	for _, at := range []int{9, len(cmds)} { // before the resolution, and after one settle slice
 		direct = core.New(core.Config{})
@@ -130,4 +111,33 @@ func TestStateBinary(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "outcome NO SYNTHETIC") || !strings.Contains(out, "positions: 1") {
 		t.Fatalf("human state --user 2: exit %d: %s", code, out)
 	}
+}
+
+// pipelineDir writes cmds through the real pipeline (a snapshot every 3
+// commands, the clock now if not nil) into a new data dir and returns it;
+// every command must succeed.
+func pipelineDir(t *testing.T, cmds []core.Command, now func() int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	pl, err := journal.Start(journal.Config{Dir: dir, SnapshotEvery: 3, Now: now,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cmds {
+		r := journal.NewReply()
+		if _, err := pl.Submit(&cmds[i], r); err != nil {
+			t.Fatal(err)
+		}
+		if err := pl.Wait(r); err != nil {
+			t.Fatal(err)
+		}
+		if res := r.Result(); res.Code != core.OK {
+			t.Fatalf("command %d %v: %v", i, cmds[i].Kind, res.Code)
+		}
+	}
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

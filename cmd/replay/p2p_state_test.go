@@ -6,15 +6,12 @@ package main
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ubscore/ubscore/core"
-	"github.com/ubscore/ubscore/journal"
 )
 
 func TestStateP2P(t *testing.T) {
@@ -31,28 +28,8 @@ func TestStateP2P(t *testing.T) {
 		{Kind: core.KindP2PTransfer, User: bob, OrderID: core.OrderID(alice), Asset: 1, Amount: 100, Qty: hour}, // #3
 		{Kind: core.KindP2PCancel, User: bob, OrderID: 3},
 	}
-	dir := t.TempDir()
 	now := int64(1_700_000_000) * int64(time.Second)
-	pl, err := journal.Start(journal.Config{Dir: dir, SnapshotEvery: 3, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() int64 { now += int64(time.Second); return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range cmds {
-		r := journal.NewReply()
-		if _, err := pl.Submit(&cmds[i], r); err != nil {
-			t.Fatal(err)
-		}
-		if err := pl.Wait(r); err != nil {
-			t.Fatal(err)
-		}
-		if res := r.Result(); res.Code != core.OK {
-			t.Fatalf("command %d %v: %v", i, cmds[i].Kind, res.Code)
-		}
-	}
-	if err := pl.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := pipelineDir(t, cmds, func() int64 { now += int64(time.Second); return now })
 	state := func(user core.UserID, at int) userState {
 		t.Helper()
 		code, out, errs := runReplay(t, "state", "--json", "--quiet", "--raw", "--data", dir, "--to", strconv.Itoa(at),
