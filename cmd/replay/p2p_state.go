@@ -51,11 +51,16 @@ func p2pView(p *core.Processor, u core.UserID, nm *names, raw bool) *p2pUserView
 	// A page at a time: a user's history may hold millions of transfers.
 	for seen := 0; len(page) > 0; {
 		for i := range page {
-			if page[i].Status == core.P2PPending {
-				v.Pending = append(v.Pending, transferView(&page[i], nm, raw))
+			pending, recent := page[i].Status == core.P2PPending, seen+i < p2pRecent
+			if !pending && !recent {
+				continue
 			}
-			if seen+i < p2pRecent {
-				v.Recent = append(v.Recent, transferView(&page[i], nm, raw))
+			tv := transferView(&page[i], nm, raw)
+			if pending {
+				v.Pending = append(v.Pending, tv)
+			}
+			if recent {
+				v.Recent = append(v.Recent, tv)
 			}
 		}
 		seen += len(page)

@@ -6,6 +6,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,10 +67,15 @@ func TestStateP2P(t *testing.T) {
 		ids(p.Recent) != " #3 CANCELLED #2 PENDING #1 COMPLETED" {
 		t.Fatalf("alice at the end: %+v", p)
 	}
-	first := p.Recent[2]
-	if first.From != alice || first.To != bob || first.Amount != "1000" || first.DoneAt == "" || first.DoneAt <= first.CreatedAt ||
-		p.Recent[1].DoneAt != "" || p.Recent[1].ExecuteAt <= p.Recent[1].CreatedAt || p.CreatedAt == "" {
-		t.Fatalf("alice's transfers: %+v", p.Recent)
+	// The clock gives command i (from 0) the time 2023-11-14T22:13:20Z + i+1 seconds.
+	at := func(s int) string { return time.Unix(1_700_000_000+int64(s), 0).UTC().Format(time.RFC3339Nano) }
+	want := []p2pTransferView{
+		{ID: 3, From: bob, To: alice, Asset: "#1", Amount: "100", Status: "CANCELLED", CreatedAt: at(7), ExecuteAt: at(7 + 3600), DoneAt: at(8)},
+		{ID: 2, From: alice, To: bob, Asset: "#1", Amount: "500", Status: "PENDING", CreatedAt: at(5), ExecuteAt: at(5 + 3600)},
+		{ID: 1, From: alice, To: bob, Asset: "#1", Amount: "1000", Status: "COMPLETED", CreatedAt: at(4), ExecuteAt: at(4), DoneAt: at(6)},
+	}
+	if fmt.Sprint(p.Recent) != fmt.Sprint(want) || p.CreatedAt != at(2) {
+		t.Fatalf("alice's transfers:\n got %+v (user created %s)\nwant %+v (%s)", p.Recent, p.CreatedAt, want, at(2))
 	}
 	if st := state(bob, len(cmds)); st.P2P == nil || st.P2P.Handle != "bob" || ids(st.P2P.Pending) != " #2 PENDING" {
 		t.Fatalf("bob at the end: %+v", st.P2P)
