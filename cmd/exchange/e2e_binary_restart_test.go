@@ -8,12 +8,14 @@ package main
 // each start it is ready and answers every question the clients asked
 // before (markets, books, orders, positions, balances, fees) the same way.
 // Then the markets still work: the half-settled one settles, a resting
-// order cancels.
+// order cancels; and a config putting a spot market on a binary market's
+// id is refused by name.
 
 import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -164,6 +166,34 @@ func TestRestartWithBinaryMarkets(t *testing.T) {
 	}
 	e2eWaitSink(t, s, pg) // the read model followed every restart, the offline halt included
 	s.Stop()
+
+	// A config that puts a spot market on binary market 42's id: the start
+	// is refused with the collision named, before anything is installed.
+	cfg, err := os.ReadFile("testdata/default-config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf map[string]any
+	if err := json.Unmarshal(cfg, &cf); err != nil {
+		t.Fatal(err)
+	}
+	cf["markets"] = append(cf["markets"].([]any), map[string]any{"symbol": "ETH-BTC", "id": rbActive, "base": "ETH",
+		"quote": "BTC", "tick": "0.00001", "lot": "0.001", "min_qty": "0.001", "max_qty": "1000", "maker_fee_ppm": 0,
+		"taker_fee_ppm": 0})
+	path := t.TempDir() + "/clash.json"
+	if cfg, err = json.Marshal(cf); err != nil || os.WriteFile(path, cfg, 0o600) != nil {
+		t.Fatal(err)
+	}
+	s = e2eLaunch(t, dir, pg, "--config", path)
+	select {
+	case <-s.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("a spot market on a binary market's id: still running:\n%s", s.Logs())
+	}
+	if code, logs := s.cmd.ProcessState.ExitCode(), s.Logs(); code != 1 || !strings.Contains(logs, errBinaryCollision.Error()) ||
+		!strings.Contains(logs, fmt.Sprintf(`spot market "ETH-BTC" has id %d, binary market %d (ACTIVE)`, rbActive, rbActive)) {
+		t.Fatalf("a spot market on a binary market's id: exit %d:\n%s", code, logs)
+	}
 }
 
 // rbHalt halts market m in the stopped venue's data dir, keeping all of
