@@ -88,18 +88,21 @@ func (c Config) ConfigCommands() []core.Command {
 // edges, and an asset or market the config no longer defines would hold
 // money and orders no endpoint can reach. Either refuses the start with the
 // differences listed. Instruments the config adds are installed as usual.
-// (Markets created through the API — binary markets, later — are not in
-// --config and must be skipped here by their kind.)
+// Binary markets are created through the API, so they are never in
+// --config: they are skipped (else one DRAFT market would brick every later
+// start, spot included). A configured spot market whose id a binary market
+// holds is errBinaryCollision: installing it is impossible (the id is
+// taken) and serving it would send spot orders to the binary book.
 func checkInstruments(pl *journal.Pipeline, cfg Config) error {
 	scales := map[core.AssetID]uint8{}
 	for _, a := range cfg.Assets {
 		scales[a.ID] = a.Scale
 	}
-	specs := map[core.MarketID]core.MarketCfg{}
+	specs := map[core.MarketID]gateway.MarketSpec{}
 	for _, m := range cfg.Markets {
-		specs[m.ID] = m.Cfg
+		specs[m.ID] = m
 	}
-	var problems []string
+	var problems, collisions []string
 	err := pl.Read(func(p *core.Processor) error {
 		for _, id := range p.Assets() {
 			have, _ := p.AssetScale(id)
@@ -113,11 +116,18 @@ func checkInstruments(pl *journal.Pipeline, cfg Config) error {
 		}
 		for _, m := range p.Markets() {
 			want, ok := specs[m.ID]
+			if b, bin := p.Binary(m.ID); bin {
+				if ok {
+					collisions = append(collisions, fmt.Sprintf("spot market %q has id %d, binary market %d (%s) in the data dir",
+						want.Symbol, m.ID, m.ID, b.Status))
+				}
+				continue
+			}
 			switch {
 			case !ok:
 				problems = append(problems, fmt.Sprintf("market id %d is in the data dir (%d resting orders) but not in the config", m.ID, m.Orders))
-			case want != m.Cfg:
-				problems = append(problems, fmt.Sprintf("market id %d is %+v in the data dir, the config says %+v", m.ID, m.Cfg, want))
+			case want.Cfg != m.Cfg:
+				problems = append(problems, fmt.Sprintf("market id %d is %+v in the data dir, the config says %+v", m.ID, m.Cfg, want.Cfg))
 			}
 		}
 		return nil
@@ -125,12 +135,22 @@ func checkInstruments(pl *journal.Pipeline, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("config: the instruments differ from the data dir's (start with the config it was created with): %s",
-			strings.Join(problems, "; "))
+	var errs []error
+	if len(collisions) > 0 {
+		errs = append(errs, fmt.Errorf("%w (give the spot market an unused id): %s", errBinaryCollision, strings.Join(collisions, "; ")))
 	}
-	return nil
+	if len(problems) > 0 {
+		errs = append(errs, fmt.Errorf("config: the instruments differ from the data dir's (start with the config it was created with): %s",
+			strings.Join(problems, "; ")))
+	}
+	return errors.Join(errs...) // nil when both are empty
 }
+
+// errBinaryCollision refuses a start whose config defines a spot market
+// under the id of a binary market in the data dir: market ids are one space
+// for both kinds, and the binary market, created through the API, holds
+// money and positions the config cannot know about.
+var errBinaryCollision = errors.New("config: a configured spot market id is a binary market's in the data dir")
 
 func instrumentCommands(assets []gateway.Asset, markets []gateway.MarketSpec) []core.Command {
 	out := make([]core.Command, 0, len(assets)+len(markets))
