@@ -345,6 +345,11 @@ func (s *Server) resolveCoreBreaker(ctx *fasthttp.RequestCtx, st *reqState) *API
 	return s.replyJSON(ctx, st, http.StatusOK, map[string]any{"core_halted": false, "note": note, "seq": res.Seq})
 }
 
+func loaded(p *core.Processor, id core.MarketID) bool {
+	_, ok := p.Market(id)
+	return ok
+}
+
 // Overall states of GET /api/v1/health/matching (spec 004 §7.3).
 const (
 	MatchingHealthy  = "healthy"  // no market halted, the core not halted
@@ -352,9 +357,16 @@ const (
 )
 
 // GET /api/v1/health/matching (public, like /health): {"status",
-// "halted_markets", "active_markets", "core_halted", "markets": {SYMBOL:
+// "halted_markets", "active_markets", "core_halted", "markets": {NAME:
 // {"status", "orderbook_loaded", "order_count"}}}. Always 200 while the core
 // answers (degraded is still serving); 503 when it does not.
+//
+// The markets are every market the core holds in ACTIVE, SUSPENDED or
+// HALTED (§7.3: a binary market in DRAFT, RESOLVED, SETTLED or VOIDED is
+// not serving the matching engine; an archived one is gone from the core),
+// read from the core rather than the Registry, which never holds binary
+// markets: NAME is a spot market's symbol or a binary market's id ("20").
+// A registered spot market the core lacks is listed as MISSING.
 func (s *Server) healthMatching(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	type marketJSON struct {
 		Status string `json:"status"`
@@ -371,12 +383,15 @@ func (s *Server) healthMatching(ctx *fasthttp.RequestCtx, st *reqState) *APIErro
 	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
 		out.CoreHalted = p.Halted()
 		for i := range s.reg.markets {
-			reg := &s.reg.markets[i]
-			mj := marketJSON{Status: "MISSING"}
-			if v, ok := p.Market(reg.ID); ok {
-				mj = marketJSON{Status: v.Status.String(), Loaded: true, Orders: v.Orders}
+			if reg := &s.reg.markets[i]; !loaded(p, reg.ID) {
+				out.Markets[reg.Symbol] = marketJSON{Status: "MISSING"}
 			}
-			out.Markets[reg.Symbol] = mj
+		}
+		for _, v := range p.Markets() {
+			switch v.Status {
+			case core.MarketActive, core.MarketSuspended, core.MarketHalted:
+				out.Markets[s.marketName(v.ID)] = marketJSON{Status: v.Status.String(), Loaded: true, Orders: v.Orders}
+			}
 		}
 		return nil
 	}); err != nil {
