@@ -62,3 +62,55 @@ func TestSpec7_HealthMatchingListsBinaryMarkets(t *testing.T) {
 	check("binary 20 halted", "degraded", 1, 3,
 		map[string]string{"BTC-USDT": "ACTIVE", "ETH-USDT": "ACTIVE", "20": "HALTED", "22": "SUSPENDED"})
 }
+
+// TestSpec5_OperatorHaltsAndResolvesBinaryMarket: halt, resume,
+// breaker/resolve and the circuit-breaker list take a binary market's id
+// as {market}; a resolve of an active one is 409 NOT_HALTED; a resolved
+// market's halt is lifted back to settling, and the answer says so.
+func TestSpec5_OperatorHaltsAndResolvesBinaryMarket(t *testing.T) {
+	h := newBreakerHarness(t)
+	h.fund(1, "USDT", "100")
+	h.fund(2, "USDT", "100")
+	u1, u2 := h.token(1), h.token(2)
+	h.binaryMarket("20", true)
+	h.binaryOrder(u1, "20", "BUY", "YES", "0.60", 10)
+	resolve := "/admin/v1/markets/20/breaker/resolve"
+	h.fails("POST", resolve, h.admin, `{"target_status":"ACTIVE"}`, 409, "NOT_HALTED")
+	for _, bad := range []string{"1", "99", "020", "BTC"} { // a spot id, no such market, not canonical, no such symbol
+		h.fails("POST", "/admin/v1/markets/"+bad+"/halt", h.admin, "", 400, "INVALID_MARKET")
+		h.fails("GET", "/admin/v1/circuit-breaker?market="+bad, h.admin, "", 400, "INVALID_MARKET")
+	}
+	if out := h.ok("POST", "/admin/v1/markets/20/halt", h.admin, ""); out["market"] != "20" || out["status"] != "HALTED" {
+		t.Fatalf("halt: %v", out)
+	}
+	h.fails("POST", "/api/v1/order", u2, `{"market":"20","outcome":"NO","side":"BUY","type":"LIMIT","price":"0.40",`+
+		`"quantity":"10"}`, 409, "MARKET_HALTED")
+	h.ok("POST", "/admin/v1/markets/BTC-USDT/halt", h.admin, "")
+	cb := h.ok("GET", "/admin/v1/circuit-breaker?market=20", h.admin, "")
+	open, ev := list(t, cb["open"]), list(t, cb["events"])
+	if len(open) != 1 || obj(t, open[0])["market_id"] != "20" || obj(t, open[0])["trigger_reason"] != "MANUAL_HALT" ||
+		len(ev) != 1 || obj(t, ev[0])["market_id"] != "20" {
+		t.Fatalf("circuit-breaker?market=20: %v", cb)
+	}
+	if all := h.ok("GET", "/admin/v1/circuit-breaker", h.admin, ""); len(list(t, all["open"])) != 2 {
+		t.Fatalf("circuit-breaker: %v", all)
+	}
+	out := h.ok("POST", resolve, h.admin, `{"target_status":"ACTIVE","note":"checked"}`)
+	if out["market"] != "20" || out["status"] != "ACTIVE" {
+		t.Fatalf("resolve: %v", out)
+	}
+	h.binaryOrder(u2, "20", "BUY", "NO", "0.40", 10) // a mint: the market trades again
+	h.ok("POST", "/admin/v1/markets/20/halt", h.admin, "")
+	if out := h.ok("POST", "/admin/v1/markets/20/resume", h.admin, ""); out["market"] != "20" || out["status"] != "ACTIVE" {
+		t.Fatalf("resume: %v", out)
+	}
+	// resolved and settling (10 shares held): a halt is lifted back to RESOLVED
+	h.ok("POST", "/admin/v1/binary-markets/20/resolve", h.admin, `{"outcome":"YES"}`)
+	h.ok("POST", "/admin/v1/markets/20/halt", h.admin, "")
+	if out := h.ok("POST", resolve, h.admin, `{"target_status":"ACTIVE"}`); out["status"] != "RESOLVED" {
+		t.Fatalf("resolve of a settling market: %v", out)
+	}
+	if v := h.ok("GET", "/api/v1/binary-markets/20", u1, ""); v["status"] != "RESOLVED" || v["settling"] != true {
+		t.Fatalf("market after the resolve: %v", v)
+	}
+}

@@ -164,11 +164,21 @@ func (s *Server) breakerJSON(e BreakerEvent) breakerJSON {
 	return out
 }
 
-// GET /admin/v1/circuit-breaker: {"core": {halted, reason, since_seq},
-// "open": [...], "events": [...]}: the halts in force (from the core, with
-// their trip from the log when it is still there) and the recent trips and
-// resolutions, newest first.
+// GET /admin/v1/circuit-breaker[?market=]: {"core": {halted, reason,
+// since_seq}, "open": [...], "events": [...]}: the halts in force (from the
+// core, with their trip from the log when it is still there) and the recent
+// trips and resolutions, newest first; ?market= (a spot symbol or a binary
+// market's id) keeps only that market's halts and events.
 func (s *Server) listBreakers(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	var only core.MarketID // 0: every market
+	if q := ctx.QueryArgs().Peek("market"); q != nil {
+		id, _, err := s.opMarket(q)
+		if err != nil {
+			return err
+		}
+		only = id
+	}
+	mine := func(id core.MarketID) bool { return only == 0 || id == only }
 	type coreJSON struct {
 		Halted bool     `json:"halted"`
 		Reason string   `json:"reason,omitempty"`
@@ -202,16 +212,18 @@ func (s *Server) listBreakers(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 		out.Open = append(out.Open, breakerJSON{Market: s.marketName(id), Reason: reason.String(),
 			Context: json.RawMessage(`{}`), TriggeredSeq: since})
 	}
-	if cb.Reason != core.ReasonNone {
+	if cb.Reason != core.ReasonNone && only == 0 { // filtered: the core's halt is in "core" only
 		open(0, cb.Reason, cb.Since)
 	}
 	for _, m := range markets {
-		if m.Status == core.MarketHalted {
+		if m.Status == core.MarketHalted && mine(m.ID) {
 			open(m.ID, m.HaltReason, m.HaltedAt)
 		}
 	}
 	for _, e := range events {
-		out.Events = append(out.Events, s.breakerJSON(e))
+		if mine(e.Trip.Market) {
+			out.Events = append(out.Events, s.breakerJSON(e))
+		}
 	}
 	return s.replyJSON(ctx, st, http.StatusOK, out)
 }
@@ -247,7 +259,7 @@ func parseNote(v jsonValue) (string, *APIError) {
 // funds) in slices of core.MaxCancelSlice, each a sequenced command, then
 // resolves with the book's totals rebuilt from its orders.
 func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
-	m, err := s.pathMarket(st)
+	id, name, err := s.opMarket(st.params[0])
 	if err != nil {
 		return err
 	}
@@ -274,7 +286,7 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 	cancelAll := v[2].set && string(v[2].b) == "true"
 	var status core.MarketStatus
 	if rerr := s.backend.Read(func(p *core.Processor, _ *History) error {
-		mv, _ := p.Market(m.ID)
+		mv, _ := p.Market(id)
 		status = mv.Status
 		return nil
 	}); rerr != nil {
@@ -285,7 +297,7 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 	}
 	cancelled := int64(0)
 	for cancelAll {
-		st.cmd = core.Command{Kind: core.KindCancelAll, Market: m.ID, Qty: core.MaxCancelSlice}
+		st.cmd = core.Command{Kind: core.KindCancelAll, Market: id, Qty: core.MaxCancelSlice}
 		res, _, err := s.submit(st, &st.cmd)
 		if err != nil {
 			return err
@@ -302,17 +314,24 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 	if cancelAll {
 		flags |= core.ResumeRebuild
 	}
-	st.cmd = core.Command{Kind: core.KindResumeMarket, Market: m.ID, Flags: flags, User: core.UserID(st.claims.UserID), Text: note}
+	st.cmd = core.Command{Kind: core.KindResumeMarket, Market: id, Flags: flags, User: core.UserID(st.claims.UserID), Text: note}
 	res, _, err := s.submit(st, &st.cmd)
 	if err != nil {
 		return err
 	}
-	s.log.Info("gateway: admin breaker resolve", "admin", st.claims.UserID, "market", m.Symbol, "target", target.String(),
+	s.log.Info("gateway: admin breaker resolve", "admin", st.claims.UserID, "market", name, "target", target.String(),
 		"cancel_all", cancelAll, "cancelled", cancelled, "code", res.Code.String())
 	if res.Code != core.OK {
 		return coreError(res.Code)
 	}
-	return s.replyJSON(ctx, st, http.StatusOK, map[string]any{"market": m.Symbol, "status": target.String(),
+	if rerr := s.backend.Read(func(p *core.Processor, _ *History) error {
+		mv, _ := p.Market(id)
+		target = mv.Status // a resolved or voided binary market returns to settling, not to target
+		return nil
+	}); rerr != nil {
+		return s.backendError(rerr)
+	}
+	return s.replyJSON(ctx, st, http.StatusOK, map[string]any{"market": name, "status": target.String(),
 		"cancelled_orders": cancelled, "note": note, "seq": res.Seq})
 }
 
