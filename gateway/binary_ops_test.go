@@ -114,3 +114,82 @@ func TestSpec5_OperatorHaltsAndResolvesBinaryMarket(t *testing.T) {
 		t.Fatalf("market after the resolve: %v", v)
 	}
 }
+
+// newFaultHarness is newBreakerHarness serving POST /admin/v1/faults/core,
+// with binary market 20 active, users 1 and 2 holding 10 YES and 10 NO
+// (a mint) and user 1 offering 4 of its YES.
+func newFaultHarness(t *testing.T) *harness {
+	var log BreakerLog
+	var be *fakeBackend
+	h := newHarness(t, func(c *ServerConfig) {
+		be = newFakeBackendCfg(t, c.Registry, core.Config{AllowFaults: true})
+		be.brk = &log
+		c.Backend, c.Breakers, c.CoreFaults = be, &log, true
+	})
+	h.be = be
+	h.fund(1, "USDT", "100")
+	h.fund(2, "USDT", "100")
+	h.binaryMarket("20", true)
+	h.binaryOrder(h.token(1), "20", "BUY", "YES", "0.60", 10)
+	h.binaryOrder(h.token(2), "20", "BUY", "NO", "0.40", 10)
+	h.binaryOrder(h.token(1), "20", "SELL", "YES", "0.90", 4)
+	return h
+}
+
+// TestCoreFaultsBinaryOverHTTP: each binary fault and level_drift on a
+// binary market are injected over HTTP; the full check halts market 20
+// with the fault's reason (seen in the circuit-breaker list and the
+// matching health); a resolve is refused while the damage is there. Bad
+// requests are refused before anything is sequenced.
+func TestCoreFaultsBinaryOverHTTP(t *testing.T) {
+	stories := []struct{ body, reason string }{
+		{`{"fault":"binary_shares","market":"20","user_id":1,"amount":"3"}`, "INVARIANT_SHARES"},
+		{`{"fault":"binary_reserve","market":"20","amount":"0.5"}`, "INVARIANT_RESERVE"},
+		{`{"fault":"binary_cost_sum","market":"20","user_id":2,"amount":"0.25"}`, "INVARIANT_COST_SUM"},
+		{`{"fault":"binary_oversold","market":"20","user_id":1,"amount":"1"}`, "INVARIANT_OVERSOLD"},
+		{`{"fault":"level_drift","market":"20","side":"SELL","amount":"2"}`, "ORDERBOOK_DESYNC"},
+	}
+	for _, s := range stories {
+		t.Run(s.reason, func(t *testing.T) {
+			h := newFaultHarness(t)
+			if out := h.ok("POST", "/admin/v1/faults/core", h.admin, s.body); out["fault"] == nil {
+				t.Fatalf("fault: %v", out)
+			}
+			h.submitCore(core.Command{Kind: core.KindTick, Flags: core.TickFullCheck})
+			open := list(t, h.ok("GET", "/admin/v1/circuit-breaker?market=20", h.admin, "")["open"])
+			if len(open) != 1 || obj(t, open[0])["trigger_reason"] != s.reason {
+				t.Fatalf("open halts: %v", open)
+			}
+			health := h.ok("GET", "/api/v1/health/matching", "", "")
+			if health["status"] != "degraded" || obj(t, obj(t, health["markets"])["20"])["status"] != "HALTED" {
+				t.Fatalf("health: %v", health)
+			}
+			h.fails("POST", "/admin/v1/markets/20/breaker/resolve", h.admin, `{"target_status":"ACTIVE"}`, 409,
+				"INVARIANT_VIOLATION")
+		})
+	}
+	t.Run("bad requests", func(t *testing.T) {
+		h := newFaultHarness(t)
+		before := h.be.stateHash()
+		for _, b := range []struct {
+			body   string
+			status int
+			code   string
+		}{
+			{`{"fault":"binary_reserve","market":"20","user_id":1,"amount":"1"}`, 400, CodeUnknownField},
+			{`{"fault":"binary_shares","market":"20","side":"BUY","user_id":1,"amount":"1"}`, 400, CodeUnknownField},
+			{`{"fault":"level_drift","market":"20","user_id":1,"side":"BUY","amount":"1"}`, 400, CodeUnknownField},
+			{`{"fault":"binary_shares","user_id":1,"amount":"1"}`, 400, CodeMissingField},
+			{`{"fault":"binary_reserve","market":"BTC-USDT","amount":"1"}`, 400, "NOT_BINARY"},
+			{`{"fault":"binary_reserve","market":"99","amount":"1"}`, 400, "INVALID_MARKET"},
+			{`{"fault":"binary_shares","market":"20","user_id":1,"amount":"1.5"}`, 400, CodePrecisionOverflow},
+			{`{"fault":"level_drift","market":"20","side":"UP","amount":"1"}`, 400, CodeInvalidSide},
+			{`{"fault":"binary_everything","market":"20","amount":"1"}`, 400, CodeInvalidParameter},
+		} {
+			h.fails("POST", "/admin/v1/faults/core", h.admin, b.body, b.status, b.code)
+		}
+		if h.be.stateHash() != before {
+			t.Fatal("a refused fault request reached the core")
+		}
+	})
+}
