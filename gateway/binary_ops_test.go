@@ -7,6 +7,7 @@ package gateway
 // a binary order's cancel answers like a spot order's.
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ubscore/ubscore/core"
@@ -190,6 +191,92 @@ func TestCoreFaultsBinaryOverHTTP(t *testing.T) {
 		}
 		if h.be.stateHash() != before {
 			t.Fatal("a refused fault request reached the core")
+		}
+	})
+}
+
+// TestSpec5_ResolveDesyncWithRebuild: an ORDERBOOK_DESYNC (a drifted level
+// total) is resolved with "rebuild": true keeping every resting order, in
+// a spot and in a binary market; a plain resolve names the failing check
+// and the way out; when the orders themselves fail their checks the
+// rebuild is 409 with that check and the halt stays.
+func TestSpec5_ResolveDesyncWithRebuild(t *testing.T) {
+	t.Run("spot", func(t *testing.T) {
+		h := newBreakerHarness(t)
+		h.fund(1, "BTC", "10")
+		h.fund(2, "USDT", "100000")
+		alice, bob := h.token(1), h.token(2)
+		var ids []string
+		for _, px := range []string{"50000", "50000", "50100"} {
+			ids = append(ids, itoa(int64(num(t, h.ok("POST", "/api/v1/order", alice, orderBody("side", "SELL", "price", px))["order_id"]))))
+		}
+		ids = append(ids, itoa(int64(num(t, h.ok("POST", "/api/v1/order", bob, orderBody("price", "49000"))["order_id"]))))
+		h.submitCore(core.Command{Kind: core.KindFault, Flags: uint8(core.FaultLevelDrift), Market: 1, Side: core.Sell, Amount: 7})
+		h.submitCore(core.Command{Kind: core.KindTick, Flags: core.TickFullCheck})
+		path := "/admin/v1/markets/BTC-USDT/breaker/resolve"
+		st, out := h.do("POST", path, h.admin, `{"target_status":"ACTIVE"}`)
+		if msg, _ := out["message"].(string); st != 409 || out["code"] != "INVARIANT_VIOLATION" ||
+			out["check"] != "ORDERBOOK_DESYNC" || !strings.Contains(msg, "ask level 50000000000") ||
+			!strings.Contains(msg, "rebuild") {
+			t.Fatalf("plain resolve: %d %v", st, out)
+		}
+		before := h.be.stateHash()
+		h.fails("POST", path, h.admin, `{"target_status":"ACTIVE","rebuild":true,"cancel_all":true}`, 400, CodeInvalidParameter)
+		h.fails("POST", path, h.admin, `{"target_status":"ACTIVE","rebuild":1}`, 400, CodeInvalidFieldType)
+		if h.be.stateHash() != before {
+			t.Fatal("a refused resolve request reached the core")
+		}
+		got := h.ok("POST", path, h.admin, `{"target_status":"ACTIVE","rebuild":true,"note":"drifted total rebuilt"}`)
+		if got["status"] != "ACTIVE" || num(t, got["cancelled_orders"]) != 0 {
+			t.Fatalf("rebuild: %v", got)
+		}
+		for i, id := range ids {
+			tok := alice
+			if i == 3 {
+				tok = bob
+			}
+			if o := h.ok("GET", "/api/v1/order/"+id, tok, ""); o["status"] != "NEW" {
+				t.Fatalf("order %s after the rebuild: %v", id, o)
+			}
+		}
+		d := h.ok("GET", "/api/v1/depth/BTC-USDT", bob, "")
+		if a := list(t, d["asks"]); len(a) != 2 || list(t, a[0])[1] != "0.20000000" {
+			t.Fatalf("depth after the rebuild (the drift is gone, the orders stay): %v", d)
+		}
+		if f := h.ok("POST", "/api/v1/order", bob, orderBody("price", "50000", "quantity", "0.2")); f["status"] != "FILLED" {
+			t.Fatalf("trading after the rebuild: %v", f)
+		}
+	})
+	t.Run("binary", func(t *testing.T) {
+		h := newFaultHarness(t)
+		h.ok("POST", "/admin/v1/faults/core", h.admin, `{"fault":"level_drift","market":"20","side":"SELL","amount":"2"}`)
+		h.submitCore(core.Command{Kind: core.KindTick, Flags: core.TickFullCheck})
+		got := h.ok("POST", "/admin/v1/markets/20/breaker/resolve", h.admin, `{"target_status":"ACTIVE","rebuild":true}`)
+		if got["status"] != "ACTIVE" || got["market"] != "20" {
+			t.Fatalf("rebuild: %v", got)
+		}
+		d := h.ok("GET", "/api/v1/depth/20?outcome=YES", h.admin, "")
+		if a := list(t, d["asks"]); len(a) != 1 || list(t, a[0])[1] != "4" {
+			t.Fatalf("YES depth after the rebuild: %v", d)
+		}
+	})
+	t.Run("orders fail their checks", func(t *testing.T) {
+		h := newFaultHarness(t)
+		h.ok("POST", "/admin/v1/faults/core", h.admin, `{"fault":"level_drift","market":"20","side":"SELL","amount":"2"}`)
+		h.submitCore(core.Command{Kind: core.KindTick, Flags: core.TickFullCheck})
+		// user 1's resting SELL YES now holds more shares than it has: its own check fails
+		h.ok("POST", "/admin/v1/faults/core", h.admin, `{"fault":"binary_oversold","market":"20","user_id":1,"amount":"1"}`)
+		st, out := h.do("POST", "/admin/v1/markets/20/breaker/resolve", h.admin, `{"target_status":"ACTIVE","rebuild":true}`)
+		if st != 409 || out["code"] != "INVARIANT_VIOLATION" || out["check"] != "INVARIANT_OVERSOLD" {
+			t.Fatalf("rebuild of failing orders: %d %v", st, out)
+		}
+		open := list(t, h.ok("GET", "/admin/v1/circuit-breaker?market=20", h.admin, "")["open"])
+		if len(open) != 1 || obj(t, open[0])["trigger_reason"] != "ORDERBOOK_DESYNC" {
+			t.Fatalf("the halt must stay: %v", open)
+		}
+		d := h.ok("GET", "/api/v1/depth/20?outcome=YES", h.admin, "")
+		if a := list(t, d["asks"]); len(a) != 1 || list(t, a[0])[1] != "6" { // the drifted total, untouched
+			t.Fatalf("YES depth after a refused rebuild: %v", d)
 		}
 	})
 }

@@ -229,7 +229,8 @@ func (s *Server) listBreakers(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 }
 
 // POST /admin/v1/markets/{market}/breaker/resolve
-var resolveSchema = []jsonField{{"target_status", jsonString}, {"note", jsonString}, {"cancel_all", jsonBool}}
+var resolveSchema = []jsonField{{"target_status", jsonString}, {"note", jsonString}, {"cancel_all", jsonBool},
+	{"rebuild", jsonBool}}
 
 // POST /admin/v1/core/breaker/resolve
 var noteSchema = []jsonField{{"note", jsonString}}
@@ -257,7 +258,12 @@ func parseNote(v jsonValue) (string, *APIError) {
 // INVARIANT_VIOLATION, CORE_HALTED while the core is halted). cancel_all
 // first cancels every resting order of the market (returning its frozen
 // funds) in slices of core.MaxCancelSlice, each a sequenced command, then
-// resolves with the book's totals rebuilt from its orders.
+// resolves with the book's totals rebuilt from its orders. rebuild (spec
+// 004 §5.5: rebuild the book, then resume) keeps the resting orders: the
+// level totals and counts are rebuilt from them, if the orders pass their
+// own checks (linked, indexed, holding what their remainder can cost);
+// otherwise nothing changes. An INVARIANT_VIOLATION answer names the
+// failing check (resolveRefused).
 func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	id, name, err := s.opMarket(st.params[0])
 	if err != nil {
@@ -284,6 +290,10 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 		return err
 	}
 	cancelAll := v[2].set && string(v[2].b) == "true"
+	rebuild := v[3].set && string(v[3].b) == "true"
+	if cancelAll && rebuild {
+		return BadRequest(CodeInvalidParameter, "rebuild keeps the resting orders and cancel_all cancels them: send one")
+	}
 	var status core.MarketStatus
 	if rerr := s.backend.Read(func(p *core.Processor, _ *History) error {
 		mv, _ := p.Market(id)
@@ -311,7 +321,7 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 		}
 	}
 	flags := uint8(target)
-	if cancelAll {
+	if cancelAll || rebuild {
 		flags |= core.ResumeRebuild
 	}
 	st.cmd = core.Command{Kind: core.KindResumeMarket, Market: id, Flags: flags, User: core.UserID(st.claims.UserID), Text: note}
@@ -320,7 +330,10 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 		return err
 	}
 	s.log.Info("gateway: admin breaker resolve", "admin", st.claims.UserID, "market", name, "target", target.String(),
-		"cancel_all", cancelAll, "cancelled", cancelled, "code", res.Code.String())
+		"cancel_all", cancelAll, "rebuild", rebuild, "cancelled", cancelled, "code", res.Code.String())
+	if res.Code == core.CodeInvariantViolation {
+		return s.resolveRefused(ctx, st, id, cancelAll, rebuild)
+	}
 	if res.Code != core.OK {
 		return coreError(res.Code)
 	}
@@ -333,6 +346,44 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 	}
 	return s.replyJSON(ctx, st, http.StatusOK, map[string]any{"market": name, "status": target.String(),
 		"cancelled_orders": cancelled, "note": note, "seq": res.Seq})
+}
+
+// resolveRefused answers a market resolve the core refused with
+// INVARIANT_VIOLATION: 409 with the failing check as "check" (a breaker
+// reason: ORDERBOOK_DESYNC for the book's checks, INVARIANT_* for a binary
+// market's) beside code and message, the message saying what it found and
+// what the operator can do next. The check is run again on the read view
+// (core.ResumeCheck): it holds the state the core judged, since the refused
+// command changed nothing and a halted market takes no orders.
+func (s *Server) resolveRefused(ctx *fasthttp.RequestCtx, st *reqState, id core.MarketID, cancelAll, rebuild bool) *APIError {
+	var reason core.BreakerReason
+	var found string
+	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
+		reason, found = p.ResumeCheck(id, cancelAll || rebuild)
+		return nil
+	}); err != nil || reason == core.ReasonNone {
+		return coreError(core.CodeInvariantViolation) // not reproducible on the view: the bare refusal
+	}
+	msg := "the market's check fails: " + found + "; it stays halted"
+	switch {
+	case reason != core.ReasonOrderbookDesync:
+	case rebuild:
+		msg = "the resting orders fail their own checks: " + found + "; it stays halted (resolve with cancel_all)"
+	case !cancelAll:
+		msg += " (resolve with rebuild to keep the orders if they pass their own checks, or cancel_all)"
+	}
+	b := append(st.out[:0], `{"code":`...)
+	b = appendStr(b, core.CodeInvariantViolation.String())
+	b = append(b, `,"message":`...)
+	b = appendStr(b, msg)
+	b = append(b, `,"check":`...)
+	b = appendStr(b, reason.String())
+	st.out = append(b, '}')
+	s.reply(ctx, st, http.StatusConflict)
+	if s.rej != nil {
+		s.rej.Rejected(core.CodeInvariantViolation.String())
+	}
+	return nil
 }
 
 // POST /admin/v1/core/breaker/resolve {note?}: lifts a core halt, only if
