@@ -7,6 +7,7 @@ package gateway
 // a binary order's cancel answers like a spot order's.
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -279,4 +280,54 @@ func TestSpec5_ResolveDesyncWithRebuild(t *testing.T) {
 			t.Fatalf("YES depth after a refused rebuild: %v", d)
 		}
 	})
+}
+
+// TestBinaryOrderAnswersLikeSpot: the cancel of a partly filled binary
+// order answers the order as it was cancelled (its own and book prices, its
+// whole quantity, what it filled); DELETE or PATCH of a finished one is 409
+// ORDER_NOT_OPEN with the order, as for spot; PATCH of a resting one is the
+// core's 400 NOT_SUPPORTED; another user's stays 404.
+func TestBinaryOrderAnswersLikeSpot(t *testing.T) {
+	h := newBreakerHarness(t)
+	for _, u := range []uint64{1, 2} {
+		h.fund(u, "USDT", "100")
+	}
+	u1, u2 := h.token(1), h.token(2)
+	h.binaryMarket("20", true)
+	rest := h.binaryOrder(u1, "20", "BUY", "NO", "0.30", 10)  // book SELL @0.70
+	taker := h.binaryOrder(u2, "20", "BUY", "YES", "0.70", 4) // a mint of 4
+	if taker["status"] != "FILLED" {
+		t.Fatalf("taker: %v", taker)
+	}
+	id, takerID := itoa(int64(num(t, rest["order_id"]))), itoa(int64(num(t, taker["order_id"])))
+	if g := h.ok("GET", "/api/v1/order/"+id, u1, ""); g["status"] != "PARTIALLY_FILLED" || g["price"] != "0.300000" ||
+		g["book_price"] != "0.700000" || g["filled"] != json.Number("4") {
+		t.Fatalf("GET resting: %v", g)
+	}
+	h.fails("PATCH", "/api/v1/order/"+id, u1, `{"quantity":"20"}`, 400, "NOT_SUPPORTED")
+	h.fails("DELETE", "/api/v1/order/"+id, u2, "", 404, "ORDER_NOT_FOUND")
+	c := h.ok("DELETE", "/api/v1/order/"+id, u1, "")
+	want := map[string]any{"order_id": json.Number(id), "market": "20", "outcome": "NO", "side": "BUY", "price": "0.300000",
+		"quantity": json.Number("10"), "filled": json.Number("4"), "status": "CANCELLED", "book_type": "SYNTHETIC",
+		"book_side": "SELL", "book_price": "0.700000"}
+	for k, v := range want {
+		if c[k] != v {
+			t.Fatalf("cancel answer %s = %v, want %v: %v", k, c[k], v, c)
+		}
+	}
+	for _, tc := range []struct{ method, id, tok, body, status string }{
+		{"DELETE", id, u1, "", "CANCELLED"},
+		{"DELETE", takerID, u2, "", "FILLED"},
+		{"PATCH", takerID, u2, `{"quantity":"5"}`, "FILLED"},
+	} {
+		h.fails(tc.method, "/api/v1/order/"+tc.id, tc.tok, tc.body, 409, CodeOrderNotOpen)
+		_, out := h.do(tc.method, "/api/v1/order/"+tc.id, tc.tok, tc.body)
+		o := obj(t, out["order"])
+		g := h.ok("GET", "/api/v1/order/"+tc.id, tc.tok, "")
+		if o["status"] != tc.status || o["order_id"] != json.Number(tc.id) || o["market"] != "20" ||
+			o["filled"] != g["filled"] || g["status"] != tc.status {
+			t.Fatalf("%s of a %s binary order: %v (GET: %v)", tc.method, tc.status, out, g)
+		}
+	}
+	h.fails("DELETE", "/api/v1/order/"+takerID, u1, "", 404, "ORDER_NOT_FOUND") // another user's finished order
 }
