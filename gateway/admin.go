@@ -97,7 +97,8 @@ func (s *Server) marketAction(ctx *fasthttp.RequestCtx, st *reqState, kind core.
 		return coreError(res.Code)
 	}
 	// A resolved or voided binary market leaves a halt back to settling,
-	// not to ACTIVE: answer the status the market is in now.
+	// not to ACTIVE: answer the status the market is in now. The command is
+	// applied: if the view cannot be read, the status it implies stands.
 	_ = s.backend.Read(func(p *core.Processor, _ *History) error {
 		if v, ok := p.Market(id); ok {
 			status = v.Status.String()
