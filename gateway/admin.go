@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 
@@ -62,7 +63,8 @@ func (s *Server) adjust(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	return nil
 }
 
-// POST /admin/v1/markets/{market}/halt: a breaker trip with reason
+// POST /admin/v1/markets/{market}/halt ({market}: a spot symbol or a binary
+// market's id, on resume and breaker/resolve too): a breaker trip with reason
 // MANUAL_HALT by this admin: no new orders, cancels or modifies until
 // resolved; queries still served. Halting a halted market is a no-op.
 func (s *Server) halt(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
@@ -77,30 +79,64 @@ func (s *Server) resume(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 }
 
 func (s *Server) marketAction(ctx *fasthttp.RequestCtx, st *reqState, kind core.Kind, status string) *APIError {
-	m, err := s.pathMarket(st)
+	id, name, err := s.opMarket(st.params[0])
 	if err != nil {
 		return err
 	}
 	if err := s.noBody(ctx, st); err != nil {
 		return err
 	}
-	st.cmd = core.Command{Kind: kind, Market: m.ID, User: core.UserID(st.claims.UserID)}
+	st.cmd = core.Command{Kind: kind, Market: id, User: core.UserID(st.claims.UserID)}
 	res, _, err := s.submit(st, &st.cmd)
 	if err != nil {
 		return err
 	}
 	s.log.Info("gateway: admin market action", "admin", st.claims.UserID, "action", kind.String(),
-		"market", m.Symbol, "code", res.Code.String())
+		"market", name, "code", res.Code.String())
 	if res.Code != core.OK {
 		return coreError(res.Code)
 	}
+	// A resolved or voided binary market leaves a halt back to settling,
+	// not to ACTIVE: answer the status the market is in now. The command is
+	// applied: if the view cannot be read, the status it implies stands.
+	_ = s.backend.Read(func(p *core.Processor, _ *History) error {
+		if v, ok := p.Market(id); ok {
+			status = v.Status.String()
+		}
+		return nil
+	})
 	b := append(st.out[:0], `{"market":`...)
-	b = appendStr(b, m.Symbol)
+	b = appendStr(b, name)
 	b = append(b, `,"status":`...)
 	b = appendStr(b, status)
 	st.out = append(b, '}')
 	s.reply(ctx, st, http.StatusOK)
 	return nil
+}
+
+// opMarket resolves an operator's {market}: a spot market by its symbol or
+// a binary market by its id ("20"). Binary markets are created at run time,
+// so the Registry never holds them: the core is asked. Anything else (a
+// spot market's id too: one name per market) is INVALID_MARKET.
+func (s *Server) opMarket(name []byte) (core.MarketID, string, *APIError) {
+	if m, ok := s.reg.MarketBytes(name); ok {
+		return m.ID, m.Symbol, nil
+	}
+	id, ok := parseBinaryID(name)
+	if !ok {
+		return 0, "", coreError(core.CodeInvalidMarket)
+	}
+	bin := false
+	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
+		_, bin = p.Binary(id)
+		return nil
+	}); err != nil {
+		return 0, "", s.backendError(err)
+	}
+	if !bin {
+		return 0, "", coreError(core.CodeInvalidMarket)
+	}
+	return id, strconv.FormatUint(uint64(id), 10), nil
 }
 
 // POST /admin/v1/accounts/{user_id}/status {status: ACTIVE|FROZEN|DISABLED}.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -451,53 +452,87 @@ func (s *Server) postBinaryOrder(ctx *fasthttp.RequestCtx, st *reqState, v []jso
 	return s.replyJSON(ctx, st, http.StatusOK, o)
 }
 
-// binaryOrderOf answers GET or DELETE of a binary order (not in the
-// Registry's markets): from the core while it rests, else from the
-// cancel's own event; ok false when id is not a binary order of this user.
-func (s *Server) binaryOrderOf(ctx *fasthttp.RequestCtx, st *reqState, id core.OrderID, evs []core.Event) (bool, *APIError) {
-	user := core.UserID(st.claims.UserID)
-	var ov core.OrderView
-	var live bool
-	for i := range evs {
-		if e := &evs[i]; e.Kind == core.EvOrderCancelled && e.OrderID == id && e.Detail != 0 {
-			ov = core.OrderView{ID: id, User: e.User, Market: e.Market, Side: e.Side, Qty: e.Qty, Outcome: core.Outcome(e.Detail)}
-		}
-	}
-	if ov.ID == 0 {
-		if err := s.backend.Read(func(p *core.Processor, _ *History) error {
-			ov, live = p.Order(id)
-			return nil
-		}); err != nil {
-			return false, s.backendError(err)
-		}
-		if !live || ov.Outcome == 0 || ov.User != user {
-			return false, nil
-		}
+// binaryOrderOf answers GET of a binary order while it rests (binary
+// orders are not in the Registry's markets): from the core; ok false when
+// id is not a resting binary order of this user.
+func (s *Server) binaryOrderOf(ctx *fasthttp.RequestCtx, st *reqState, id core.OrderID) (bool, *APIError) {
+	ov, err := s.restingBinary(st, id)
+	if err != nil || ov.ID == 0 {
+		return false, err
 	}
 	bv, a, _, err := s.binaryInfo(ov.Market)
 	if err != nil {
 		return false, err
 	}
-	o := binaryOrderJ{OrderID: uint64(id), Market: strconv.Itoa(int(ov.Market)), Outcome: ov.Outcome.String(),
-		BookSide: ov.Side.String(), Status: "CANCELLED", BookType: "NATIVE"}
-	ownSide := ov.Side
+	return true, s.replyJSON(ctx, st, http.StatusOK, binaryOrderJSON(&ov, bv.Payout, a))
+}
+
+// restingBinary returns the caller's resting binary order id (ID 0 if id
+// is not one).
+func (s *Server) restingBinary(st *reqState, id core.OrderID) (core.OrderView, *APIError) {
+	user := core.UserID(st.claims.UserID)
+	var ov core.OrderView
+	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
+		if o, live := p.Order(id); live && o.Outcome != 0 && o.User == user {
+			ov = o
+		}
+		return nil
+	}); err != nil {
+		return core.OrderView{}, s.backendError(err)
+	}
+	return ov, nil
+}
+
+// binaryOrderJSON is the JSON of resting binary order ov (its Side and
+// Price are the YES book's) in a market paying payout: the order's own
+// side and price beside the book's.
+func binaryOrderJSON(ov *core.OrderView, payout core.Units, a Asset) binaryOrderJ {
+	o := binaryOrderJ{OrderID: uint64(ov.ID), Market: strconv.Itoa(int(ov.Market)), Outcome: ov.Outcome.String(),
+		Side: ov.Side.String(), BookSide: ov.Side.String(), BookType: "NATIVE", Quantity: int64(ov.Qty),
+		Filled: int64(ov.Filled), Status: "NEW"}
+	own := ov.Price
 	if ov.Outcome == core.OutcomeNo {
-		ownSide, o.BookType = 3-ov.Side, "SYNTHETIC"
+		o.Side, o.BookType, own = (3 - ov.Side).String(), "SYNTHETIC", core.Price(payout)-ov.Price
 	}
-	o.Side = ownSide.String()
-	if live {
-		own := ov.Price
-		if ov.Outcome == core.OutcomeNo {
-			own = core.Price(bv.Payout) - ov.Price
-		}
-		o.Price, o.BookPrice = FormatUnits(int64(own), a.Scale), FormatUnits(int64(ov.Price), a.Scale)
-		o.Quantity, o.Filled, o.Status = int64(ov.Qty), int64(ov.Filled), "NEW"
-		if ov.Filled > 0 {
-			o.Status = "PARTIALLY_FILLED"
-		}
-	} else {
-		o.Quantity = int64(ov.Qty) // the remainder cancelled
+	o.Price, o.BookPrice = FormatUnits(int64(own), a.Scale), FormatUnits(int64(ov.Price), a.Scale)
+	if ov.Filled > 0 {
+		o.Status = "PARTIALLY_FILLED"
 	}
+	return o
+}
+
+// binaryCancelled answers DELETE of a binary order the core cancelled (ok
+// false when the cancelled order was not a binary one): the order as it
+// was cancelled, like a spot order's answer — its own and book prices (pre,
+// read before the cancel), its whole quantity and what it had filled (the
+// cancel's result). Without pre (it was placed and cancelled between the
+// read and the cancel: not for an order the caller was told about) the
+// prices are unknown and left empty.
+func (s *Server) binaryCancelled(ctx *fasthttp.RequestCtx, st *reqState, pre core.OrderView, res *core.Event,
+	evs []core.Event) (bool, *APIError) {
+	var e *core.Event
+	for i := range evs {
+		if evs[i].Kind == core.EvOrderCancelled && evs[i].OrderID == res.OrderID && evs[i].Detail != 0 {
+			e = &evs[i]
+		}
+	}
+	if e == nil {
+		return false, nil
+	}
+	ov := pre
+	if ov.ID != res.OrderID {
+		ov = core.OrderView{ID: res.OrderID, User: e.User, Market: e.Market, Side: e.Side, Outcome: core.Outcome(e.Detail)}
+	}
+	ov.Qty, ov.Filled = res.Qty+e.Qty, res.Qty // filled + the remainder cancelled
+	bv, a, _, err := s.binaryInfo(ov.Market)
+	if err != nil {
+		return false, err
+	}
+	o := binaryOrderJSON(&ov, bv.Payout, a)
+	if ov.ID != pre.ID {
+		o.Price, o.BookPrice = "", ""
+	}
+	o.Status = "CANCELLED"
 	return true, s.replyJSON(ctx, st, http.StatusOK, o)
 }
 
@@ -551,13 +586,26 @@ func (s *Server) binaryDepth(ctx *fasthttp.RequestCtx, st *reqState, outcome []b
 // rests, from History: its status and shares (its prices stay in the
 // order's events and trades; History keeps no outcome).
 func (s *Server) binaryRecordReply(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
-	r := &st.rec
-	out := struct {
+	return s.replyJSON(ctx, st, http.StatusOK, binaryRecordJSON(&st.rec))
+}
+
+// binaryRecordJSON is the JSON of a binary market's order History holds
+// (GET, and the "order" of a 409 ORDER_NOT_OPEN).
+func binaryRecordJSON(r *OrderRecord) any {
+	return struct {
 		OrderID  uint64 `json:"order_id"`
 		Market   string `json:"market"`
 		Status   string `json:"status"`
 		Quantity int64  `json:"quantity"`
 		Filled   int64  `json:"filled"`
 	}{uint64(r.ID), strconv.Itoa(int(r.Market)), statusName(r.Status), int64(r.Qty), int64(r.Filled)}
-	return s.replyJSON(ctx, st, http.StatusOK, out)
+}
+
+// appendBinaryRecord appends binaryRecordJSON(r).
+func appendBinaryRecord(b []byte, r *OrderRecord) []byte {
+	j, err := json.Marshal(binaryRecordJSON(r))
+	if err != nil { // a struct of integers and strings: cannot fail
+		panic("gateway: binary order JSON: " + err.Error())
+	}
+	return append(b, j...)
 }

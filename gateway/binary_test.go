@@ -104,7 +104,7 @@ func TestBinaryMarketHTTP(t *testing.T) {
 	h.fails("POST", "/api/v1/order", u3, `{"market":"7","outcome":"YES","side":"SELL","price":"0.9","quantity":"31"}`,
 		409, "INSUFFICIENT_SHARES")
 	rest := int64(num(t, o["order_id"]))
-	h.fails("PATCH", "/api/v1/order/"+itoa(rest), u2, `{"price":"0.4"}`, 404, "ORDER_NOT_FOUND")
+	h.fails("PATCH", "/api/v1/order/"+itoa(rest), u2, `{"price":"0.4"}`, 400, "NOT_SUPPORTED")
 
 	// views: the market, both depth views, the positions, a resting order
 	v := h.ok("GET", "/api/v1/binary-markets/7", u1, "")

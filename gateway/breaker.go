@@ -164,11 +164,21 @@ func (s *Server) breakerJSON(e BreakerEvent) breakerJSON {
 	return out
 }
 
-// GET /admin/v1/circuit-breaker: {"core": {halted, reason, since_seq},
-// "open": [...], "events": [...]}: the halts in force (from the core, with
-// their trip from the log when it is still there) and the recent trips and
-// resolutions, newest first.
+// GET /admin/v1/circuit-breaker[?market=]: {"core": {halted, reason,
+// since_seq}, "open": [...], "events": [...]}: the halts in force (from the
+// core, with their trip from the log when it is still there) and the recent
+// trips and resolutions, newest first; ?market= (a spot symbol or a binary
+// market's id) keeps only that market's halts and events.
 func (s *Server) listBreakers(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
+	var only core.MarketID // 0: every market
+	if q := ctx.QueryArgs().Peek("market"); q != nil {
+		id, _, err := s.opMarket(q)
+		if err != nil {
+			return err
+		}
+		only = id
+	}
+	mine := func(id core.MarketID) bool { return only == 0 || id == only }
 	type coreJSON struct {
 		Halted bool     `json:"halted"`
 		Reason string   `json:"reason,omitempty"`
@@ -202,22 +212,25 @@ func (s *Server) listBreakers(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 		out.Open = append(out.Open, breakerJSON{Market: s.marketName(id), Reason: reason.String(),
 			Context: json.RawMessage(`{}`), TriggeredSeq: since})
 	}
-	if cb.Reason != core.ReasonNone {
+	if cb.Reason != core.ReasonNone && only == 0 { // filtered: the core's halt is in "core" only
 		open(0, cb.Reason, cb.Since)
 	}
 	for _, m := range markets {
-		if m.Status == core.MarketHalted {
+		if m.Status == core.MarketHalted && mine(m.ID) {
 			open(m.ID, m.HaltReason, m.HaltedAt)
 		}
 	}
 	for _, e := range events {
-		out.Events = append(out.Events, s.breakerJSON(e))
+		if mine(e.Trip.Market) {
+			out.Events = append(out.Events, s.breakerJSON(e))
+		}
 	}
 	return s.replyJSON(ctx, st, http.StatusOK, out)
 }
 
 // POST /admin/v1/markets/{market}/breaker/resolve
-var resolveSchema = []jsonField{{"target_status", jsonString}, {"note", jsonString}, {"cancel_all", jsonBool}}
+var resolveSchema = []jsonField{{"target_status", jsonString}, {"note", jsonString}, {"cancel_all", jsonBool},
+	{"rebuild", jsonBool}}
 
 // POST /admin/v1/core/breaker/resolve
 var noteSchema = []jsonField{{"note", jsonString}}
@@ -245,9 +258,14 @@ func parseNote(v jsonValue) (string, *APIError) {
 // INVARIANT_VIOLATION, CORE_HALTED while the core is halted). cancel_all
 // first cancels every resting order of the market (returning its frozen
 // funds) in slices of core.MaxCancelSlice, each a sequenced command, then
-// resolves with the book's totals rebuilt from its orders.
+// resolves with the book's totals rebuilt from its orders. rebuild (spec
+// 004 §5.5: rebuild the book, then resume) keeps the resting orders: the
+// level totals and counts are rebuilt from them, if the orders pass their
+// own checks (linked, indexed, holding what their remainder can cost);
+// otherwise nothing changes. An INVARIANT_VIOLATION answer names the
+// failing check (resolveRefused).
 func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
-	m, err := s.pathMarket(st)
+	id, name, err := s.opMarket(st.params[0])
 	if err != nil {
 		return err
 	}
@@ -272,9 +290,13 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 		return err
 	}
 	cancelAll := v[2].set && string(v[2].b) == "true"
+	rebuild := v[3].set && string(v[3].b) == "true"
+	if cancelAll && rebuild {
+		return BadRequest(CodeInvalidParameter, "rebuild keeps the resting orders and cancel_all cancels them: send one")
+	}
 	var status core.MarketStatus
 	if rerr := s.backend.Read(func(p *core.Processor, _ *History) error {
-		mv, _ := p.Market(m.ID)
+		mv, _ := p.Market(id)
 		status = mv.Status
 		return nil
 	}); rerr != nil {
@@ -285,7 +307,7 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 	}
 	cancelled := int64(0)
 	for cancelAll {
-		st.cmd = core.Command{Kind: core.KindCancelAll, Market: m.ID, Qty: core.MaxCancelSlice}
+		st.cmd = core.Command{Kind: core.KindCancelAll, Market: id, Qty: core.MaxCancelSlice}
 		res, _, err := s.submit(st, &st.cmd)
 		if err != nil {
 			return err
@@ -299,21 +321,69 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 		}
 	}
 	flags := uint8(target)
-	if cancelAll {
+	if cancelAll || rebuild {
 		flags |= core.ResumeRebuild
 	}
-	st.cmd = core.Command{Kind: core.KindResumeMarket, Market: m.ID, Flags: flags, User: core.UserID(st.claims.UserID), Text: note}
+	st.cmd = core.Command{Kind: core.KindResumeMarket, Market: id, Flags: flags, User: core.UserID(st.claims.UserID), Text: note}
 	res, _, err := s.submit(st, &st.cmd)
 	if err != nil {
 		return err
 	}
-	s.log.Info("gateway: admin breaker resolve", "admin", st.claims.UserID, "market", m.Symbol, "target", target.String(),
-		"cancel_all", cancelAll, "cancelled", cancelled, "code", res.Code.String())
+	s.log.Info("gateway: admin breaker resolve", "admin", st.claims.UserID, "market", name, "target", target.String(),
+		"cancel_all", cancelAll, "rebuild", rebuild, "cancelled", cancelled, "code", res.Code.String())
+	if res.Code == core.CodeInvariantViolation {
+		return s.resolveRefused(ctx, st, id, cancelAll, rebuild)
+	}
 	if res.Code != core.OK {
 		return coreError(res.Code)
 	}
-	return s.replyJSON(ctx, st, http.StatusOK, map[string]any{"market": m.Symbol, "status": target.String(),
+	if rerr := s.backend.Read(func(p *core.Processor, _ *History) error {
+		mv, _ := p.Market(id)
+		target = mv.Status // a resolved or voided binary market returns to settling, not to target
+		return nil
+	}); rerr != nil {
+		return s.backendError(rerr)
+	}
+	return s.replyJSON(ctx, st, http.StatusOK, map[string]any{"market": name, "status": target.String(),
 		"cancelled_orders": cancelled, "note": note, "seq": res.Seq})
+}
+
+// resolveRefused answers a market resolve the core refused with
+// INVARIANT_VIOLATION: 409 with the failing check as "check" (a breaker
+// reason: ORDERBOOK_DESYNC for the book's checks, INVARIANT_* for a binary
+// market's) beside code and message, the message saying what it found and
+// what the operator can do next. The check is run again on the read view
+// (core.ResumeCheck): it holds the state the core judged, since the refused
+// command changed nothing and a halted market takes no orders.
+func (s *Server) resolveRefused(ctx *fasthttp.RequestCtx, st *reqState, id core.MarketID, cancelAll, rebuild bool) *APIError {
+	var reason core.BreakerReason
+	var found string
+	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
+		reason, found = p.ResumeCheck(id, cancelAll || rebuild)
+		return nil
+	}); err != nil || reason == core.ReasonNone {
+		return coreError(core.CodeInvariantViolation) // not reproducible on the view: the bare refusal
+	}
+	msg := "the market's check fails: " + found + "; it stays halted"
+	switch {
+	case reason != core.ReasonOrderbookDesync:
+	case rebuild:
+		msg = "the resting orders fail their own checks: " + found + "; it stays halted (resolve with cancel_all)"
+	case !cancelAll:
+		msg += " (resolve with rebuild to keep the orders if they pass their own checks, or cancel_all)"
+	}
+	b := append(st.out[:0], `{"code":`...)
+	b = appendStr(b, core.CodeInvariantViolation.String())
+	b = append(b, `,"message":`...)
+	b = appendStr(b, msg)
+	b = append(b, `,"check":`...)
+	b = appendStr(b, reason.String())
+	st.out = append(b, '}')
+	s.reply(ctx, st, http.StatusConflict)
+	if s.rej != nil {
+		s.rej.Rejected(core.CodeInvariantViolation.String())
+	}
+	return nil
 }
 
 // POST /admin/v1/core/breaker/resolve {note?}: lifts a core halt, only if
@@ -345,6 +415,11 @@ func (s *Server) resolveCoreBreaker(ctx *fasthttp.RequestCtx, st *reqState) *API
 	return s.replyJSON(ctx, st, http.StatusOK, map[string]any{"core_halted": false, "note": note, "seq": res.Seq})
 }
 
+func loaded(p *core.Processor, id core.MarketID) bool {
+	_, ok := p.Market(id)
+	return ok
+}
+
 // Overall states of GET /api/v1/health/matching (spec 004 §7.3).
 const (
 	MatchingHealthy  = "healthy"  // no market halted, the core not halted
@@ -352,9 +427,16 @@ const (
 )
 
 // GET /api/v1/health/matching (public, like /health): {"status",
-// "halted_markets", "active_markets", "core_halted", "markets": {SYMBOL:
+// "halted_markets", "active_markets", "core_halted", "markets": {NAME:
 // {"status", "orderbook_loaded", "order_count"}}}. Always 200 while the core
 // answers (degraded is still serving); 503 when it does not.
+//
+// The markets are every market the core holds in ACTIVE, SUSPENDED or
+// HALTED (§7.3: a binary market in DRAFT, RESOLVED, SETTLED or VOIDED is
+// not serving the matching engine; an archived one is gone from the core),
+// read from the core rather than the Registry, which never holds binary
+// markets: NAME is a spot market's symbol or a binary market's id ("20").
+// A registered spot market the core lacks is listed as MISSING.
 func (s *Server) healthMatching(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	type marketJSON struct {
 		Status string `json:"status"`
@@ -371,12 +453,15 @@ func (s *Server) healthMatching(ctx *fasthttp.RequestCtx, st *reqState) *APIErro
 	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
 		out.CoreHalted = p.Halted()
 		for i := range s.reg.markets {
-			reg := &s.reg.markets[i]
-			mj := marketJSON{Status: "MISSING"}
-			if v, ok := p.Market(reg.ID); ok {
-				mj = marketJSON{Status: v.Status.String(), Loaded: true, Orders: v.Orders}
+			if reg := &s.reg.markets[i]; !loaded(p, reg.ID) {
+				out.Markets[reg.Symbol] = marketJSON{Status: "MISSING"}
 			}
-			out.Markets[reg.Symbol] = mj
+		}
+		for _, v := range p.Markets() {
+			switch v.Status {
+			case core.MarketActive, core.MarketSuspended, core.MarketHalted:
+				out.Markets[s.marketName(v.ID)] = marketJSON{Status: v.Status.String(), Loaded: true, Orders: v.Orders}
+			}
 		}
 		return nil
 	}); err != nil {

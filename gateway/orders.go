@@ -73,7 +73,7 @@ func (s *Server) getOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if !ok {
 		return coreError(core.CodeOrderNotFound)
 	}
-	if ok, err := s.binaryOrderOf(ctx, st, core.OrderID(id), nil); ok || err != nil {
+	if ok, err := s.binaryOrderOf(ctx, st, core.OrderID(id)); ok || err != nil {
 		return err // a resting order of a binary market (binary.go)
 	}
 	found, err := s.lookupOrder(st, core.OrderID(id))
@@ -95,6 +95,13 @@ func (s *Server) cancelOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if err := s.noBody(ctx, st); err != nil {
 		return err
 	}
+	// A binary order's prices are not in its cancel's events, and History
+	// keeps no outcome: read the resting order first (it is never modified,
+	// so its price is the one it is cancelled at).
+	pre, err := s.restingBinary(st, core.OrderID(id))
+	if err != nil {
+		return err
+	}
 	st.cmd = core.Command{Kind: core.KindCancelOrder, User: core.UserID(st.claims.UserID), OrderID: core.OrderID(id)}
 	c := &st.cmd
 	res, evs, err := s.submit(st, c)
@@ -107,7 +114,7 @@ func (s *Server) cancelOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if res.Code != core.OK {
 		return coreError(res.Code)
 	}
-	if ok, err := s.binaryOrderOf(ctx, st, c.OrderID, evs); ok || err != nil {
+	if ok, err := s.binaryCancelled(ctx, st, pre, res, evs); ok || err != nil {
 		return err // a binary market's order (binary.go)
 	}
 	found, err := s.lookupOrder(st, c.OrderID)
@@ -141,13 +148,17 @@ func (s *Server) modifyOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	}
 	user := core.UserID(st.claims.UserID)
 	var mid core.MarketID
+	binary := false
 	if rerr := s.backend.Read(func(p *core.Processor, _ *History) error {
 		if o, ok := p.Order(core.OrderID(id)); ok && o.User == user {
-			mid = o.Market
+			mid, binary = o.Market, o.Outcome != 0
 		}
 		return nil
 	}); rerr != nil {
 		return s.backendError(rerr)
+	}
+	if binary {
+		return coreError(core.CodeNotSupported) // the core's answer: a binary order is cancelled and placed again
 	}
 	m, ok := s.reg.MarketByID(mid)
 	if !ok { // not live, not this user's, or unknown market
@@ -194,13 +205,17 @@ func (s *Server) notOpen(ctx *fasthttp.RequestCtx, st *reqState, id core.OrderID
 		return coreError(core.CodeOrderNotFound)
 	}
 	m, ok := s.reg.MarketByID(st.rec.Market)
-	if !ok {
+	if !ok && st.rec.Market == 0 {
 		return coreError(core.CodeOrderNotFound)
 	}
 	b := append(st.out[:0], `{"code":"`+CodeOrderNotOpen+`","message":`...)
 	b = appendStr(b, "the order is "+statusName(st.rec.Status)+"; only an open order can be "+verb)
 	b = append(b, `,"order":`...)
-	b = appendOrder(b, &st.rec, m, true, false)
+	if ok {
+		b = appendOrder(b, &st.rec, m, true, false)
+	} else {
+		b = appendBinaryRecord(b, &st.rec) // a binary market's order: as its GET answers it (binary.go)
+	}
 	st.out = append(b, '}')
 	s.reply(ctx, st, http.StatusConflict)
 	if s.rej != nil {
