@@ -15,7 +15,7 @@ import (
 //	{"fault": "level_drift", "market": "BTC-USDT", "side": "BUY"|"SELL", "amount": "0.01"}   (base asset)
 //	{"fault": "stray_frozen"|"negative_balance", "user_id": 7, "asset": "USDT", "amount": "5"}
 var coreFaultSchema = []jsonField{{"fault", jsonString}, {"market", jsonString}, {"side", jsonString},
-	{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonString}}
+	{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonMoney}}
 
 var coreFaults = map[string]core.Fault{"level_drift": core.FaultLevelDrift, "stray_frozen": core.FaultStrayFrozen,
 	"negative_balance": core.FaultNegativeBalance}

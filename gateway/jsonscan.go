@@ -14,10 +14,17 @@ const MaxJSONFields = 12 // 9 in POST /order (outcome, binary markets) and in th
 type jsonKind uint8
 
 const (
-	jsonString  jsonKind = iota + 1 // a JSON string; decimals travel as strings
-	jsonNumber                      // a JSON number (ids); the handler checks its form
-	jsonDecimal                     // a string or a number, read as a decimal's text (spec 003's own paths only, which take numbers)
-	jsonBool                        // true or false (v.b is the literal)
+	jsonString jsonKind = iota + 1 // a JSON string
+	jsonNumber                     // a JSON number (ids, counts, limits; never money); the handler checks its form
+	// jsonMoney is every money field outside spec 003's paths (amounts,
+	// prices, quantities, payouts, wei): a decimal string only. A JSON
+	// number, or any other type, is 400 INVALID_FIELD_TYPE "field X must be
+	// a decimal string" here, before the handler runs: floats are not money,
+	// and this is the one check every such endpoint shares
+	// (TestMoneyFieldsRefuseNumbers finds every schema's money fields).
+	jsonMoney
+	jsonP2PAmount // spec 003's own amounts, which take JSON numbers: a string or a number, read as a decimal's text
+	jsonBool      // true or false (v.b is the literal)
 )
 
 // jsonField is one member of a request schema.
@@ -41,6 +48,7 @@ type jsonValue struct {
 //	a member not in schema                            → 400 UNKNOWN_FIELD
 //	a member twice                                    → 400 DUPLICATE_FIELD
 //	a value of another JSON type (null included)      → 400 INVALID_FIELD_TYPE
+//	  (a number for a jsonMoney field included)
 //
 // The first problem from the left wins. Unescaped strings are written to
 // scratch, which is grown once to len(body) so earlier values never move; it
@@ -152,11 +160,11 @@ func (s *jsonScanner) end() *APIError {
 
 // value reads one member value of field f into v.
 func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
+	kind := f.kind
 	c := s.peek()
-	var want string
 	switch {
 	case c == '"':
-		if f.kind == jsonString || f.kind == jsonDecimal {
+		if kind == jsonString || kind == jsonMoney || kind == jsonP2PAmount {
 			b, ok := s.str()
 			if !ok {
 				return errJSON("malformed string")
@@ -165,7 +173,7 @@ func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
 			return nil
 		}
 	case c == '-' || c >= '0' && c <= '9':
-		if f.kind == jsonNumber || f.kind == jsonDecimal {
+		if kind == jsonNumber || kind == jsonP2PAmount {
 			b, ok := s.number()
 			if !ok {
 				return errJSON("malformed number")
@@ -173,7 +181,7 @@ func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
 			v.set, v.b = true, b
 			return nil
 		}
-	case (c == 't' || c == 'f') && f.kind == jsonBool:
+	case (c == 't' || c == 'f') && kind == jsonBool:
 		for _, lit := range [...]string{"true", "false"} {
 			if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
 				v.set, v.b = true, s.b[s.i:s.i+len(lit)]
@@ -186,11 +194,13 @@ func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
 	default:
 		return errJSON("expected a value")
 	}
-	want = "a string"
-	switch f.kind {
+	want := "a string"
+	switch kind {
 	case jsonNumber:
 		want = "a number"
-	case jsonDecimal:
+	case jsonMoney:
+		want = "a decimal string"
+	case jsonP2PAmount:
 		want = "a decimal string or number"
 	case jsonBool:
 		want = "true or false"

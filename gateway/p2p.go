@@ -173,7 +173,7 @@ func decimalsError(scale uint8) *APIError {
 }
 
 // POST /balance-service/users
-var p2pUserSchema = []jsonField{{"userId", jsonString}, {"initialBalance", jsonDecimal}, {"id", jsonNumber}}
+var p2pUserSchema = []jsonField{{"userId", jsonString}, {"initialBalance", jsonP2PAmount}, {"id", jsonNumber}}
 
 // postP2PUser: spec §3.1's checks in order — userId present, its format,
 // initialBalance present, >= 0, at most the scale's decimals, then the core

@@ -16,7 +16,7 @@ import (
 // codes, error body and amounts).
 
 // POST /transfers
-var p2pTransferSchema = []jsonField{{"fromUserId", jsonString}, {"toUserId", jsonString}, {"amount", jsonDecimal},
+var p2pTransferSchema = []jsonField{{"fromUserId", jsonString}, {"toUserId", jsonString}, {"amount", jsonP2PAmount},
 	{"requestId", jsonString}}
 
 // postP2PTransfer: spec §3.3.1's checks in order — fields present
