@@ -16,11 +16,11 @@ import (
 // codes, error body and amounts).
 
 // POST /transfers
-var p2pTransferSchema = []jsonField{{"fromUserId", jsonString}, {"toUserId", jsonString}, {"amount", jsonP2PAmount},
-	{"requestId", jsonString}}
+var p2pTransferSchema = []jsonField{{"fromUserId", jsonString | jsonNullable}, {"toUserId", jsonString | jsonNullable},
+	{"amount", jsonP2PAmount | jsonNullable}, {"requestId", jsonString | jsonNullable}}
 
 // postP2PTransfer: spec §3.3.1's checks in order — fields present
-// (fromUserId, toUserId, amount), the handles' format, not to self, amount
+// (fromUserId, toUserId, amount; null is absent), the handles' format, not to self, amount
 // >= one unit, at most the scale's decimals; then the sender (SENDER_NOT_FOUND,
 // or 403 unless it is the caller or an admin), the recipient, and the core
 // (INSUFFICIENT_BALANCE, limits). A repeated requestId answers the first transfer.
@@ -44,7 +44,7 @@ func (s *Server) postP2PTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIErr
 	cfg := s.p2p
 	amt, why := parseP2PAmount(v[2].b, cfg.Scale)
 	switch why {
-	case amtFormat, amtNegative, amtTooSmall:
+	case amtFormat, amtNegative, amtZero, amtTooSmall:
 		return BadRequest(CodeInvalidAmount, "Amount must be at least "+FormatUnits(1, cfg.Scale))
 	case amtDecimals:
 		return decimalsError(cfg.Scale)
