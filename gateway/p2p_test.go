@@ -138,14 +138,15 @@ func TestP2PTransferChecksInOrder(t *testing.T) {
 		{`{"fromUserId":"alice","toUserId":"bob","amount":0.001}`, 400, CodeInvalidAmount}, // < 0.01 before decimals
 		{`{"fromUserId":"alice","toUserId":"bob","amount":-50}`, 400, CodeInvalidAmount},
 		{`{"fromUserId":"alice","toUserId":"bob","amount":100.123}`, 400, CodeInvalidDecimalPlaces},
-		{`{"fromUserId":"nobody","toUserId":"bob","amount":1}`, 400, "SENDER_NOT_FOUND"},
-		{`{"fromUserId":"bob","toUserId":"alice","amount":1}`, 403, CodeForbidden}, // not the caller
+		{`{"fromUserId":"nobody","toUserId":"bob","amount":1}`, 403, CodeForbidden}, // not the caller: existence is not told
+		{`{"fromUserId":"bob","toUserId":"alice","amount":1}`, 403, CodeForbidden},  // not the caller
 		{`{"fromUserId":"alice","toUserId":"nobody","amount":1}`, 400, "RECIPIENT_NOT_FOUND"},
 		{`{"fromUserId":"alice","toUserId":"bob","amount":1000.01}`, 400, "INSUFFICIENT_BALANCE"},
 		{`{"fromUserId":"alice","toUserId":"bob","amount":1,"requestId":""}`, 400, CodeInvalidKey},
 	} {
 		h.p2pFails("POST", "/transfers", alice, c.body, c.status, c.code)
 	}
+	h.p2pFails("POST", "/transfers", h.admin, `{"fromUserId":"nobody","toUserId":"bob","amount":1}`, 400, "SENDER_NOT_FOUND")
 	h.p2pFails("POST", "/transfers", h.admin, `{"fromUserId":"alice","toUserId":"nobody","amount":1}`, 400, "RECIPIENT_NOT_FOUND")
 	out := h.ok("POST", "/transfers", alice, `{"fromUserId":"alice","toUserId":"bob","amount":150,"requestId":"r-1"}`)
 	if out["status"] != "PENDING" || out["amount"] != json.Number("150.00") || out["fromUserId"] != "alice" ||
