@@ -20,8 +20,9 @@ import (
 // the sender (or an admin) cancels; balances and history only for oneself
 // (or an admin), else 403 FORBIDDEN. What a caller cannot see answers like
 // what does not exist: another's handle and an unknown one are both 403, a
-// transfer it neither sends nor receives is 404 like an unknown id. Handles (the spec's userId) are
-// resolved to numeric user ids (the token's sub) in the core's read view.
+// transfer it neither sends nor receives is 404 like an unknown id. Handles
+// (the spec's userId) are resolved to numeric user ids (the token's sub) in
+// the core's read view.
 
 // P2PConfig enables the transfer service (ServerConfig.P2P).
 type P2PConfig struct {

@@ -272,6 +272,10 @@ func TestP2PParseAmount(t *testing.T) {
 			t.Errorf("%q: %d %d, want %d %d", c.in, v, w, c.v, c.want)
 		}
 	}
+	in := []byte("1.5e1")
+	if n := testing.AllocsPerRun(100, func() { parseP2PAmount(in, 2) }); n != 0 {
+		t.Errorf("parseP2PAmount allocates %v times", n)
+	}
 }
 
 // FuzzP2PAmount: parseP2PAmount never panics, and what it accepts is a
