@@ -18,7 +18,7 @@ import (
 // terms (book_side, book_price: the YES book) are given beside them.
 
 // POST /admin/v1/binary-markets
-var binaryCreateSchema = []jsonField{{"market_id", jsonNumber}, {"quote", jsonString}, {"payout", jsonString},
+var binaryCreateSchema = []jsonField{{"market_id", jsonNumber}, {"quote", jsonString}, {"payout", jsonMoney},
 	{"lot", jsonNumber}, {"min_quantity", jsonNumber}, {"max_quantity", jsonNumber}, {"maker_fee_ppm", jsonNumber},
 	{"taker_fee_ppm", jsonNumber}, {"close_time_ms", jsonNumber}, {"question", jsonString}}
 

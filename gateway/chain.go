@@ -56,9 +56,9 @@ const (
 )
 
 var (
-	withdrawalSchema = []jsonField{{"asset", jsonString}, {"amount", jsonDecimal}, {"address", jsonString}, {"cid", jsonString}}
+	withdrawalSchema = []jsonField{{"asset", jsonString}, {"amount", jsonMoney}, {"address", jsonString}, {"cid", jsonString}}
 	txSchema         = []jsonField{{"submitter", jsonString}, {"request_id", jsonString}, {"to", jsonString},
-		{"value", jsonDecimal}, {"data", jsonString}, {"gas_limit", jsonNumber}}
+		{"value", jsonMoney}, {"data", jsonString}, {"gas_limit", jsonNumber}}
 	remediateSchema = []jsonField{{"action", jsonString}, {"reason", jsonString}}
 )
 

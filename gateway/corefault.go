@@ -24,7 +24,7 @@ import (
 // A member the fault does not take is 400 UNKNOWN_FIELD, so a mistyped
 // rehearsal fails loudly instead of corrupting something else.
 var coreFaultSchema = []jsonField{{"fault", jsonString}, {"market", jsonString}, {"side", jsonString},
-	{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonString}}
+	{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonMoney}}
 
 const (
 	cfFault = iota

@@ -70,6 +70,7 @@ func FuzzParseUnits(f *testing.F) {
 		"9223372036854775807", maxPlusOne, "-9223372036854775808",
 		"9.223372036854775807", "9.223372036854775808", "0.000000000000000001",
 		"99999999999999999999.999", strings.Repeat("9", MaxDecimalLen+1),
+		"1e1", "1E+1", "1e-3", "0e5", "true", "[1]", // JSON numbers' other forms: never a decimal string here (issue 41)
 	} {
 		for _, sc := range []uint8{0, 1, 2, 8, 17, 18} {
 			f.Add(s, sc)

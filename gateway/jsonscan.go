@@ -14,10 +14,27 @@ const MaxJSONFields = 12 // 9 in POST /order (outcome, binary markets) and in th
 type jsonKind uint8
 
 const (
-	jsonString  jsonKind = iota + 1 // a JSON string; decimals travel as strings
-	jsonNumber                      // a JSON number (ids); the handler checks its form
-	jsonDecimal                     // a string or a number, read as a decimal's text (spec 003's own paths only, which take numbers)
-	jsonBool                        // true or false (v.b is the literal)
+	jsonString jsonKind = iota + 1 // a JSON string
+	jsonNumber                     // a JSON number (ids, counts, limits; never money); the handler checks its form
+	// jsonMoney is every money field outside spec 003's paths (amounts,
+	// prices, quantities, payouts, wei): a decimal string only. A JSON
+	// number, or any other type, is 400 INVALID_FIELD_TYPE "field X must be
+	// a decimal string" here, before the handler runs: floats are not money,
+	// and this is the one check every such endpoint shares
+	// (TestMoneyFieldsRefuseNumbers finds every schema's money fields).
+	jsonMoney
+	// jsonP2PAmount is an amount of spec 003's own paths, which take JSON
+	// numbers: a number in any JSON form (exponent included) or a string,
+	// kept as its text; any other value (true, [1], {}) is kept as its raw
+	// text too, so that the handler answers the spec's format error
+	// (INVALID_BALANCE, INVALID_AMOUNT) and not INVALID_FIELD_TYPE.
+	jsonP2PAmount
+	jsonBool // true or false (v.b is the literal)
+
+	// jsonNullable, or'ed into a kind, reads null as absent (v.set false,
+	// v.null true): spec 003's paths, where a required field given as null
+	// is MISSING_FIELD. Elsewhere null is INVALID_FIELD_TYPE.
+	jsonNullable jsonKind = 0x80
 )
 
 // jsonField is one member of a request schema.
@@ -29,8 +46,9 @@ type jsonField struct {
 // jsonValue is a decoded member: the string's contents (unescaped) or the
 // number's text. b aliases the body or the scratch buffer of the request.
 type jsonValue struct {
-	set bool
-	b   []byte
+	set  bool
+	null bool // given as null (a jsonNullable field only; set is false)
+	b    []byte
 }
 
 // decodeObject reads body as exactly one JSON object (RFC 8259, UTF-8,
@@ -41,6 +59,7 @@ type jsonValue struct {
 //	a member not in schema                            → 400 UNKNOWN_FIELD
 //	a member twice                                    → 400 DUPLICATE_FIELD
 //	a value of another JSON type (null included)      → 400 INVALID_FIELD_TYPE
+//	  (a number for a jsonMoney field included; null for a jsonNullable one is absent)
 //
 // The first problem from the left wins. Unescaped strings are written to
 // scratch, which is grown once to len(body) so earlier values never move; it
@@ -79,7 +98,7 @@ func decodeObject(body []byte, schema []jsonField, vals []jsonValue, scratch []b
 		if k < 0 {
 			return scratch, BadRequest(CodeUnknownField, "the request has a field this endpoint does not define")
 		}
-		if vals[k].set {
+		if vals[k].set || vals[k].null {
 			return scratch, BadRequest(CodeDuplicateField, "field "+schema[k].name+" appears more than once")
 		}
 		s.ws()
@@ -152,11 +171,17 @@ func (s *jsonScanner) end() *APIError {
 
 // value reads one member value of field f into v.
 func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
+	kind := f.kind &^ jsonNullable
 	c := s.peek()
-	var want string
 	switch {
+	case c == 'n' && f.kind&jsonNullable != 0:
+		if !s.lit("null") {
+			return errJSON("malformed literal")
+		}
+		v.null = true
+		return nil
 	case c == '"':
-		if f.kind == jsonString || f.kind == jsonDecimal {
+		if kind == jsonString || kind == jsonMoney || kind == jsonP2PAmount {
 			b, ok := s.str()
 			if !ok {
 				return errJSON("malformed string")
@@ -164,8 +189,15 @@ func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
 			v.set, v.b = true, b
 			return nil
 		}
+	case kind == jsonP2PAmount:
+		start := s.i
+		if err := s.skip(0); err != nil {
+			return err
+		}
+		v.set, v.b = true, s.b[start:s.i]
+		return nil
 	case c == '-' || c >= '0' && c <= '9':
-		if f.kind == jsonNumber || f.kind == jsonDecimal {
+		if kind == jsonNumber {
 			b, ok := s.number()
 			if !ok {
 				return errJSON("malformed number")
@@ -173,25 +205,23 @@ func (s *jsonScanner) value(f jsonField, v *jsonValue) *APIError {
 			v.set, v.b = true, b
 			return nil
 		}
-	case (c == 't' || c == 'f') && f.kind == jsonBool:
-		for _, lit := range [...]string{"true", "false"} {
-			if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
-				v.set, v.b = true, s.b[s.i:s.i+len(lit)]
-				s.i += len(lit)
-				return nil
-			}
+	case (c == 't' || c == 'f') && kind == jsonBool:
+		start := s.i
+		if !s.lit("true") && !s.lit("false") {
+			return errJSON("malformed literal")
 		}
-		return errJSON("malformed literal")
+		v.set, v.b = true, s.b[start:s.i]
+		return nil
 	case c == '{' || c == '[' || c == 't' || c == 'f' || c == 'n':
 	default:
 		return errJSON("expected a value")
 	}
-	want = "a string"
-	switch f.kind {
+	want := "a string"
+	switch kind {
 	case jsonNumber:
 		want = "a number"
-	case jsonDecimal:
-		want = "a decimal string or number"
+	case jsonMoney:
+		want = "a decimal string"
 	case jsonBool:
 		want = "true or false"
 	}

@@ -176,6 +176,7 @@ func FuzzOrderRequest(f *testing.F) {
 		orderBody("price", "#50000"), orderBody("leverage", "1"), orderBody("client_order_id", `\u00e9`),
 		`{"market":"BTC-USDT","market":"BTC-USDT"}`, `{"a":`, `{}`, `[]`, ``, `{"side":"\ud800"}`,
 		"{\"market\":\"BTC-USDT\"\x00}", `{"price":"1"}   `,
+		`{"market":"BTC-USDT","side":"BUY","type":"LIMIT","price":0.1,"quantity":"1"}`, `{"quantity":1e1}`, `{"quote_quantity":null}`,
 	} {
 		f.Add([]byte(s))
 	}

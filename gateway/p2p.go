@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -17,8 +18,11 @@ import (
 // has no security): every path needs the bearer token; creating users is
 // admin-only; a transfer's fromUserId must be the caller (or an admin); only
 // the sender (or an admin) cancels; balances and history only for oneself
-// (or an admin), else 403 FORBIDDEN. Handles (the spec's userId) are
-// resolved to numeric user ids (the token's sub) in the core's read view.
+// (or an admin), else 403 FORBIDDEN. What a caller cannot see answers like
+// what does not exist: another's handle and an unknown one are both 403, a
+// transfer it neither sends nor receives is 404 like an unknown id. Handles
+// (the spec's userId) are resolved to numeric user ids (the token's sub) in
+// the core's read view.
 
 // P2PConfig enables the transfer service (ServerConfig.P2P).
 type P2PConfig struct {
@@ -116,16 +120,25 @@ type p2pAmount uint8
 
 const (
 	amtOK       p2pAmount = iota
-	amtFormat             // not a plain decimal number (exponent, garbage), or too large
+	amtFormat             // not a number (true, [1], "abc", 01, 1.), or too large
 	amtNegative           // below zero
-	amtTooSmall           // below one unit of the scale (for a transfer: < 0.01)
+	amtZero               // zero (0, -0, 0.00, 0e5)
+	amtTooSmall           // above zero, below one unit of the scale (0.001 at scale 2)
 	amtDecimals           // a non-zero digit beyond the scale
 )
 
-// parseP2PAmount reads a JSON number (or decimal string) at scale. The
-// checks follow spec 003 §3.3.1: the value is judged (negative, then
-// below one unit) before its decimals, so 0.001 is INVALID_AMOUNT and
-// 100.123 is INVALID_DECIMAL_PLACES.
+// maxP2PExponent caps the exponent read: with at most MaxDecimalLen digits
+// and MaxScale, any bigger one gives the same answer (too large, or below
+// one unit).
+const maxP2PExponent = 1000
+
+// parseP2PAmount reads a spec 003 amount at scale: the text of a JSON number
+// in any of its forms, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (so
+// 1e1 is 10 and 15E-1 is 1.5), or a string holding one. The value is judged
+// first (negative, zero, too large, below one unit), then its decimals, the
+// order of spec 003 §3.3.1, so 0.001 is amtTooSmall and 100.123
+// amtDecimals; the caller maps them to its codes (a user's initial balance
+// may be zero, a transfer may not). It does not allocate.
 func parseP2PAmount(b []byte, scale uint8) (int64, p2pAmount) {
 	if len(b) > MaxDecimalLen {
 		return 0, amtFormat
@@ -134,38 +147,97 @@ func parseP2PAmount(b []byte, scale uint8) (int64, p2pAmount) {
 	if neg {
 		b = b[1:]
 	}
-	ip, frac, ok := splitDecimal(bstr(b))
+	mant, exp, ok := splitExponent(bstr(b))
 	if !ok {
 		return 0, amtFormat
 	}
-	for len(frac) > 0 && frac[len(frac)-1] == '0' {
-		frac = frac[:len(frac)-1]
+	ip, frac, ok := splitDecimal(mant)
+	if !ok {
+		return 0, amtFormat
 	}
-	zero := ip == "0" && frac == ""
-	if neg && !zero {
+	// The value is M × 10^shift units, M the digits of ip then frac: the
+	// first keep digits make the units, the rest are beyond the scale.
+	n := len(ip) + len(frac)
+	shift := exp - len(frac) + int(scale)
+	keep := n
+	if shift < 0 {
+		keep = max(n+shift, 0)
+	}
+	digit := func(i int) byte {
+		if i < len(ip) {
+			return ip[i]
+		}
+		return frac[i-len(ip)]
+	}
+	nonzero, dropped := false, false
+	for i := 0; i < n; i++ {
+		if digit(i) != '0' {
+			nonzero = true
+			dropped = dropped || i >= keep
+		}
+	}
+	switch {
+	case !nonzero:
+		return 0, amtZero
+	case neg:
 		return 0, amtNegative
 	}
-	head := frac
-	if len(head) > int(scale) {
-		head = head[:scale]
+	var v int64
+	ok = true
+	for i := 0; ok && i < keep; i++ {
+		v, ok = shiftIn(v, digit(i))
 	}
-	v, ok := accumulate(0, ip)
-	if ok {
-		v, ok = accumulate(v, head)
+	for ; ok && v > 0 && shift > 0; shift-- {
+		v, ok = shiftIn(v, '0')
 	}
-	for i := len(head); ok && i < int(scale); i++ {
-		v, ok = accumulate(v, "0")
-	}
-	if !ok {
+	switch {
+	case !ok:
 		return 0, amtFormat
-	}
-	if v == 0 {
+	case v == 0:
 		return 0, amtTooSmall
-	}
-	if len(frac) > int(scale) {
+	case dropped:
 		return 0, amtDecimals
 	}
 	return v, amtOK
+}
+
+// shiftIn is v*10 + the digit c, false past math.MaxInt64.
+func shiftIn(v int64, c byte) (int64, bool) {
+	d := int64(c - '0')
+	if v > (math.MaxInt64-d)/10 {
+		return 0, false
+	}
+	return v*10 + d, true
+}
+
+// splitExponent splits a JSON number's unsigned text at its exponent
+// ([eE][+-]?[0-9]+; absent: 0), capped at ±maxP2PExponent.
+func splitExponent(s string) (mant string, exp int, ok bool) {
+	i := 0
+	for i < len(s) && s[i] != 'e' && s[i] != 'E' {
+		i++
+	}
+	if i == len(s) {
+		return s, 0, true
+	}
+	mant, e := s[:i], s[i+1:]
+	sign := 1
+	if len(e) > 0 && (e[0] == '+' || e[0] == '-') {
+		if e[0] == '-' {
+			sign = -1
+		}
+		e = e[1:]
+	}
+	if len(e) == 0 {
+		return "", 0, false
+	}
+	for j := 0; j < len(e); j++ {
+		if e[j] < '0' || e[j] > '9' {
+			return "", 0, false
+		}
+		exp = min(exp*10+int(e[j]-'0'), maxP2PExponent)
+	}
+	return mant, sign * exp, true
 }
 
 func decimalsError(scale uint8) *APIError {
@@ -173,7 +245,8 @@ func decimalsError(scale uint8) *APIError {
 }
 
 // POST /balance-service/users
-var p2pUserSchema = []jsonField{{"userId", jsonString}, {"initialBalance", jsonDecimal}, {"id", jsonNumber}}
+var p2pUserSchema = []jsonField{{"userId", jsonString | jsonNullable}, {"initialBalance", jsonP2PAmount | jsonNullable},
+	{"id", jsonNumber | jsonNullable}}
 
 // postP2PUser: spec §3.1's checks in order — userId present, its format,
 // initialBalance present, >= 0, at most the scale's decimals, then the core
@@ -202,7 +275,7 @@ func (s *Server) postP2PUser(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	switch why {
 	case amtFormat, amtNegative:
 		return BadRequest(CodeInvalidBalance, "Initial balance must be non-negative")
-	case amtDecimals:
+	case amtTooSmall, amtDecimals: // 0.001 has too many decimals, like 1000.123 (§3.1 step 2.5)
 		return decimalsError(cfg.Scale)
 	}
 	c := &st.cmd
@@ -221,19 +294,22 @@ func (s *Server) postP2PUser(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if res.Code != core.OK {
 		return p2pCoreError(res.Code)
 	}
+	// The answer's balance is the user's balance now (§2.1.1), which is more
+	// than initialBalance when the id named an account that held money.
 	var id core.UserID
+	var bal core.Units
 	for i := range evs {
 		if evs[i].Kind == core.EvP2PUser {
-			id = evs[i].User
+			id, bal = evs[i].User, evs[i].Fee
 		}
 	}
-	s.log.Info("User created", "userId", c.Text, "id", id, "balance", FormatUnits(amt, cfg.Scale))
+	s.log.Info("User created", "userId", c.Text, "id", id, "balance", FormatUnits(int64(bal), cfg.Scale))
 	o := append(st.out[:0], `{"userId":`...)
 	o = appendStr(o, c.Text)
 	o = append(o, `,"id":`...)
 	o = appendUint(o, uint64(id))
 	o = append(o, `,"balance":`...)
-	o = AppendUnits(o, amt, cfg.Scale)
+	o = AppendUnits(o, int64(bal), cfg.Scale)
 	o = append(o, `,"createdAt":`...)
 	o = appendTime(o, res.Time)
 	st.out = append(o, '}')

@@ -81,12 +81,11 @@ func TestP2PCreateUserChecksInOrder(t *testing.T) {
 		{`{"userId":"alice"}`, CodeMissingField},                           // initialBalance missing
 		{`{"userId":"alice","initialBalance":-100}`, CodeInvalidBalance},   // negative
 		{`{"userId":"alice","initialBalance":-1.234}`, CodeInvalidBalance}, // negative before decimals
-		{`{"userId":"alice","initialBalance":1e3}`, CodeInvalidBalance},    // not a plain decimal
 		{`{"userId":"alice","initialBalance":1000.123}`, CodeInvalidDecimalPlaces},
 		{`{"userId":"alice","initialBalance":1,"id":0}`, CodeInvalidUser},
 		{`{"userId":"alice","initialBalance":1,"id":1099511627776}`, CodeInvalidUser}, // the reserved range
 		{`{"userId":"alice","initialBalance":"x"}`, CodeInvalidBalance},
-		{`{"userId":"alice","initialBalance":true}`, CodeInvalidFieldType},
+		{`{"userId":"alice","initialBalance":true}`, CodeInvalidBalance}, // the spec's format error (issue 41)
 		{`{"userId":"alice","initialBalance":1,"extra":1}`, CodeUnknownField},
 	} {
 		h.p2pFails("POST", path, h.admin, c.body, 400, c.code)
@@ -139,14 +138,15 @@ func TestP2PTransferChecksInOrder(t *testing.T) {
 		{`{"fromUserId":"alice","toUserId":"bob","amount":0.001}`, 400, CodeInvalidAmount}, // < 0.01 before decimals
 		{`{"fromUserId":"alice","toUserId":"bob","amount":-50}`, 400, CodeInvalidAmount},
 		{`{"fromUserId":"alice","toUserId":"bob","amount":100.123}`, 400, CodeInvalidDecimalPlaces},
-		{`{"fromUserId":"nobody","toUserId":"bob","amount":1}`, 400, "SENDER_NOT_FOUND"},
-		{`{"fromUserId":"bob","toUserId":"alice","amount":1}`, 403, CodeForbidden}, // not the caller
+		{`{"fromUserId":"nobody","toUserId":"bob","amount":1}`, 403, CodeForbidden}, // not the caller: existence is not told
+		{`{"fromUserId":"bob","toUserId":"alice","amount":1}`, 403, CodeForbidden},  // not the caller
 		{`{"fromUserId":"alice","toUserId":"nobody","amount":1}`, 400, "RECIPIENT_NOT_FOUND"},
 		{`{"fromUserId":"alice","toUserId":"bob","amount":1000.01}`, 400, "INSUFFICIENT_BALANCE"},
 		{`{"fromUserId":"alice","toUserId":"bob","amount":1,"requestId":""}`, 400, CodeInvalidKey},
 	} {
 		h.p2pFails("POST", "/transfers", alice, c.body, c.status, c.code)
 	}
+	h.p2pFails("POST", "/transfers", h.admin, `{"fromUserId":"nobody","toUserId":"bob","amount":1}`, 400, "SENDER_NOT_FOUND")
 	h.p2pFails("POST", "/transfers", h.admin, `{"fromUserId":"alice","toUserId":"nobody","amount":1}`, 400, "RECIPIENT_NOT_FOUND")
 	out := h.ok("POST", "/transfers", alice, `{"fromUserId":"alice","toUserId":"bob","amount":150,"requestId":"r-1"}`)
 	if out["status"] != "PENDING" || out["amount"] != json.Number("150.00") || out["fromUserId"] != "alice" ||
@@ -255,21 +255,35 @@ func TestP2PParseAmount(t *testing.T) {
 		v    int64
 		want p2pAmount
 	}{
-		{"0", 0, amtTooSmall}, {"0.00", 0, amtTooSmall}, {"-0", 0, amtTooSmall}, {"0.01", 1, amtOK},
-		{"0.001", 0, amtTooSmall}, {"100.123", 0, amtDecimals}, {"100.120", 10012, amtOK}, {"-1", 0, amtNegative},
-		{"1e2", 0, amtFormat}, {"01", 0, amtFormat}, {"", 0, amtFormat}, {"92233720368547758.07", 9223372036854775807, amtOK},
-		{"92233720368547758.08", 0, amtFormat},
+		{"0", 0, amtZero}, {"0.00", 0, amtZero}, {"-0", 0, amtZero}, {"0e7", 0, amtZero}, {"-0.0E-9", 0, amtZero},
+		{"0.01", 1, amtOK}, {"0.001", 0, amtTooSmall}, {"0.009", 0, amtTooSmall}, {"100.123", 0, amtDecimals},
+		{"100.120", 10012, amtOK}, {"-1", 0, amtNegative}, {"-0.001", 0, amtNegative}, {"-1e-9", 0, amtNegative},
+		{"01", 0, amtFormat}, {"", 0, amtFormat}, {"-", 0, amtFormat}, {"1.", 0, amtFormat}, {".5", 0, amtFormat},
+		{"92233720368547758.07", 9223372036854775807, amtOK}, {"92233720368547758.08", 0, amtFormat},
+		// Exponent form is a number (issue 41): 1e1 is 10.00, 1e-3 below one unit.
+		{"1e2", 10000, amtOK}, {"1e1", 1000, amtOK}, {"1E+1", 1000, amtOK}, {"15e-1", 150, amtOK}, {"1.5e1", 1500, amtOK},
+		{"1e-2", 1, amtOK}, {"1e-3", 0, amtTooSmall}, {"1.001e1", 1001, amtOK}, {"1.0001e1", 0, amtDecimals},
+		{"1000e-5", 1, amtOK}, {"1001e-5", 0, amtDecimals}, {"10.10e-1", 101, amtOK}, {"9.2233720368547758e16", 9223372036854775800, amtOK},
+		{"1e17", 0, amtFormat}, {"1e999999999999", 0, amtFormat}, {"1e-999999999999", 0, amtTooSmall}, {"1e", 0, amtFormat},
+		{"1e+", 0, amtFormat}, {"1ee1", 0, amtFormat}, {"1e1.5", 0, amtFormat}, {"e1", 0, amtFormat}, {"1e-0", 100, amtOK},
+		{"true", 0, amtFormat}, {"[1]", 0, amtFormat}, {"{}", 0, amtFormat}, {"abc", 0, amtFormat}, {"null", 0, amtFormat},
 	} {
 		if v, w := parseP2PAmount([]byte(c.in), 2); v != c.v || w != c.want {
 			t.Errorf("%q: %d %d, want %d %d", c.in, v, w, c.v, c.want)
 		}
 	}
+	in := []byte("1.5e1")
+	if n := testing.AllocsPerRun(100, func() { parseP2PAmount(in, 2) }); n != 0 {
+		t.Errorf("parseP2PAmount allocates %v times", n)
+	}
 }
 
 // FuzzP2PAmount: parseP2PAmount never panics, and what it accepts is a
-// positive amount that formats back to the same value.
+// positive amount that formats back to the same value, and reads the same
+// in exponent form.
 func FuzzP2PAmount(f *testing.F) {
-	for _, s := range []string{"0", "0.01", "0.001", "-1", "1e2", "100.120", "92233720368547758.07", "92233720368547758.08", "", "-", "01", "1.", ".5"} {
+	for _, s := range []string{"0", "0.01", "0.001", "-1", "1e2", "100.120", "92233720368547758.07", "92233720368547758.08", "", "-", "01", "1.", ".5",
+		"1e1", "1e-3", "1E+1", "15e-1", "0e9", "1e999999", "1e-999999", "9.2233720368547758e16", "1e", "[1]", "true"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -282,6 +296,10 @@ func FuzzP2PAmount(f *testing.F) {
 		}
 		if back, w := parseP2PAmount([]byte(FormatUnits(v, 2)), 2); w != amtOK || back != v {
 			t.Fatalf("%q: %d does not round-trip", s, v)
+		}
+		// The same value in exponent form: its units with the point moved by -2.
+		if back, w := parseP2PAmount([]byte(strconv.FormatInt(v, 10)+"e-2"), 2); w != amtOK || back != v {
+			t.Fatalf("%q: %de-2 reads as %d %d", s, v, back, w)
 		}
 	})
 }

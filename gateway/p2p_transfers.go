@@ -16,13 +16,14 @@ import (
 // codes, error body and amounts).
 
 // POST /transfers
-var p2pTransferSchema = []jsonField{{"fromUserId", jsonString}, {"toUserId", jsonString}, {"amount", jsonDecimal},
-	{"requestId", jsonString}}
+var p2pTransferSchema = []jsonField{{"fromUserId", jsonString | jsonNullable}, {"toUserId", jsonString | jsonNullable},
+	{"amount", jsonP2PAmount | jsonNullable}, {"requestId", jsonString | jsonNullable}}
 
 // postP2PTransfer: spec §3.3.1's checks in order — fields present
-// (fromUserId, toUserId, amount), the handles' format, not to self, amount
-// >= one unit, at most the scale's decimals; then the sender (SENDER_NOT_FOUND,
-// or 403 unless it is the caller or an admin), the recipient, and the core
+// (fromUserId, toUserId, amount; null is absent), the handles' format, not
+// to self, amount >= one unit, at most the scale's decimals; then the sender
+// (a non-admin: 403 unless it is the caller's own handle, whether or not it
+// exists; an admin: SENDER_NOT_FOUND), the recipient, and the core
 // (INSUFFICIENT_BALANCE, limits). A repeated requestId answers the first transfer.
 func (s *Server) postP2PTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	v := st.vals[:len(p2pTransferSchema)]
@@ -44,7 +45,7 @@ func (s *Server) postP2PTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIErr
 	cfg := s.p2p
 	amt, why := parseP2PAmount(v[2].b, cfg.Scale)
 	switch why {
-	case amtFormat, amtNegative, amtTooSmall:
+	case amtFormat, amtNegative, amtZero, amtTooSmall:
 		return BadRequest(CodeInvalidAmount, "Amount must be at least "+FormatUnits(1, cfg.Scale))
 	case amtDecimals:
 		return decimalsError(cfg.Scale)
@@ -62,11 +63,13 @@ func (s *Server) postP2PTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIErr
 	if err2 != nil {
 		return s.backendError(err2)
 	}
+	// A non-admin may act only as its own handle, and learns nothing about
+	// others: one that does not exist answers like one that does (403).
 	switch {
+	case !st.claims.Admin && (!fromOK || uint64(from) != st.claims.UserID):
+		return Forbidden("fromUserId must be the caller")
 	case !fromOK:
 		return p2pCoreError(core.CodeSenderNotFound)
-	case !st.claims.Admin && uint64(from) != st.claims.UserID:
-		return Forbidden("fromUserId must be the caller")
 	case !toOK:
 		return p2pCoreError(core.CodeRecipientNotFound)
 	}
@@ -224,7 +227,10 @@ func (s *Server) listP2PTransfers(ctx *fasthttp.RequestCtx, st *reqState) *APIEr
 // cancelP2PTransfer: POST /transfers/{transferId}/cancel (§3.5): not found
 // (404), not the sender nor an admin (403), not PENDING
 // (CANNOT_CANCEL_TRANSFER, the message naming its status), at or after
-// executeAt (CANCEL_WINDOW_EXPIRED). The core decides the last two.
+// executeAt (CANCEL_WINDOW_EXPIRED). The core decides the last two. What a
+// caller cannot see answers like what does not exist: a transfer it neither
+// sent nor receives is 404 TRANSFER_NOT_FOUND; its recipient may see it
+// (GET /transfers), so it gets 403.
 func (s *Server) cancelP2PTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	notFound := &APIError{Status: http.StatusNotFound, Code: CodeTransferNotFound, Message: "Transfer not found"}
 	id, ok := parseUserID(bstr(st.params[0]))
@@ -234,10 +240,11 @@ func (s *Server) cancelP2PTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIE
 	var aerr *APIError
 	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
 		t, ok := p.P2PTransferByID(id)
+		caller := core.UserID(st.claims.UserID)
 		switch {
-		case !ok:
+		case !ok, !st.claims.Admin && t.From != caller && t.To != caller:
 			aerr = notFound
-		case !st.claims.Admin && uint64(t.From) != st.claims.UserID:
+		case !st.claims.Admin && t.From != caller:
 			aerr = Forbidden("only the sender or an admin may cancel a transfer")
 		}
 		return nil

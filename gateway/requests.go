@@ -14,7 +14,7 @@ import (
 // POST /api/v1/order
 var orderSchema = []jsonField{
 	{"market", jsonString}, {"side", jsonString}, {"type", jsonString}, {"time_in_force", jsonString},
-	{"price", jsonString}, {"quantity", jsonString}, {"quote_quantity", jsonString}, {"client_order_id", jsonString},
+	{"price", jsonMoney}, {"quantity", jsonMoney}, {"quote_quantity", jsonMoney}, {"client_order_id", jsonString},
 	{"outcome", jsonString}, // binary markets (binary.go): YES | NO
 }
 
@@ -31,7 +31,7 @@ const (
 )
 
 // PATCH /api/v1/order/{id}
-var modifySchema = []jsonField{{"price", jsonString}, {"quantity", jsonString}}
+var modifySchema = []jsonField{{"price", jsonMoney}, {"quantity", jsonMoney}}
 
 const (
 	mfPrice = iota
@@ -39,7 +39,7 @@ const (
 )
 
 // POST /admin/v1/adjust
-var adjustSchema = []jsonField{{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonString}, {"ref", jsonString},
+var adjustSchema = []jsonField{{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonMoney}, {"ref", jsonString},
 	{"balance", jsonString}}
 
 const (

@@ -73,10 +73,10 @@ const (
 // amount is a decimal string like every decimal of the API (a JSON number is
 // INVALID_FIELD_TYPE, as for orders, adjust and deposit).
 var transferSchema = []jsonField{{"from", jsonString}, {"to", jsonString}, {"asset", jsonString},
-	{"amount", jsonString}, {"cid", jsonString}, {"user_id", jsonNumber}}
+	{"amount", jsonMoney}, {"cid", jsonString}, {"user_id", jsonNumber}}
 
 // POST /admin/v1/deposit {user_id, asset, amount, tx_ref}
-var depositSchema = []jsonField{{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonString}, {"tx_ref", jsonString}}
+var depositSchema = []jsonField{{"user_id", jsonNumber}, {"asset", jsonString}, {"amount", jsonMoney}, {"tx_ref", jsonString}}
 
 // POST /admin/v1/funding/{user_id}/status {asset?, status}
 var fundingStatusSchema = []jsonField{{"asset", jsonString}, {"status", jsonString}}
