@@ -114,6 +114,9 @@ type chainSide struct {
 	svc    *withdraw.Service
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// started: the manager runs (its workers take requests); readiness
+	// waits for it.
+	started atomic.Bool
 }
 
 // newChain dials the node, loads the key and wires the manager and the
@@ -174,6 +177,7 @@ func (c *chainSide) start(migrated *atomic.Bool) {
 			}
 		}
 		c.mgr.Start()
+		c.started.Store(true)
 		c.svc.RunSettler(ctx, c.mgr, 200*time.Millisecond, c.log)
 	}()
 }

@@ -7,6 +7,7 @@ package main
 // after, and the admin tx API (poll only, no confirmation counts).
 
 import (
+	"context"
 	"fmt"
 	"math/big"
 	"os"
@@ -15,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/chaintx"
 	"github.com/ubscore/ubscore/persist/chaintx/anviltest"
 	"github.com/ubscore/ubscore/persist/chaintx/evm"
@@ -134,4 +138,63 @@ func TestWithdrawalEndToEnd(t *testing.T) {
 			t.Fatalf("/metrics lacks %s", name)
 		}
 	}
+}
+
+// TestE2EReadyWaitsForChainManager (issue 41 defect 5): with the chain side
+// on, /health/ready is 200 only once the manager has started, so the first
+// POST /admin/v1/tx after ready is served (before, 1 start in 4 answered
+// 503 "manager stopped"). The manager's start is held here: its first lease
+// round waits on a row lock the test holds (a slow database), long after
+// the migrations ran.
+func TestE2EReadyWaitsForChainManager(t *testing.T) {
+	node := anviltest.StartT(t)
+	pg := pgtest.NewDB(t)
+	key, hot := node.NewKey(t)
+	keyFile := filepath.Join(t.TempDir(), "hot.key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := persist.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, `INSERT INTO submitter_lease (submitter, owner_node, fencing_token, expires_at)
+		VALUES ($1, 'gone', 1, now() - interval '1 hour')`, string(hot)); err != nil {
+		t.Fatal(err)
+	}
+	s := e2eLaunch(t, t.TempDir(), pg, "--chain-rpc", node.URL, "--chain-key-file", keyFile, "--chain-finality", "1",
+		"--invariant-interval", "0")
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(s.Logs(), "migrations applied") {
+		if time.Now().After(deadline) {
+			t.Fatalf("never migrated:\n%s", s.Logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 20 { // migrated, serving, the manager not started
+		if s.ready() {
+			t.Fatal("/health/ready is 200 while the chain manager has not started")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.waitReady(30 * time.Second)
+	admin := s.token(1000, true)
+	st, b := s.do("POST", "/admin/v1/tx", admin, map[string]any{"to": evm.Checksummed(anviltest.Addr(0x5)), "value": "1"})
+	if st != 201 || b["state"] != "ALLOCATED" {
+		t.Fatalf("the first tx after ready: %d %v", st, b)
+	}
+	s.Stop()
 }
