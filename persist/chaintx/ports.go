@@ -23,6 +23,11 @@ var (
 	ErrNoNonce     = errors.New("chaintx: the transaction has no nonce yet")
 	ErrBadAction   = errors.New("chaintx: unknown action")
 	ErrNoSubmitter = errors.New("chaintx: this node has no key for the submitter")
+	// ErrOutcomeUnknown: Create handed the request to its writer and the
+	// answer did not come in time (the caller's context ended, or the
+	// manager stopped meanwhile). The writer keeps the request: the tx may
+	// still be allocated and sent, under its request_id.
+	ErrOutcomeUnknown = errors.New("chaintx: outcome unknown: the writer still holds the request")
 )
 
 // AllocatedGrace is how long after allocation an ALLOCATED tx is due for
@@ -34,7 +39,11 @@ const AllocatedGrace = 5 * time.Second
 type NewTx struct {
 	Submitter Address
 	RequestID string // "" = not idempotent
-	Payload   Payload
+	// AssignedID: RequestID was made for this one call by the server (the
+	// caller gave none; unique): no tx can have it yet, so Create skips its
+	// entry check (the writer's in-batch check still runs).
+	AssignedID bool
+	Payload    Payload
 }
 
 // RequestRef names a request: (submitter, request_id).
