@@ -2,13 +2,15 @@ package chaintx_test
 
 // Issue 41 defect 1: a tx whose first broadcast the node refused (an empty
 // hot wallet: "insufficient funds") goes ALLOCATED -> STUCK without ever
-// having been TRACKING. Once the wallet is refilled, the resubmit scheduler's
-// send (the original with NOOP, the CANCEL with CANCEL) is mined, and the
+// having been TRACKING; the hook's CANCEL is refused as well. Once the
+// wallet is refilled, the resubmit scheduler's send (the original with NOOP,
+// the CANCEL with CANCEL, after chaintx.AllocatedGrace) is mined, and the
 // receipt checker must find it: the tx reaches CONFIRMED / FAILED_FINAL
 // CANCELLED, appended to the feed once after its STUCK entry (spec 002
 // §2.3.2, §3.6: every tx that may still be mined is tracked).
 
 import (
+	"context"
 	"math/big"
 	"testing"
 	"time"
@@ -44,14 +46,18 @@ func TestStuckSinceFirstSendTrackedAfterRefill(t *testing.T) {
 			if stuck.LastError == "" || stuck.Receipt != nil {
 				t.Fatalf("stuck before any broadcast worked: %+v", stuck)
 			}
-			waitFor(t, 3*time.Second, "hook", func() bool { return hook.n() == 1 })
+			waitFor(t, 3*time.Second, "the hook's audit row", func() bool { // CANCEL: stored before its (refused) send
+				rs, _ := e.store.Remediations(context.Background(), tx.ID)
+				return len(rs) == 1
+			})
+			time.Sleep(200 * time.Millisecond) // the hook's own broadcast is refused too; the resend comes after the refill
 
 			wei, _ := new(big.Int).SetString("1000000000000000000000", 10)
 			if err := e.node.SetBalance(sub, wei); err != nil { // refilled: the next resend is mined (automine)
 				t.Fatal(err)
 			}
 			var got chaintx.Tx
-			waitFor(t, 8*time.Second, "the tx final after the refill", func() bool {
+			waitFor(t, 12*time.Second, "the tx final after the refill", func() bool {
 				e.mine(1) // finality 2
 				got = e.get(tx.ID)
 				return got.State.Final()
