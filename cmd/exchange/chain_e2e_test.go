@@ -380,3 +380,77 @@ func TestE2ETxCreateHungNodeUnknown(t *testing.T) {
 	}
 	s.Stop()
 }
+
+// TestE2EWithdrawalEmptyWalletRefundedOnce (issue 41 defect 1, end to end):
+// the hot wallet is empty, so the node refuses the withdrawal's tx and the
+// hook's CANCEL; the tx goes ALLOCATED -> STUCK and the withdrawal stays
+// PENDING. Once the wallet is refilled the CANCEL is resent and mined: the
+// tx becomes FAILED_FINAL CANCELLED and the withdrawal CANCELLED, refunded
+// to FUNDING exactly once, nothing at the address, conservation exact.
+func TestE2EWithdrawalEmptyWalletRefundedOnce(t *testing.T) {
+	node := anviltest.StartT(t)
+	pg := pgtest.NewDB(t)
+	key, hot := node.NewKey(t)
+	if err := node.SetBalance(hot, new(big.Int)); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "hot.key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := e2eStart(t, t.TempDir(), pg, "--chain-rpc", node.URL, "--chain-key-file", keyFile, "--chain-finality", "1",
+		"--chain-resubmit-interval", "1s", "--chain-stuck-after", "500ms", "--chain-stuck-action", "CANCEL", "--invariant-interval", "0")
+	x := newXT(t, s, pg)
+	user := x.user()
+	tok := x.tok(user)
+	x.deposit(user, "ETH", "1")
+	to := anviltest.Addr(0xe41)
+	st, w := s.do("POST", "/api/v1/withdrawals", tok, map[string]any{"asset": "ETH", "amount": "0.5", "address": evm.Checksummed(to)})
+	if st != 202 || w["state"] != "PENDING" {
+		t.Fatalf("withdraw: %d %v", st, w)
+	}
+	id := fmt.Sprint(w["withdrawal_id"])
+	poll := func(what string, within time.Duration, path, tok string, pred func(map[string]any) bool) map[string]any {
+		t.Helper()
+		end := time.Now().Add(within)
+		for {
+			st, b := s.do("GET", path, tok, nil)
+			if st == 200 && pred(b) {
+				return b
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s never %s: %d %v", path, what, st, b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	w = poll("STUCK", 10*time.Second, "/api/v1/withdrawals/"+id, tok, func(b map[string]any) bool { return b["tx_state"] == "STUCK" })
+	txPath := "/admin/v1/tx/" + fmt.Sprint(w["tx_id"])
+	poll("with a CANCEL signed", 5*time.Second, txPath, x.admin, func(b map[string]any) bool {
+		return strings.Contains(fmt.Sprint(b["signed"]), "CANCEL")
+	})
+	time.Sleep(200 * time.Millisecond) // the CANCEL's own broadcast is refused too
+	if w := poll("PENDING", time.Second, "/api/v1/withdrawals/"+id, tok, func(map[string]any) bool { return true }); w["state"] != "PENDING" {
+		t.Fatalf("before the refill: %v", w)
+	}
+
+	wei, _ := new(big.Int).SetString("10000000000000000000", 10)
+	if err := node.SetBalance(hot, wei); err != nil {
+		t.Fatal(err)
+	}
+	w = poll("CANCELLED", 20*time.Second, "/api/v1/withdrawals/"+id, tok, func(b map[string]any) bool { return b["state"] == "CANCELLED" })
+	if w["tx_state"] != "FAILED_FINAL" {
+		t.Fatalf("refunded: %v", w)
+	}
+	time.Sleep(500 * time.Millisecond) // the settler's later passes refund nothing more
+	if b := x.bal(user); b["ETH"].Funding != 100_000_000 {
+		t.Fatalf("funding after the refund: %+v, want 1 ETH (refunded once)", b["ETH"])
+	}
+	if bal, err := node.Balance(to); err != nil || bal.Sign() != 0 {
+		t.Fatalf("the address holds %v wei (%v), want none", bal, err)
+	}
+	if st, inv := s.do("GET", "/admin/v1/invariants", x.admin, nil); st != 200 || inv["ok"] != true {
+		t.Fatalf("conservation: %d %v", st, inv)
+	}
+	s.Stop()
+}
