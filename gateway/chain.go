@@ -235,7 +235,6 @@ func nullable(s string) any {
 // its own). An outcome not known in time (the writer still holds the
 // request, or an unclassified failure) answers 202 UNKNOWN with the
 // request_id: never a blind "retry" (spec 002 §3.10; issue 41).
-
 func (s *Server) postTx(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	v := st.vals[:len(txSchema)]
 	var aerr *APIError
