@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"math/big"
@@ -45,6 +46,9 @@ type ChainConfig struct {
 	Tx           TxManager
 	ParseAddress func(string) (chaintx.Address, error) // strict (EIP-55 when mixed case)
 	Checksum     func(chaintx.Address) string          // the EIP-55 form, for answers
+	// CreateTimeout: how long POST /admin/v1/tx waits for the writer's
+	// answer before it answers 202 UNKNOWN; 0: 30 s.
+	CreateTimeout time.Duration
 }
 
 // Limits and codes of the chain endpoints.
@@ -226,6 +230,11 @@ func nullable(s string) any {
 
 // POST /admin/v1/tx {submitter?, request_id?, to, value (wei), data? (0x hex), gas_limit?}:
 // CreateTx; with request_id it is idempotent (a repeat answers the existing tx, 200, "duplicate": true).
+// Without one the server assigns one ("auto-" + 32 hex digits), stored with
+// the tx and shown in the answer (it deduplicates nothing: each call gets
+// its own). An outcome not known in time (the writer still holds the
+// request, or an unclassified failure) answers 202 UNKNOWN with the
+// request_id: never a blind "retry" (spec 002 §3.10; issue 41).
 func (s *Server) postTx(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	v := st.vals[:len(txSchema)]
 	var aerr *APIError
@@ -251,6 +260,8 @@ func (s *Server) postTx(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 			return BadRequest(CodeInvalidParameter, "request_id must be 1 to 128 bytes")
 		}
 		n.RequestID = string(v[1].b)
+	} else {
+		n.RequestID, n.AssignedID = assignRequestID(), true
 	}
 	if !v[2].set || !v[3].set {
 		return BadRequest(CodeMissingField, "to and value are required")
@@ -279,11 +290,23 @@ func (s *Server) postTx(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		}
 		n.Payload.GasLimit = g
 	}
-	c, cancel := chainCtx()
+	d := s.chain.CreateTimeout
+	if d <= 0 {
+		d = chainTimeout
+	}
+	c, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	tx, existing, cerr := s.chain.Tx.Create(c, n)
 	if cerr != nil {
-		return s.chainError("create tx", cerr)
+		if ae := s.chainError("create tx", cerr); !errors.Is(cerr, chaintx.ErrOutcomeUnknown) && ae.Status != http.StatusInternalServerError {
+			return ae // a refusal: nothing was created
+		}
+		s.log.Warn("gateway: tx creation outcome unknown", "submitter", n.Submitter, "request_id", n.RequestID, "err", cerr)
+		return s.replyJSON(ctx, st, http.StatusAccepted, map[string]any{"state": "UNKNOWN",
+			"submitter": s.chain.Checksum(n.Submitter), "request_id": n.RequestID,
+			"message": "tx creation outcome unknown: it may still be allocated and sent; poll GET /admin/v1/tx/by-request " +
+				"with this submitter and request_id (TX_NOT_FOUND there means not created yet); to retry, repeat the POST " +
+				"with this request_id (idempotent), never without one"})
 	}
 	out := s.txJSON(tx)
 	status := http.StatusCreated
@@ -291,6 +314,14 @@ func (s *Server) postTx(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		out["duplicate"], status = true, http.StatusOK
 	}
 	return s.replyJSON(ctx, st, status, out)
+}
+
+// assignRequestID is a request_id for a POST /admin/v1/tx that gave none:
+// 128 random bits, so no caller's id or other call's can be the same.
+func assignRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return "auto-" + hex.EncodeToString(b[:])
 }
 
 // GET /admin/v1/tx/{id}

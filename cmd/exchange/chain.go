@@ -39,6 +39,7 @@ type chainFlags struct {
 	StuckAction string        // --chain-stuck-action: the hook policy
 	Assets      string        // --chain-assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],...
 	Workers     int           // --chain-workers
+	Create      time.Duration // --chain-create-timeout: POST /admin/v1/tx's wait before 202 UNKNOWN
 }
 
 func (c *chainFlags) register(fs *flag.FlagSet) {
@@ -53,6 +54,7 @@ func (c *chainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.StuckAction, "chain-stuck-action", "NOOP", "what the hook does with a STUCK tx: NOOP, CANCEL, REPLACE or PLACEHOLDER")
 	fs.StringVar(&c.Assets, "chain-assets", "ETH:18:0.0001:100", "withdrawable assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],... (MIN/MAX in the asset's decimals)")
 	fs.IntVar(&c.Workers, "chain-workers", 16, "writer workers (hash(submitter) % N)")
+	fs.DurationVar(&c.Create, "chain-create-timeout", 30*time.Second, "POST /admin/v1/tx waits this long for the writer, then answers 202 UNKNOWN with the request_id")
 }
 
 var chainEnv = []envFlag{{"chain-rpc", []string{"UBS_CHAIN_RPC"}}, {"chain-key-file", []string{"UBS_CHAIN_KEY_FILE"}}}
@@ -64,8 +66,8 @@ func (c *chainFlags) validate() error {
 	if c.KeyFile == "" {
 		return errors.New("--chain-rpc needs --chain-key-file")
 	}
-	if c.Finality == 0 || c.Lease <= 0 || c.StuckAfter <= 0 || c.Resubmit <= 0 || c.Workers <= 0 {
-		return errors.New("--chain-finality, --chain-lease, --chain-stuck-after, --chain-resubmit-interval and --chain-workers must be > 0")
+	if c.Finality == 0 || c.Lease <= 0 || c.StuckAfter <= 0 || c.Resubmit <= 0 || c.Workers <= 0 || c.Create <= 0 {
+		return errors.New("--chain-finality, --chain-lease, --chain-stuck-after, --chain-resubmit-interval, --chain-workers and --chain-create-timeout must be > 0")
 	}
 	if _, err := chaintx.ParseAction(c.StuckAction); err != nil {
 		return fmt.Errorf("--chain-stuck-action: %w", err)
@@ -113,7 +115,12 @@ type chainSide struct {
 	mgr    *chaintx.Manager
 	svc    *withdraw.Service
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// createTimeout is --chain-create-timeout.
+	createTimeout time.Duration
+	wg            sync.WaitGroup
+	// started: the manager runs (its workers take requests); readiness
+	// waits for it.
+	started atomic.Bool
 }
 
 // newChain dials the node, loads the key and wires the manager and the
@@ -152,11 +159,12 @@ func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*ch
 		ParseAddress: evm.ParseAddress, Nudge: mgr.Nudge})
 	log.Info("chain side on", "rpc", c.RPC, "chain_id", chainID.String(), "hot_wallet", evm.Checksummed(signer.Address()),
 		"node_id", c.NodeID, "finality", c.Finality, "stuck_action", c.StuckAction)
-	return &chainSide{log: log, client: client, mgr: mgr, svc: svc}, nil
+	return &chainSide{log: log, client: client, mgr: mgr, svc: svc, createTimeout: c.Create}, nil
 }
 
 func (c *chainSide) gateway() *gateway.ChainConfig {
-	return &gateway.ChainConfig{Withdrawals: c.svc, Tx: c.mgr, ParseAddress: evm.ParseAddress, Checksum: evm.Checksummed}
+	return &gateway.ChainConfig{Withdrawals: c.svc, Tx: c.mgr, ParseAddress: evm.ParseAddress, Checksum: evm.Checksummed,
+		CreateTimeout: c.createTimeout}
 }
 
 // start runs the manager and the withdrawal settler once migrated.
@@ -174,6 +182,7 @@ func (c *chainSide) start(migrated *atomic.Bool) {
 			}
 		}
 		c.mgr.Start()
+		c.started.Store(true)
 		c.svc.RunSettler(ctx, c.mgr, 200*time.Millisecond, c.log)
 	}()
 }

@@ -7,14 +7,21 @@ package main
 // after, and the admin tx API (poll only, no confirmation counts).
 
 import (
+	"context"
 	"fmt"
 	"math/big"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/chaintx"
 	"github.com/ubscore/ubscore/persist/chaintx/anviltest"
 	"github.com/ubscore/ubscore/persist/chaintx/evm"
@@ -134,4 +141,316 @@ func TestWithdrawalEndToEnd(t *testing.T) {
 			t.Fatalf("/metrics lacks %s", name)
 		}
 	}
+}
+
+// TestE2EReadyWaitsForChainManager (issue 41 defect 5): with the chain side
+// on, /health/ready is 200 only once the manager has started, so the first
+// POST /admin/v1/tx after ready is served (before, 1 start in 4 answered
+// 503 "manager stopped"). The manager's start is held here: its first lease
+// round waits on a row lock the test holds (a slow database), long after
+// the migrations ran.
+func TestE2EReadyWaitsForChainManager(t *testing.T) {
+	node := anviltest.StartT(t)
+	pg := pgtest.NewDB(t)
+	key, hot := node.NewKey(t)
+	keyFile := filepath.Join(t.TempDir(), "hot.key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := persist.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, `INSERT INTO submitter_lease (submitter, owner_node, fencing_token, expires_at)
+		VALUES ($1, 'gone', 1, now() - interval '1 hour')`, string(hot)); err != nil {
+		t.Fatal(err)
+	}
+	s := e2eLaunch(t, t.TempDir(), pg, "--chain-rpc", node.URL, "--chain-key-file", keyFile, "--chain-finality", "1",
+		"--invariant-interval", "0")
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(s.Logs(), "migrations applied") {
+		if time.Now().After(deadline) {
+			t.Fatalf("never migrated:\n%s", s.Logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 20 { // migrated, serving, the manager not started
+		if s.ready() {
+			t.Fatal("/health/ready is 200 while the chain manager has not started")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.waitReady(30 * time.Second)
+	admin := s.token(1000, true)
+	st, b := s.do("POST", "/admin/v1/tx", admin, map[string]any{"to": evm.Checksummed(anviltest.Addr(0x5)), "value": "1"})
+	if st != 201 || b["state"] != "ALLOCATED" {
+		t.Fatalf("the first tx after ready: %d %v", st, b)
+	}
+	s.Stop()
+}
+
+// hangProxy is a TCP proxy (127.0.0.1 only) in front of a chain node that
+// can hang: Hang holds every byte the clients send (connections stay open,
+// nothing is answered), Recover forwards what it held and goes on, as a
+// node that stops answering and later answers the requests it had.
+type hangProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	open   chan struct{} // closed while traffic flows
+	conns  []net.Conn
+}
+
+func newHangProxy(t *testing.T, targetURL string) *hangProxy {
+	t.Helper()
+	u, err := url.Parse(targetURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &hangProxy{ln: ln, target: u.Host, open: make(chan struct{})}
+	close(p.open)
+	go p.accept()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		p.Recover()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.mu.Unlock()
+	})
+	return p
+}
+
+// URL is the node's URL through the proxy.
+func (p *hangProxy) URL() string { return "http://" + p.ln.Addr().String() }
+
+// Hang holds all traffic from now on.
+func (p *hangProxy) Hang() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.open:
+		p.open = make(chan struct{})
+	default:
+	}
+}
+
+// Recover forwards what was held, and everything after.
+func (p *hangProxy) Recover() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.open:
+	default:
+		close(p.open)
+	}
+}
+
+func (p *hangProxy) gate() chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.open
+}
+
+func (p *hangProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go p.pump(s, c)
+		go p.pump(c, s)
+	}
+}
+
+// pump copies src to dst, each chunk once traffic flows.
+func (p *hangProxy) pump(dst, src net.Conn) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			<-p.gate()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestE2ETxCreateHungNodeUnknown (issue 41 defect 3): POST /admin/v1/tx
+// without a request_id gets one assigned (stored, answered, findable by
+// GET). With the chain node hung, the writer cannot finish in time: the
+// answer is 202 UNKNOWN with the request_id (before: 500 "internal
+// failure; retry later", and the tx was sent anyway once the node answered).
+// After the node recovers the tx is found by that request_id, a retry with
+// it answers the same tx, and the value moved once.
+func TestE2ETxCreateHungNodeUnknown(t *testing.T) {
+	node := anviltest.StartT(t)
+	pg := pgtest.NewDB(t)
+	key, hot := node.NewKey(t)
+	keyFile := filepath.Join(t.TempDir(), "hot.key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proxy := newHangProxy(t, node.URL)
+	s := e2eStart(t, t.TempDir(), pg, "--chain-rpc", proxy.URL(), "--chain-key-file", keyFile, "--chain-finality", "1",
+		"--chain-resubmit-interval", "1s", "--chain-create-timeout", "1s", "--invariant-interval", "0")
+	admin := s.token(1000, true)
+	byReq := func(req string) (int, map[string]any) {
+		return s.do("GET", "/admin/v1/tx/by-request?submitter="+evm.Checksummed(hot)+"&request_id="+req, admin, nil)
+	}
+
+	to1, to2 := anviltest.Addr(0x4131), anviltest.Addr(0x4132)
+	st, tx := s.do("POST", "/admin/v1/tx", admin, map[string]any{"to": evm.Checksummed(to1), "value": "11"})
+	req1, _ := tx["request_id"].(string)
+	if st != 201 || !strings.HasPrefix(req1, "auto-") || len(req1) != len("auto-")+32 {
+		t.Fatalf("created without request_id: %d %v (want a server-assigned request_id)", st, tx)
+	}
+	if st, got := byReq(req1); st != 200 || fmt.Sprint(got["tx_id"]) != fmt.Sprint(tx["tx_id"]) {
+		t.Fatalf("by its assigned request_id: %d %v", st, got)
+	}
+	if st, again := s.do("POST", "/admin/v1/tx", admin, map[string]any{"to": evm.Checksummed(to1), "value": "11"}); st != 201 ||
+		again["request_id"] == req1 || fmt.Sprint(again["tx_id"]) == fmt.Sprint(tx["tx_id"]) {
+		t.Fatalf("a second call without request_id is a new tx with its own id: %d %v", st, again)
+	}
+
+	proxy.Hang()
+	start := time.Now()
+	st, u := s.do("POST", "/admin/v1/tx", admin, map[string]any{"to": evm.Checksummed(to2), "value": "22"})
+	req2, _ := u["request_id"].(string)
+	if st != 202 || u["state"] != "UNKNOWN" || !strings.HasPrefix(req2, "auto-") || u["submitter"] != evm.Checksummed(hot) {
+		t.Fatalf("creation with the node hung: %d %v (want 202 UNKNOWN with the request_id)", st, u)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("answered after %v (--chain-create-timeout 1s)", d)
+	}
+	if st, b := byReq(req2); st != 404 || b["code"] != "TX_NOT_FOUND" {
+		t.Fatalf("by request while the node hangs: %d %v", st, b)
+	}
+
+	proxy.Recover()
+	var got map[string]any
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, got = byReq(req2)
+		if st == 200 && got["state"] == "CONFIRMED" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the UNKNOWN tx never confirmed: %d %v", st, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	st, dup := s.do("POST", "/admin/v1/tx", admin, map[string]any{"to": evm.Checksummed(to2), "value": "22", "request_id": req2})
+	if st != 200 || dup["duplicate"] != true || fmt.Sprint(dup["tx_id"]) != fmt.Sprint(got["tx_id"]) {
+		t.Fatalf("retry with the assigned request_id: %d %v (want the same tx, duplicate)", st, dup)
+	}
+	if bal, err := node.Balance(to2); err != nil || bal.Cmp(big.NewInt(22)) != 0 {
+		t.Fatalf("on chain the recipient holds %v wei (%v), want 22 (once)", bal, err)
+	}
+	s.Stop()
+}
+
+// TestE2EWithdrawalEmptyWalletRefundedOnce (issue 41 defect 1, end to end):
+// the hot wallet is empty, so the node refuses the withdrawal's tx and the
+// hook's CANCEL; the tx goes ALLOCATED -> STUCK and the withdrawal stays
+// PENDING. Once the wallet is refilled the CANCEL is resent and mined: the
+// tx becomes FAILED_FINAL CANCELLED and the withdrawal CANCELLED, refunded
+// to FUNDING exactly once, nothing at the address, conservation exact.
+func TestE2EWithdrawalEmptyWalletRefundedOnce(t *testing.T) {
+	node := anviltest.StartT(t)
+	pg := pgtest.NewDB(t)
+	key, hot := node.NewKey(t)
+	if err := node.SetBalance(hot, new(big.Int)); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "hot.key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := e2eStart(t, t.TempDir(), pg, "--chain-rpc", node.URL, "--chain-key-file", keyFile, "--chain-finality", "1",
+		"--chain-resubmit-interval", "1s", "--chain-stuck-after", "500ms", "--chain-stuck-action", "CANCEL", "--invariant-interval", "0")
+	x := newXT(t, s, pg)
+	user := x.user()
+	tok := x.tok(user)
+	x.deposit(user, "ETH", "1")
+	to := anviltest.Addr(0xe41)
+	st, w := s.do("POST", "/api/v1/withdrawals", tok, map[string]any{"asset": "ETH", "amount": "0.5", "address": evm.Checksummed(to)})
+	if st != 202 || w["state"] != "PENDING" {
+		t.Fatalf("withdraw: %d %v", st, w)
+	}
+	id := fmt.Sprint(w["withdrawal_id"])
+	poll := func(what string, within time.Duration, path, tok string, pred func(map[string]any) bool) map[string]any {
+		t.Helper()
+		end := time.Now().Add(within)
+		for {
+			st, b := s.do("GET", path, tok, nil)
+			if st == 200 && pred(b) {
+				return b
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s never %s: %d %v", path, what, st, b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	w = poll("STUCK", 10*time.Second, "/api/v1/withdrawals/"+id, tok, func(b map[string]any) bool { return b["tx_state"] == "STUCK" })
+	txPath := "/admin/v1/tx/" + fmt.Sprint(w["tx_id"])
+	poll("with a CANCEL signed", 5*time.Second, txPath, x.admin, func(b map[string]any) bool {
+		return strings.Contains(fmt.Sprint(b["signed"]), "CANCEL")
+	})
+	time.Sleep(200 * time.Millisecond) // the CANCEL's own broadcast is refused too
+	if w := poll("PENDING", time.Second, "/api/v1/withdrawals/"+id, tok, func(map[string]any) bool { return true }); w["state"] != "PENDING" {
+		t.Fatalf("before the refill: %v", w)
+	}
+
+	wei, _ := new(big.Int).SetString("10000000000000000000", 10)
+	if err := node.SetBalance(hot, wei); err != nil {
+		t.Fatal(err)
+	}
+	w = poll("CANCELLED", 20*time.Second, "/api/v1/withdrawals/"+id, tok, func(b map[string]any) bool { return b["state"] == "CANCELLED" })
+	if w["tx_state"] != "FAILED_FINAL" {
+		t.Fatalf("refunded: %v", w)
+	}
+	time.Sleep(500 * time.Millisecond) // the settler's later passes refund nothing more
+	if b := x.bal(user); b["ETH"].Funding != 100_000_000 {
+		t.Fatalf("funding after the refund: %+v, want 1 ETH (refunded once)", b["ETH"])
+	}
+	if bal, err := node.Balance(to); err != nil || bal.Sign() != 0 {
+		t.Fatalf("the address holds %v wei (%v), want none", bal, err)
+	}
+	if st, inv := s.do("GET", "/admin/v1/invariants", x.admin, nil); st != 200 || inv["ok"] != true {
+		t.Fatalf("conservation: %d %v", st, inv)
+	}
+	s.Stop()
 }

@@ -159,9 +159,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// feature initialised once: with Postgres, its migrations applied (the
 	// sink, the transfer service, FUNDING balances and the order archive
 	// all need them). A later Postgres outage degrades /health and never
-	// drops readiness.
+	// drops readiness. With the chain side on, its manager has started
+	// (issue 41: before, the first POST /admin/v1/tx after ready could
+	// answer 503 "manager stopped"); holding the lease is not needed
+	// (another node may).
 	var serving atomic.Bool
-	ready := func() bool { return serving.Load() && (pool == nil || migrated.Load()) }
+	var chain *chainSide // set before serving
+	ready := func() bool {
+		return serving.Load() && (pool == nil || migrated.Load()) && (chain == nil || chain.started.Load())
+	}
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
 		Observer: m, Metrics: m.handler(), Ready: ready, Breakers: prot.breakers, CoreFaults: cfg.FaultInjection}
 	var xfers *transfers
@@ -196,7 +202,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = pl.Close()
 		return err
 	}
-	chain, err := startChain(cfg, pool, m, &migrated, log)
+	chain, err = startChain(cfg, pool, m, &migrated, log)
 	if err != nil {
 		return abort(err)
 	}

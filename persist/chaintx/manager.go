@@ -174,12 +174,14 @@ func (m *Manager) Close() {
 // Create is CreateTxUseCase: pre-check of (submitter, request_id), then the
 // submitter's writer worker allocates in a batch (checking request_id
 // again before a nonce is used). existing is true when the request_id
-// already named a tx (it is answered, nothing is created).
+// already named a tx (it is answered, nothing is created). Once the
+// request is queued, an answer not known in time is ErrOutcomeUnknown:
+// the writer still holds it and may allocate and send it.
 func (m *Manager) Create(ctx context.Context, n NewTx) (t Tx, existing bool, err error) {
 	if _, ok := m.signers[n.Submitter]; !ok {
 		return Tx{}, false, ErrNoSubmitter
 	}
-	if n.RequestID != "" {
+	if n.RequestID != "" && !n.AssignedID {
 		switch t, err := m.precheck(ctx, RequestRef{n.Submitter, n.RequestID}); {
 		case err == nil:
 			m.met.TxCreate.WithLabelValues("existing").Inc()
@@ -197,13 +199,17 @@ func (m *Manager) Create(ctx context.Context, n NewTx) (t Tx, existing bool, err
 	case r := <-o.done:
 		return r.tx, r.existing, r.err
 	case <-ctx.Done():
-		return Tx{}, false, ctx.Err() // the worker still answers into the buffered channel
+		// The worker keeps the request (and answers into the buffered
+		// channel): it may still be allocated and sent.
+		m.met.TxCreate.WithLabelValues("unknown").Inc()
+		return Tx{}, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err())
 	case <-m.ctx.Done(): // closing: a request queued after the workers' last drain is never answered
 		select {
 		case r := <-o.done:
 			return r.tx, r.existing, r.err
 		case <-time.After(time.Second):
-			return Tx{}, false, ErrStopped
+			m.met.TxCreate.WithLabelValues("unknown").Inc()
+			return Tx{}, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ErrStopped)
 		}
 	}
 }

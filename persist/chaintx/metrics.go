@@ -9,7 +9,7 @@ type Metrics struct {
 	LeaseAcquire  *prometheus.CounterVec // result: acquired | renewed | not_leader | error
 	LeaseFenced   prometheus.Counter     // critical writes refused by the fence
 	QueueDepth    *prometheus.GaugeVec   // worker: requests waiting in the writer's queue
-	TxCreate      *prometheus.CounterVec // result: allocated | existing | not_leader | busy | error
+	TxCreate      *prometheus.CounterVec // result: allocated | existing | not_leader | busy | error | unknown
 	TxSubmit      *prometheus.CounterVec // result: ok | known | nonce_too_low | error
 	ReceiptCheck  *prometheus.CounterVec // result: found | not_found | error
 	PendingOldest *prometheus.GaugeVec   // submitter: age of the oldest pending tx, seconds

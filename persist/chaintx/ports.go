@@ -23,6 +23,11 @@ var (
 	ErrNoNonce     = errors.New("chaintx: the transaction has no nonce yet")
 	ErrBadAction   = errors.New("chaintx: unknown action")
 	ErrNoSubmitter = errors.New("chaintx: this node has no key for the submitter")
+	// ErrOutcomeUnknown: Create handed the request to its writer and the
+	// answer did not come in time (the caller's context ended, or the
+	// manager stopped meanwhile). The writer keeps the request: the tx may
+	// still be allocated and sent, under its request_id.
+	ErrOutcomeUnknown = errors.New("chaintx: outcome unknown: the writer still holds the request")
 )
 
 // AllocatedGrace is how long after allocation an ALLOCATED tx is due for
@@ -34,7 +39,11 @@ const AllocatedGrace = 5 * time.Second
 type NewTx struct {
 	Submitter Address
 	RequestID string // "" = not idempotent
-	Payload   Payload
+	// AssignedID: RequestID was made for this one call by the server (the
+	// caller gave none; unique): no tx can have it yet, so Create skips its
+	// entry check (the writer's in-batch check still runs).
+	AssignedID bool
+	Payload    Payload
 }
 
 // RequestRef names a request: (submitter, request_id).
@@ -138,7 +147,9 @@ type Store interface {
 	// group's result has Err = ErrFenced and wrote nothing.
 	Allocate(ctx context.Context, gs []AllocGroup) ([]AllocResult, error)
 	// Submitted records broadcasts (attempt + 1): ALLOCATED -> TRACKING on
-	// success, last_error otherwise; the next resubmission is due after
+	// success, last_error otherwise; a success also schedules a receipt
+	// check of a tx that had none (ALLOCATED, or STUCK since ALLOCATED:
+	// the first broadcast that worked came after STUCK); the next resubmission is due after
 	// resubmitAfter. One transaction, fenced per group: the returned slice
 	// has ErrFenced for each group that wrote nothing.
 	Submitted(ctx context.Context, gs []SubmitGroup, resubmitAfter time.Duration) ([]error, error)
@@ -146,7 +157,8 @@ type Store interface {
 	// the submitter's pending txs without a receipt whose next_resubmit_at is
 	// due, before anything is sent. Fenced.
 	ClaimResubmit(ctx context.Context, l Lease, interval time.Duration, limit int) ([]Tx, error)
-	// ReceiptCandidates are TRACKING / STUCK txs without a receipt, due for a check.
+	// ReceiptCandidates are TRACKING / STUCK txs without a receipt, due for
+	// a check (one never scheduled is due: it may still be mined).
 	ReceiptCandidates(ctx context.Context, submitter Address, limit int) ([]Tx, error)
 	// RecordReceipts stores found receipts and schedules the next checks. Fenced.
 	RecordReceipts(ctx context.Context, l Lease, us []ReceiptUpdate) error
@@ -160,7 +172,9 @@ type Store interface {
 	Reorged(ctx context.Context, l Lease, id TxID, blockHash Hash) error
 	// MarkStuck moves the submitter's ALLOCATED / TRACKING txs without a
 	// receipt allocated longer than after ago to STUCK, appending a
-	// completion each, and returns them. Fenced.
+	// completion each, and returns them; each stays due for receipt checks
+	// (one never broadcast may still be mined: a send error can hide a
+	// delivery). Fenced.
 	MarkStuck(ctx context.Context, l Lease, after time.Duration, limit int) ([]Tx, error)
 	// AddSigned stores one more signed transaction for a tx's nonce and the
 	// remediation that made it, before it is broadcast. Fenced.

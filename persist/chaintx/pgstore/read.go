@@ -175,10 +175,14 @@ func (s *Store) NoncesHeld(ctx context.Context, sub chaintx.Address, from, to ui
 	return out, err
 }
 
-// ReceiptCandidates implements chaintx.Store.
+// ReceiptCandidates implements chaintx.Store. A tx without a schedule
+// (next_receipt_at NULL: a tx that went STUCK from ALLOCATED before
+// MarkStuck scheduled one, issue 41) is due at once: every tx that may
+// still be mined is checked.
 func (s *Store) ReceiptCandidates(ctx context.Context, sub chaintx.Address, limit int) ([]chaintx.Tx, error) {
 	return loadTxs(ctx, s.pool, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND nonce IS NOT NULL AND confirmed_at IS NULL AND state IN ('TRACKING', 'STUCK')
-		AND receipt_hash IS NULL AND next_receipt_at <= now() ORDER BY next_receipt_at LIMIT $2`, string(sub), limit)
+		AND receipt_hash IS NULL AND (next_receipt_at IS NULL OR next_receipt_at <= now()) ORDER BY next_receipt_at NULLS FIRST LIMIT $2`,
+		string(sub), limit)
 }
 
 // FinalityCandidates implements chaintx.Store.

@@ -570,7 +570,8 @@ func (s *Store) Submitted(ctx context.Context, gs []chaintx.SubmitGroup, after t
 	b.Queue(`WITH f AS (`+fenceSQL+`), w AS (
 			UPDATE managed_tx m SET
 				state = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN 'TRACKING' ELSE m.state END,
-				next_receipt_at = CASE WHEN u.err = '' AND m.state = 'ALLOCATED' THEN now() ELSE m.next_receipt_at END,
+				next_receipt_at = CASE WHEN u.err = '' AND (m.state = 'ALLOCATED' OR (m.next_receipt_at IS NULL AND m.receipt_hash IS NULL))
+					THEN now() ELSE m.next_receipt_at END,
 				submit_attempts = m.submit_attempts + 1, last_submit_at = now(),
 				last_error = NULLIF(u.err, ''), next_resubmit_at = now() + make_interval(secs => $4),
 				fencing_token = u.token, updated_at = now()
@@ -707,7 +708,8 @@ func (s *Store) MarkStuck(ctx context.Context, l chaintx.Lease, after time.Durat
 	var txs []chaintx.Tx
 	err := s.fenced(ctx, l, func(tx pgx.Tx) error {
 		var err error
-		txs, err = loadTxs(ctx, tx, `UPDATE managed_tx SET state = 'STUCK', fencing_token = $4, updated_at = now()
+		txs, err = loadTxs(ctx, tx, `UPDATE managed_tx SET state = 'STUCK', next_receipt_at = COALESCE(next_receipt_at, now()),
+				fencing_token = $4, updated_at = now()
 			WHERE tx_id IN (SELECT tx_id FROM managed_tx WHERE submitter = $1 AND nonce IS NOT NULL AND confirmed_at IS NULL AND state IN ('ALLOCATED', 'TRACKING')
 				AND receipt_hash IS NULL AND allocated_at < now() - make_interval(secs => $3) ORDER BY nonce LIMIT $2 FOR UPDATE)
 			RETURNING `+txCols, string(l.Submitter), limit, after.Seconds(), l.Token)
@@ -728,7 +730,7 @@ func (s *Store) MarkStuck(ctx context.Context, l chaintx.Lease, after time.Durat
 func (s *Store) AddSigned(ctx context.Context, l chaintx.Lease, id chaintx.TxID, sg chaintx.Signed, r chaintx.Remediation) error {
 	return s.fenced(ctx, l, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE managed_tx SET fencing_token = $2, updated_at = now(),
-				next_resubmit_at = now() + make_interval(secs => $4)
+				next_resubmit_at = now() + make_interval(secs => $4), next_receipt_at = COALESCE(next_receipt_at, now())
 			WHERE tx_id = $1 AND submitter = $3 AND state IN ('ALLOCATED', 'TRACKING', 'STUCK') AND receipt_hash IS NULL`,
 			int64(id), l.Token, string(l.Submitter), chaintx.AllocatedGrace.Seconds())
 		if err != nil {
