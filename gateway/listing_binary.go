@@ -29,10 +29,11 @@ func (s *Server) binaryMarketID(v []byte) (core.MarketID, bool) {
 	return id, bin
 }
 
-// listMarkets resolves the markets a page names: spot ones from the
-// Registry, binary ones (listed by the caller in bin) from the core, as a
-// Market named by its id with shares (scale 0) for base. A binary market the
-// core no longer holds (archived) is not resolved: its rows are left out.
+// listMarkets holds the binary markets a page names, resolved from the core
+// (resolveBinary) as a Market named by its id, with shares (scale 0) for
+// base and its quote asset; spot ones come from the Registry. A binary
+// market the core no longer holds (archived) is not resolved: its rows are
+// left out.
 type listMarkets struct {
 	bin map[core.MarketID]*Market
 }
@@ -67,7 +68,7 @@ func (s *Server) resolveBinary(lm *listMarkets, ids []core.MarketID) *APIError {
 	return nil
 }
 
-// market is the Market of a row: a binary one's when binary.
+// listMarket is the Market of a row: lm's when the row is binary.
 func (s *Server) listMarket(lm *listMarkets, id core.MarketID, binary bool) (*Market, bool) {
 	if binary {
 		m, ok := lm.bin[id]
