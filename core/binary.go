@@ -168,6 +168,16 @@ func (b *binaryMarket) ownPrice(out Outcome, bookPrice Price) Price {
 	return bookPrice
 }
 
+// binaryTerms completes a closing event e of order o on market m when m is
+// binary: the order's book price (its own limit on the YES book, so a
+// follower can state it in the order's terms with Payout) and the payout.
+// A spot event is left as it is.
+func binaryTerms(e *Event, m *market, o *order) {
+	if m.bin != nil {
+		e.Price, e.Payout = o.price, m.bin.payout
+	}
+}
+
 // --- configuration and lifecycle commands ---
 
 // MaxQuestionLen bounds a binary market's question, in bytes.

@@ -28,6 +28,7 @@ func (p *Processor) binaryFill(m *market, ti, mi int32, lv *level, q Units) {
 	e.Market, e.TradeID, e.Price, e.Qty, e.Amount = m.id, tid, bp, q, Units(bp)*q
 	e.OrderID, e.OtherOrderID, e.User, e.OtherUser = mk.id, t.id, mk.user, t.user
 	e.Fee, e.Fee2, e.Side, e.Flags, e.Detail = mf, tf, t.userSide(), uint8(kind), uint8(t.outcome)
+	e.Payout = b.payout
 	p.binaryLegApply(m, t, q, tn, tf)
 	p.binaryLegApply(m, mk, q, mn, mf)
 	var dReserve Units
@@ -50,12 +51,14 @@ func (p *Processor) binaryFill(m *market, ti, mi int32, lv *level, q Units) {
 		e := p.newEvent(EvOrderFilled)
 		e.Market, e.User, e.OrderID, e.OtherOrderID = m.id, mk.user, mk.id, t.id
 		e.Price, e.Qty, e.Side, e.Status, e.Detail = bp, q, mk.side, StatusFilled, uint8(mk.outcome)
+		e.Payout = b.payout
 		p.closeOrder(m, mi)
 	} else {
 		e := p.newEvent(EvOrderPartiallyFilled)
 		e.Market, e.User, e.OrderID, e.OtherOrderID = m.id, mk.user, mk.id, t.id
 		e.Price, e.Qty, e.Amount, e.Side, e.Status, e.Detail = bp, q, mk.remaining(), mk.side, StatusPartiallyFilled,
 			uint8(mk.outcome)
+		e.Payout, e.Frozen = b.payout, mk.frozen
 	}
 }
 

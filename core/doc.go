@@ -63,10 +63,14 @@
 //   - Book: one YES book; a NO order rests at payout - price on the other
 //     side (SYNTHETIC). Fills are at the maker's book price. Order events of
 //     a binary market carry Side = book direction, Price = book price (YES
-//     terms) and Detail = outcome (book_type: YES = NATIVE, NO = SYNTHETIC);
-//     EvTrade carries Flags = FillKind, Side = the taker's own side, Detail =
-//     the taker's outcome, Amount = book price x qty (YES terms), Fee / Fee2
-//     = maker / taker fee, each on that party's own notional.
+//     terms; every order event has it, the closing ones too: the order's
+//     limit on the book), Detail = outcome (book_type: YES = NATIVE, NO =
+//     SYNTHETIC) and Payout (a NO order's own price is Payout - Price);
+//     ORDER_ACCEPTED and ORDER_PARTIALLY_FILLED carry Frozen, what the
+//     order holds afterwards. EvTrade carries Flags = FillKind, Side = the
+//     taker's own side, Detail = the taker's outcome, Amount = book price x
+//     qty (YES terms), Fee / Fee2 = maker / taker fee, each on that party's
+//     own notional, and Payout.
 //   - Holds: a BUY holds own price x qty + the worst-case fee (the higher
 //     of the two rates, floor) in quote. A BUY taker that traded keeps,
 //     once its matching ends, exactly what its remainder can cost at its own

@@ -30,7 +30,10 @@ const (
 	EvP2PTransfer          EventKind = 23 // a transfer was created or changed status: see p2p_cmd.go
 	// binary markets (issue 22): order events of a binary market carry
 	// Detail = the order's Outcome, Side = book direction, Price = book price
-	// (YES terms); EvTrade there has Flags = FillKind (binary.go).
+	// (YES terms; on every order event, the taker's ORDER_MATCHED, CANCELLED
+	// and EXPIRED included: the order's own limit on the book) and Payout;
+	// ORDER_ACCEPTED and ORDER_PARTIALLY_FILLED also Frozen. EvTrade there has
+	// Flags = FillKind and Payout (binary.go; issue 40).
 	EvMarketStatus    EventKind = 100 // a binary lifecycle step: Market, Detail = new MarketStatus, Flags = Outcome (resolve), User = operator
 	EvPositionSettled EventKind = 101 // Market, User, Qty = shares paid, Amount = quote paid, Fee = the position's cost sum removed
 	EvMarketSettled   EventKind = 102 // settlement done: Market, Amount = pnl pool moved to the fee account, Detail = final MarketStatus
@@ -108,4 +111,14 @@ type Event struct {
 	DAvail       Units
 	DFrozen      Units
 	Key          Key
+
+	// Payout is set on a binary market's order events and trades: the quote
+	// Units a winning share pays, so an order's price in its own outcome's
+	// terms is Price (YES) or Payout - Price (NO) with no other lookup. 0 on
+	// spot.
+	Payout Units
+	// Frozen is what a binary order still holds after the event (quote
+	// Units for a BUY in its own terms, shares for a SELL), on its
+	// ORDER_ACCEPTED and ORDER_PARTIALLY_FILLED; 0 otherwise.
+	Frozen Units
 }

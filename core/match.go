@@ -186,11 +186,14 @@ func (o *order) frozenAsset(m *market) AssetID {
 // cancelResting cancels a resting order for reason (OK = the user asked).
 func (p *Processor) cancelResting(m *market, oi int32, reason Code) {
 	o := &p.pool.slots[oi]
-	id, user, side, rem, out := o.id, p.accounts[o.acct].id, o.side, o.remaining(), o.outcome
+	id, user, side, rem, out, px := o.id, p.accounts[o.acct].id, o.side, o.remaining(), o.outcome, o.price
 	rel := p.closeOrder(m, oi)
 	e := p.newEvent(EvOrderCancelled)
 	e.Market, e.User, e.OrderID, e.Side, e.Detail = m.id, user, id, side, uint8(out)
 	e.Qty, e.Amount, e.Code, e.Status = rem, rel, reason, StatusCancelled
+	if m.bin != nil {
+		e.Price, e.Payout = px, m.bin.payout
+	}
 }
 
 // finalize decides the taker's fate after matching: rest, fill or expire.
@@ -211,6 +214,9 @@ func (p *Processor) finalize(m *market, ti int32, rests bool) {
 		e.Market, e.User, e.OrderID, e.Side = m.id, t.user, t.id, t.side
 		e.Price, e.Qty, e.Amount, e.Status, e.Key = t.price, t.remaining(), t.frozen, p.res.status, t.key
 		e.Detail = uint8(t.outcome)
+		if m.bin != nil {
+			e.Payout, e.Frozen = m.bin.payout, t.frozen
+		}
 		return
 	case byQuote && t.filled > 0 && p.budgetSpent(m, t):
 		p.res.status = StatusFilled
@@ -220,12 +226,16 @@ func (p *Processor) finalize(m *market, ti int32, rests bool) {
 		if byQuote {
 			expired = 0 // a budget order has no base quantity left to report
 		}
-		p.emit(Event{Kind: EvOrderExpired, Market: m.id, User: t.user, OrderID: t.id, Side: t.side,
-			Qty: expired, Amount: t.filled, Status: StatusExpired, Detail: uint8(t.outcome)})
+		e := p.newEvent(EvOrderExpired)
+		e.Market, e.User, e.OrderID, e.Side = m.id, t.user, t.id, t.side
+		e.Qty, e.Amount, e.Status, e.Detail = expired, t.filled, StatusExpired, uint8(t.outcome)
+		binaryTerms(e, m, t)
 	}
 	if p.res.status == StatusFilled {
-		p.emit(Event{Kind: EvOrderFilled, Market: m.id, User: t.user, OrderID: t.id, Side: t.side,
-			Qty: t.filled, Status: StatusFilled, Detail: uint8(t.outcome)})
+		e := p.newEvent(EvOrderFilled)
+		e.Market, e.User, e.OrderID, e.Side = m.id, t.user, t.id, t.side
+		e.Qty, e.Status, e.Detail = t.filled, StatusFilled, uint8(t.outcome)
+		binaryTerms(e, m, t)
 	}
 	p.closeOrder(m, ti)
 }

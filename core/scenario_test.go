@@ -480,6 +480,7 @@ func scnRenderEvent(e *Event) string {
 	n("fee2", int64(e.Fee2))
 	n("d_avail", int64(e.DAvail))
 	n("d_frozen", int64(e.DFrozen))
+	n("frozen", int64(e.Frozen)) // binary order events (payout is the market's: not repeated here)
 	if !e.Key.IsZero() {
 		f("key", e.Key.String())
 	}

@@ -66,6 +66,10 @@ type OrderRecord struct {
 	QuoteQty core.Units       // quote budget of a MARKET BUY by quote, else 0
 	Filled   core.Units       // base Units filled
 	ClientID core.Key         // client order id, zero if none
+	// Outcome is a binary market's order's outcome (0 on spot). Side and
+	// Price are then the order's own, in its outcome's terms (as placed:
+	// BUY NO @0.30), never the YES book's; Qty and Filled are shares.
+	Outcome core.Outcome
 	// Partial: History did not see this order placed (it started later, or
 	// MaxLiveOrders was reached), so Type, TIF, Price, Qty and ClientID may
 	// be zero rather than known.
@@ -162,6 +166,9 @@ func (h *History) Apply(c *core.Command, evs []core.Event) {
 	}
 	for i := range evs {
 		e := &evs[i]
+		if e.Detail != 0 && e.Payout != 0 && isOrderEvent(e.Kind) {
+			h.binaryOrder(e)
+		}
 		switch e.Kind {
 		case core.EvTrade:
 			h.trade(e)
@@ -201,12 +208,49 @@ func (h *History) Seed(p *core.Processor) {
 			if o.Filled > 0 {
 				st = core.StatusPartiallyFilled
 			}
-			h.insert(OrderRecord{ID: o.ID, User: o.User, Market: o.Market, Side: o.Side, Type: core.Limit,
+			r := OrderRecord{ID: o.ID, User: o.User, Market: o.Market, Side: o.Side, Type: core.Limit,
 				TIF: o.TIF, Status: st, Price: o.Price, Qty: o.Qty, Filled: o.Filled, ClientID: o.ClientID,
-				FillsTruncated: o.Filled > 0})
+				FillsTruncated: o.Filled > 0, Outcome: o.Outcome}
+			if o.Outcome != 0 {
+				bv, _ := p.Binary(o.Market)
+				r.Side, r.Price = ownTerms(o.Outcome, o.Side, o.Price, bv.Payout)
+			}
+			h.insert(r)
 			h.live++
 		}
 	}
+}
+
+// isOrderEvent reports whether k is an order lifecycle event (one that
+// names an order in OrderID and, on a binary market, its outcome).
+func isOrderEvent(k core.EventKind) bool {
+	switch k {
+	case core.EvOrderAccepted, core.EvOrderFilled, core.EvOrderPartiallyFilled, core.EvOrderCancelled,
+		core.EvOrderExpired:
+		return true
+	}
+	return false
+}
+
+// binaryOrder records the outcome of the binary order e is about, the
+// first time an event names it (open cannot tell a binary order from the
+// command alone: the market decides).
+func (h *History) binaryOrder(e *core.Event) {
+	if r := h.get(e.OrderID); r != nil && r.Outcome == 0 {
+		r.Outcome = core.Outcome(e.Detail)
+	}
+}
+
+// ownTerms is a binary order's side and price in its outcome's terms, from
+// its book side and price (core.Event and core.OrderView carry those).
+func ownTerms(out core.Outcome, bookSide core.Side, bookPrice core.Price, payout core.Units) (core.Side, core.Price) {
+	if out == core.OutcomeNo {
+		if bookPrice != 0 {
+			bookPrice = core.Price(payout) - bookPrice
+		}
+		return 3 - bookSide, bookPrice
+	}
+	return bookSide, bookPrice
 }
 
 // open starts tracking a newly placed order.
@@ -329,6 +373,10 @@ func (h *History) finish(e *core.Event, st core.OrderStatus) {
 	case r == nil:
 		r = h.insert(OrderRecord{ID: e.OrderID, User: e.User, Market: e.Market, Side: e.Side,
 			Partial: true, FillsTruncated: true})
+		if e.Detail != 0 && e.Payout != 0 { // a binary order: its own terms (every event carries its book price)
+			r.Outcome = core.Outcome(e.Detail)
+			r.Side, r.Price = ownTerms(r.Outcome, e.Side, e.Price, e.Payout)
+		}
 	case !r.Live():
 		return // finished already (cannot happen: ids are unique and finish once)
 	default:
@@ -338,7 +386,7 @@ func (h *History) finish(e *core.Event, st core.OrderStatus) {
 	switch {
 	case e.Kind == core.EvOrderFilled && e.OtherOrderID == 0: // the taker's: Qty = total filled
 		r.Filled = e.Qty
-	case e.Kind == core.EvOrderFilled && r.Partial: // a maker's: Price = its limit price
+	case e.Kind == core.EvOrderFilled && r.Partial && r.Outcome == 0: // a maker's: Price = its limit price
 		r.Price = e.Price
 	case e.Kind == core.EvOrderExpired: // Qty = expired, Amount = filled
 		r.Filled = e.Amount

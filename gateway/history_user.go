@@ -114,19 +114,49 @@ func (h *History) UserOrders(user core.UserID, fn func(r *OrderRecord) bool) {
 // UserTrade is one trade as the order history lists it (History's trade
 // log and the archive's trades table).
 type UserTrade struct {
-	ID                    uint64
-	Seq                   core.Seq
-	Time                  int64 // unix ns
-	Market                core.MarketID
-	Price                 core.Price // the maker's price
-	Qty                   core.Units // base units
-	Quote                 core.Units // notional, quote units
-	MakerOrder            core.OrderID
-	TakerOrder            core.OrderID
-	MakerUser, TakerUser  core.UserID
-	MakerFee, TakerFee    core.Units // quote units
-	TakerSide             core.Side
-	olderMaker, olderTake uint64 // position+1 in the log of MakerUser's / TakerUser's previous trade
+	ID                   uint64
+	Seq                  core.Seq
+	Time                 int64 // unix ns
+	Market               core.MarketID
+	Price                core.Price // the maker's price
+	Qty                  core.Units // base units
+	Quote                core.Units // notional, quote units
+	MakerOrder           core.OrderID
+	TakerOrder           core.OrderID
+	MakerUser, TakerUser core.UserID
+	MakerFee, TakerFee   core.Units // quote units
+	TakerSide            core.Side
+	// A binary market's trade (0 on spot): each party's outcome and price
+	// in its own outcome's terms (Price is the YES book's; TakerSide is the
+	// taker's own side). The maker's own side follows: the opposite of the
+	// taker's between one outcome's holders, the same across outcomes (a
+	// mint or a burn).
+	TakerOutcome, MakerOutcome core.Outcome
+	TakerPrice, MakerPrice     core.Price
+	olderMaker, olderTake      uint64 // position+1 in the log of MakerUser's / TakerUser's previous trade
+}
+
+// MakerSide is the maker's own side (its outcome's terms on a binary market).
+func (t *UserTrade) MakerSide() core.Side {
+	if t.TakerOutcome != 0 && t.TakerOutcome != t.MakerOutcome {
+		return t.TakerSide // a mint (both buy) or a burn (both sell)
+	}
+	return 3 - t.TakerSide
+}
+
+// binaryTrade completes t from EvTrade e of a binary market (e.Flags =
+// the fill kind, e.Detail = the taker's outcome, e.Payout set).
+func (t *UserTrade) binaryTrade(e *core.Event) {
+	if e.Flags == 0 || e.Payout == 0 {
+		return
+	}
+	kind, out := core.FillKind(e.Flags), core.Outcome(e.Detail)
+	t.TakerOutcome, t.MakerOutcome = out, 3-out
+	if kind == core.FillTransferYes || kind == core.FillTransferNo {
+		t.MakerOutcome = out
+	}
+	_, t.TakerPrice = ownTerms(t.TakerOutcome, 0, e.Price, e.Payout)
+	_, t.MakerPrice = ownTerms(t.MakerOutcome, 0, e.Price, e.Payout)
 }
 
 // tradeLog is a ring of the most recent trades of every user, linked per
@@ -150,6 +180,7 @@ func (l *tradeLog) add(e *core.Event, window int) {
 		Quote: e.Amount, MakerOrder: e.OrderID, TakerOrder: e.OtherOrderID, MakerUser: e.User, TakerUser: e.OtherUser,
 		MakerFee: e.Fee, TakerFee: e.Fee2, TakerSide: e.Side,
 		olderMaker: l.heads[e.User], olderTake: l.heads[e.OtherUser]}
+	t.binaryTrade(e)
 	if len(l.buf) < window {
 		l.buf = append(l.buf, t)
 	} else {

@@ -69,11 +69,13 @@ func (s *Server) parseHistoryQuery(ctx *fasthttp.RequestCtx, st *reqState) (Hist
 		panic("gateway: user 0 would list every user's history") // Authenticate never yields 0
 	}
 	if mv := args.Peek("market"); len(mv) > 0 {
-		m, ok := s.reg.MarketBytes(mv)
-		if !ok {
+		if m, ok := s.reg.MarketBytes(mv); ok {
+			q.Market = m.ID
+		} else if id, ok := s.binaryMarketID(mv); ok { // a binary market, by its id
+			q.Market = id
+		} else {
 			return q, coreError(core.CodeInvalidMarket)
 		}
-		q.Market = m.ID
 	}
 	var err *APIError
 	if q.Limit, err = parseLimit(ctx, DefaultListLimit, MaxListLimit); err != nil {
@@ -149,10 +151,20 @@ func (s *Server) listOrders(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if err != nil {
 		return err
 	}
+	var lm listMarkets
+	var bin []core.MarketID
+	for i := range st.recs {
+		if st.recs[i].Outcome != 0 {
+			bin = append(bin, st.recs[i].Market)
+		}
+	}
+	if err := s.resolveBinary(&lm, bin); err != nil {
+		return err
+	}
 	b := append(st.out[:0], `{"orders":[`...)
 	n := 0
 	for i := range st.recs {
-		m, ok := s.reg.MarketByID(st.recs[i].Market)
+		m, ok := s.listMarket(&lm, st.recs[i].Market, st.recs[i].Outcome != 0)
 		if !ok {
 			continue
 		}
@@ -189,12 +201,14 @@ func (s *Server) openOrders(q *HistoryQuery, st *reqState) *APIError {
 				st.views = p.OpenOrders(s.reg.markets[i].ID, q.User, st.views)
 			}
 		}
+		s.binaryOpenOrders(p, q, st)
 		slices.SortFunc(st.views, func(a, b core.OrderView) int { return cmpDesc(uint64(a.ID), uint64(b.ID)) })
 		for i := range st.views {
 			if uint64(st.views[i].ID) >= q.Before {
 				continue
 			}
 			r := liveRecord(&st.views[i])
+			r.Outcome = st.views[i].Outcome // binary: already in its own terms (binaryOpenOrders)
 			if hr, ok := h.Order(r.ID); ok {
 				r.Time = hr.Time
 			}
@@ -315,11 +329,21 @@ func (s *Server) myTrades(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		}
 		st.utrades = ts
 	}
+	var lm listMarkets
+	var bin []core.MarketID
+	for i := range st.utrades {
+		if st.utrades[i].TakerOutcome != 0 {
+			bin = append(bin, st.utrades[i].Market)
+		}
+	}
+	if err := s.resolveBinary(&lm, bin); err != nil {
+		return err
+	}
 	b := append(st.out[:0], `{"trades":[`...)
 	n := 0
 	for i := range st.utrades {
 		t := &st.utrades[i]
-		m, ok := s.reg.MarketByID(t.Market)
+		m, ok := s.listMarket(&lm, t.Market, t.TakerOutcome != 0)
 		if !ok {
 			continue
 		}
@@ -335,15 +359,14 @@ func (s *Server) myTrades(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	return nil
 }
 
-// appendUserTrade writes t from user's side.
+// appendUserTrade writes t from user's side. A binary market's fill
+// (outcome set) is in the user's own outcome's terms: its side and price,
+// and quote_quantity = that price x shares.
 func appendUserTrade(b []byte, t *UserTrade, user core.UserID, m *Market) []byte {
-	order, side, fee, maker := t.TakerOrder, t.TakerSide, t.TakerFee, false
-	if t.TakerUser != user {
-		order, fee, maker = t.MakerOrder, t.MakerFee, true
-		side = core.Buy
-		if t.TakerSide == core.Buy {
-			side = core.Sell
-		}
+	order, side, price, fee, maker, out := userTradeSide(t, user)
+	quote := t.Quote
+	if out != 0 {
+		quote = core.Units(price) * t.Qty // a binary leg's notional (the core checked it fits)
 	}
 	b = append(b, `{"trade_id":`...)
 	b = appendUint(b, t.ID)
@@ -351,14 +374,18 @@ func appendUserTrade(b []byte, t *UserTrade, user core.UserID, m *Market) []byte
 	b = appendUint(b, uint64(order))
 	b = append(b, `,"market":`...)
 	b = appendStr(b, m.Symbol)
+	if out != 0 {
+		b = append(b, `,"outcome":`...)
+		b = appendStr(b, out.String())
+	}
 	b = append(b, `,"side":`...)
 	b = appendNameOrNull(b, side.String())
 	b = append(b, `,"price":`...)
-	b = appendUnitsStr(b, int64(t.Price), m.Quote.Scale)
+	b = appendUnitsStr(b, int64(price), m.Quote.Scale)
 	b = append(b, `,"quantity":`...)
 	b = appendUnitsStr(b, int64(t.Qty), m.Base.Scale)
 	b = append(b, `,"quote_quantity":`...)
-	b = appendUnitsStr(b, int64(t.Quote), m.Quote.Scale)
+	b = appendUnitsStr(b, int64(quote), m.Quote.Scale)
 	b = append(b, `,"fee":`...)
 	b = appendUnitsStr(b, int64(fee), m.Quote.Scale)
 	b = append(b, `,"fee_asset":`...)

@@ -4,7 +4,7 @@ import "github.com/ubscore/ubscore/core"
 
 // The order object of the API, written by hand (see jsonout.go):
 //
-//	{"order_id":1,"client_order_id":"c-1"|null,"market":"BTC-USDT","side":"BUY",
+//	{"order_id":1,"client_order_id":"c-1"|null,"market":"BTC-USDT",["outcome":"NO",]"side":"BUY",
 //	 "type":"LIMIT","time_in_force":"GTC","price":"50000.000000"|null,
 //	 "quantity":"0.10000000"|null,["quote_quantity":"100.000000",]
 //	 "filled_quantity":"0.00000000","status":"NEW",["reason":"SELF_TRADE_PREVENTED",]
@@ -35,6 +35,10 @@ func appendOrder(b []byte, r *OrderRecord, m *Market, withFills, duplicate bool)
 	b = appendClientID(b, &r.ClientID)
 	b = append(b, `,"market":`...)
 	b = appendStr(b, m.Symbol)
+	if r.Outcome != 0 { // a binary market's order: side and price are its outcome's (as placed)
+		b = append(b, `,"outcome":`...)
+		b = appendStr(b, r.Outcome.String())
+	}
 	b = append(b, `,"side":`...)
 	b = appendNameOrNull(b, r.Side.String())
 	b = append(b, `,"type":`...)

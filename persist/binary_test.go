@@ -141,7 +141,7 @@ func TestSinkBinaryMarkets(t *testing.T) {
 			t.Errorf("%d %s trades, want %d", got, kind, want)
 		}
 	}
-	if got := queryInt(t, pool, `SELECT count(*) FROM wal_events WHERE payload->>'book_type' = 'SYNTHETIC'
+	if got := queryInt(t, pool, `SELECT count(*) FROM wal_events WHERE payload->>'book_type' LIKE 'SYNTHETIC_%'
 		AND payload->>'outcome' = 'NO'`); got == 0 {
 		t.Error("no audit event carries the NO orders' book terms")
 	}

@@ -37,9 +37,12 @@ func refWriteRows(ctx context.Context, tx pgx.Tx, b *batchRows) error {
 		v[0], v[1], v[2], v[3], v[4], v[5] = r.tradeID, r.seq, r.market, r.price, r.qty, r.quote
 		v[6], v[7], v[8], v[9] = r.makerOrder, r.takerOrder, r.makerUser, r.takerUser
 		v[10], v[11], v[12], v[13] = r.makerFee, r.takerFee, r.takerSide, refTime(r.at)
-		v[14], v[15] = nil, nil
+		for j := 14; j < 20; j++ {
+			v[j] = nil
+		}
 		if r.fillKind != "" {
-			v[14], v[15] = r.fillKind, r.takerOutcome
+			v[14], v[15], v[16], v[17] = r.fillKind, r.takerOutcome, r.makerOutcome, r.makerSide
+			v[18], v[19] = r.makerPrice, r.takerPrice
 		}
 	}); err != nil {
 		return err
@@ -80,6 +83,13 @@ func refWriteRows(ctx context.Context, tx pgx.Tx, b *batchRows) error {
 		}
 		v[12], v[13] = int64(o.createdSeq), int64(o.updatedSeq)
 		v[14], v[15] = refTime(o.createdAt), refTime(o.updatedAt)
+		for j := 16; j < 22; j++ {
+			v[j] = nil
+		}
+		if o.outcome != 0 {
+			v[16], v[17], v[18] = o.outcome.String(), bookType(o.outcome, o.bookSide), o.bookSide.String()
+			v[19], v[20], v[21] = int64(o.bookPrice), frozenAssetType(o.side), int64(o.hold)
+		}
 	}); err != nil {
 		return err
 	}
@@ -104,7 +114,8 @@ func TestBinaryCopyMatchesPgxCopy(t *testing.T) {
 	// with sub-microsecond parts, a key with non-ASCII text.
 	b.trades = append(b.trades, tradeRow{tradeID: math.MaxInt64, seq: math.MinInt64, market: math.MinInt32,
 		price: -1, qty: 1 << 40, takerSide: "SELL", at: -1_234_567_891})
-	b.trades = append(b.trades, tradeRow{tradeID: math.MaxInt64 - 1, takerSide: "BUY", fillKind: "MINT", takerOutcome: "NO"})
+	b.trades = append(b.trades, tradeRow{tradeID: math.MaxInt64 - 1, takerSide: "BUY", fillKind: "MINT", takerOutcome: "NO",
+		makerOutcome: "YES", makerSide: "BUY", makerPrice: math.MaxInt64, takerPrice: math.MinInt64})
 	b.ledger = append(b.ledger, ledgerRow{seq: math.MaxInt64, idx: math.MaxInt32, user: -5, asset: -1, dAvail: math.MinInt64,
 		cause: "ADJUST", ref: "réf €", hasRef: true, at: 946_684_799_999_999_999})
 	write := func(ref bool) map[string][]string {

@@ -34,6 +34,10 @@ type tradeRow struct {
 	takerSide              string
 	at                     int64  // unix ns
 	fillKind, takerOutcome string // binary markets ("" on spot: NULL)
+	// binary markets: the maker's outcome and own side, both parties' prices
+	// in their own outcome's terms (price is the YES book's)
+	makerOutcome, makerSide string
+	makerPrice, takerPrice  int64
 }
 
 // ledgerRow is one spot_ledger row: a signed change of a balance.
@@ -88,6 +92,16 @@ type orderRow struct {
 	hasQty   bool
 	filled   core.Units       // new: total filled; existing: filled in this batch (base units)
 	status   core.OrderStatus // 0 = unchanged (existing orders only)
+
+	// Binary markets (migration 0060). side and price above stay the
+	// order's own (its outcome's terms); these are its book terms, set for
+	// a new order from its first event (every binary order event carries
+	// them), and what it holds (hold, when hasHold: after the batch).
+	outcome   core.Outcome // 0: spot, or an existing order (its terms are stored)
+	bookSide  core.Side
+	bookPrice core.Price
+	hold      core.Units
+	hasHold   bool
 
 	updatedSeq core.Seq
 	updatedAt  int64 // unix ns
@@ -197,7 +211,16 @@ func (b *batchRows) trade(seq core.Seq, e *core.Event, at int64) {
 		makerFee: int64(e.Fee), takerFee: int64(e.Fee2), takerSide: e.Side.String(), at: at})
 	if e.Flags != 0 { // a binary market's fill (Flags = FillKind, Detail = the taker's outcome)
 		r := &b.trades[len(b.trades)-1]
-		r.fillKind, r.takerOutcome = core.FillKind(e.Flags).String(), core.Outcome(e.Detail).String()
+		kind, tOut := core.FillKind(e.Flags), core.Outcome(e.Detail)
+		r.fillKind, r.takerOutcome = kind.String(), tOut.String()
+		// a transfer is between holders of one outcome on opposite sides; a
+		// mint (both buy) and a burn (both sell) between the two outcomes
+		mOut, mSide := 3-tOut, e.Side
+		if kind == core.FillTransferYes || kind == core.FillTransferNo {
+			mOut, mSide = tOut, 3-e.Side
+		}
+		r.makerOutcome, r.makerSide = mOut.String(), mSide.String()
+		r.makerPrice, r.takerPrice = int64(ownPrice(mOut, e.Price, e.Payout)), int64(ownPrice(tOut, e.Price, e.Payout))
 	}
 	b.order(e.OrderID, seq, at).filled += e.Qty
 	b.order(e.OtherOrderID, seq, at).filled += e.Qty
@@ -208,17 +231,19 @@ func (b *batchRows) trade(seq core.Seq, e *core.Event, at int64) {
 func (b *batchRows) orderEvent(c *core.Command, e *core.Event, idx int32, at int64) {
 	switch e.Kind {
 	case core.EvOrderAccepted:
-		o := b.order(e.OrderID, c.Seq, at)
+		o := b.binaryTerms(e, b.order(e.OrderID, c.Seq, at))
 		o.status = e.Status // NEW, or PARTIALLY_FILLED when it traded before resting
-		o.price, o.hasPrice = e.Price, true
+		if e.Payout == 0 {  // a binary order keeps its own price (e.Price is the book's)
+			o.price, o.hasPrice = e.Price, true
+		}
 	case core.EvOrderFilled:
-		b.order(e.OrderID, c.Seq, at).status = core.StatusFilled
+		b.binaryTerms(e, b.order(e.OrderID, c.Seq, at)).status = core.StatusFilled
 	case core.EvOrderPartiallyFilled:
-		b.order(e.OrderID, c.Seq, at).status = core.StatusPartiallyFilled
+		b.binaryTerms(e, b.order(e.OrderID, c.Seq, at)).status = core.StatusPartiallyFilled
 	case core.EvOrderCancelled:
-		b.order(e.OrderID, c.Seq, at).status = core.StatusCancelled
+		b.binaryTerms(e, b.order(e.OrderID, c.Seq, at)).status = core.StatusCancelled
 	case core.EvOrderExpired:
-		b.order(e.OrderID, c.Seq, at).status = core.StatusExpired
+		b.binaryTerms(e, b.order(e.OrderID, c.Seq, at)).status = core.StatusExpired
 	case core.EvOrderModified:
 		o := b.order(e.OrderID, c.Seq, at)
 		o.status = e.Status
@@ -235,6 +260,47 @@ func (b *batchRows) orderEvent(c *core.Command, e *core.Event, idx int32, at int
 	if typ := auditType(e); typ != "" {
 		b.walEvent(c.Seq, idx, typ, e, at)
 	}
+}
+
+// binaryTerms records what a binary order event (e.Payout != 0) says about
+// order row o: a new order's outcome and book terms, and its hold after the
+// event (e.Frozen while it rests, 0 once it closes). It returns o.
+func (b *batchRows) binaryTerms(e *core.Event, o *orderRow) *orderRow {
+	if e.Payout == 0 {
+		return o
+	}
+	if o.isNew && o.outcome == 0 {
+		o.outcome, o.bookSide, o.bookPrice = core.Outcome(e.Detail), e.Side, e.Price
+	}
+	o.hold, o.hasHold = e.Frozen, true
+	return o
+}
+
+// ownPrice is a YES book price in outcome out's terms.
+func ownPrice(out core.Outcome, bookPrice core.Price, payout core.Units) core.Price {
+	if out == core.OutcomeNo {
+		return core.Price(payout) - bookPrice
+	}
+	return bookPrice
+}
+
+// bookType is spec 004's book_type of an order of outcome out resting on
+// the YES book's side bookSide (NATIVE_BUY, NATIVE_SELL, SYNTHETIC_BUY,
+// SYNTHETIC_SELL).
+func bookType(out core.Outcome, bookSide core.Side) string {
+	if out == core.OutcomeNo {
+		return "SYNTHETIC_" + bookSide.String()
+	}
+	return "NATIVE_" + bookSide.String()
+}
+
+// frozenAssetType is what a binary order of own side holds: quote for a
+// BUY, shares for a SELL.
+func frozenAssetType(side core.Side) string {
+	if side == core.Buy {
+		return "FUNDS"
+	}
+	return "SHARES"
 }
 
 // newOrder starts the row of an order placed by c (its full state; events
@@ -284,28 +350,44 @@ func refOf(c *core.Command, res *core.Event) (string, bool) {
 // 4.2 (snake_case, amounts in smallest units, sides BUY/SELL) after the
 // market, user, order and side every row carries. For a spot book the book
 // price is the order's limit price (original_price: the price it was
-// placed at; binary markets map their YES/NO prices onto one book).
+// placed at). A binary market's order is stated as placed (outcome, side,
+// price in its outcome's terms; original_price of ORDER_ACCEPTED is that
+// price, spec 004 §4.3) and on the YES book (book_type NATIVE_BUY /
+// NATIVE_SELL / SYNTHETIC_BUY / SYNTHETIC_SELL, book_direction,
+// book_price), with frozen_asset_type (FUNDS | SHARES), remaining_qty and
+// frozen_amount on every event (issue 40).
 func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event, at int64) {
 	start := len(b.payloads)
 	p := b.payloads
 	p = jsonInt(append(p, `{"market_id":`...), int64(e.Market))
 	p = jsonUint(append(p, `,"user_id":`...), uint64(e.User))
 	p = jsonUint(append(p, `,"order_id":`...), uint64(e.OrderID))
-	p = append(append(append(p, `,"side":"`...), e.Side.String()...), '"')
-	if e.Detail != 0 { // a binary market's order: side and price are the YES book's
-		bt := "NATIVE"
-		if core.Outcome(e.Detail) == core.OutcomeNo {
-			bt = "SYNTHETIC"
+	bin := e.Detail != 0 && e.Payout != 0 // a binary market's order: e.Side and e.Price are the YES book's
+	if !bin {
+		p = append(append(append(p, `,"side":"`...), e.Side.String()...), '"')
+	} else { // the order as placed, then its book terms (issue 40)
+		out := core.Outcome(e.Detail)
+		side := e.Side
+		if out == core.OutcomeNo {
+			side = 3 - side
 		}
-		p = append(append(append(p, `,"outcome":"`...), core.Outcome(e.Detail).String()...), '"')
-		p = append(append(append(p, `,"book_type":"`...), bt...), '"')
+		p = append(append(append(p, `,"side":"`...), side.String()...), '"')
+		p = append(append(append(p, `,"outcome":"`...), out.String()...), '"')
+		p = jsonInt(append(p, `,"price":`...), int64(ownPrice(out, e.Price, e.Payout)))
+		p = append(append(append(p, `,"book_type":"`...), bookType(out, e.Side)...), '"')
 		p = append(append(append(p, `,"book_direction":"`...), e.Side.String()...), '"')
+		p = jsonInt(append(p, `,"book_price":`...), int64(e.Price))
+		p = append(append(append(p, `,"frozen_asset_type":"`...), frozenAssetType(side)...), '"')
 	}
 	switch e.Kind {
 	case core.EvOrderAccepted:
 		p = append(append(append(p, `,"status":"`...), e.Status.String()...), '"')
-		p = jsonInt(append(p, `,"book_price":`...), int64(e.Price))
-		p = jsonInt(append(p, `,"original_price":`...), int64(e.Price))
+		if bin {
+			p = jsonInt(append(p, `,"original_price":`...), int64(ownPrice(core.Outcome(e.Detail), e.Price, e.Payout)))
+		} else {
+			p = jsonInt(append(p, `,"book_price":`...), int64(e.Price))
+			p = jsonInt(append(p, `,"original_price":`...), int64(e.Price))
+		}
 		p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Qty))
 		p = jsonInt(append(p, `,"frozen_amount":`...), int64(e.Amount))
 		if !e.Key.IsZero() {
@@ -322,11 +404,18 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 			p = append(p, `,"role":"taker"`...)
 			p = jsonInt(append(p, `,"filled_qty":`...), int64(e.Qty))
 		}
+		if bin {
+			p = append(p, `,"remaining_qty":0,"frozen_amount":0`...)
+		}
 	case core.EvOrderPartiallyFilled:
 		p = jsonInt(append(p, `,"fill_qty":`...), int64(e.Qty))
 		p = jsonInt(append(p, `,"trade_price":`...), int64(e.Price))
 		p = jsonInt(append(p, `,"new_remaining_qty":`...), int64(e.Amount))
 		p = jsonUint(append(p, `,"counterparty_order_id":`...), uint64(e.OtherOrderID))
+		if bin {
+			p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Amount))
+			p = jsonInt(append(p, `,"frozen_amount":`...), int64(e.Frozen))
+		}
 	case core.EvOrderCancelled:
 		p = append(append(append(p, `,"reason":"`...), e.Code.String()...), '"') // OK = the user asked
 		p = jsonInt(append(p, `,"remaining_qty":`...), int64(e.Qty))
@@ -334,6 +423,9 @@ func (b *batchRows) walEvent(seq core.Seq, idx int32, typ string, e *core.Event,
 	case core.EvOrderExpired:
 		p = jsonInt(append(p, `,"expired_qty":`...), int64(e.Qty))
 		p = jsonInt(append(p, `,"filled_qty":`...), int64(e.Amount))
+		if bin {
+			p = append(p, `,"remaining_qty":0,"frozen_amount":0`...)
+		}
 	}
 	p = append(p, '}')
 	b.payloads = p

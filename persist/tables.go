@@ -14,13 +14,14 @@ import (
 var (
 	tradeColumns = []string{"trade_id", "seq", "market_id", "price", "quantity", "quote_amount",
 		"maker_order_id", "taker_order_id", "maker_user_id", "taker_user_id", "maker_fee", "taker_fee",
-		"taker_side", "time", "fill_kind", "taker_outcome"}
+		"taker_side", "time", "fill_kind", "taker_outcome", "maker_outcome", "maker_side", "maker_price", "taker_price"}
 	ledgerColumns = []string{"seq", "idx", "user_id", "asset_id", "d_available", "d_frozen", "cause", "ref",
 		"trade_id", "time"}
 	walEventColumns = []string{"seq", "idx", "event_type", "order_id", "payload", "time"}
 	orderColumns    = []string{"order_id", "user_id", "market_id", "side", "type", "time_in_force", "price",
 		"quantity", "quote_quantity", "filled_quantity", "status", "client_order_id", "created_seq", "updated_seq",
-		"created_at", "updated_at"}
+		"created_at", "updated_at", "outcome", "book_type", "book_direction", "book_price", "frozen_asset_type",
+		"frozen_amount"}
 )
 
 // updateOrdersSQL applies the batch's changes to orders placed before it:
@@ -31,10 +32,12 @@ UPDATE orders AS o SET
 	status = coalesce(u.status, o.status),
 	price = coalesce(u.price, o.price),
 	quantity = coalesce(u.quantity, o.quantity),
+	frozen_amount = CASE WHEN o.outcome IS NULL THEN NULL ELSE coalesce(u.frozen, o.frozen_amount) END, -- binary rows only (0060)
 	updated_seq = u.seq,
 	updated_at = u.at
-FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::timestamptz[])
-	AS u(order_id, d_filled, status, price, quantity, seq, at)
+FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::timestamptz[],
+	$8::bigint[])
+	AS u(order_id, d_filled, status, price, quantity, seq, at, frozen)
 WHERE o.order_id = u.order_id`
 
 // copySQL is the COPY statement of table with cols (identifiers quoted:
@@ -78,9 +81,14 @@ func writeRows(ctx context.Context, tx pgx.Tx, b *batchRows, cb *copyBuf) (missi
 		if r.fillKind != "" {
 			cb.text(r.fillKind)
 			cb.text(r.takerOutcome)
+			cb.text(r.makerOutcome)
+			cb.text(r.makerSide)
+			cb.int8(r.makerPrice)
+			cb.int8(r.takerPrice)
 		} else {
-			cb.null()
-			cb.null()
+			for range 6 {
+				cb.null()
+			}
 		}
 	}
 	if err := cb.send(ctx, tx, "trades", copyTradesSQL); err != nil {
@@ -198,13 +206,25 @@ func writeOrders(ctx context.Context, tx pgx.Tx, rows []orderRow, cb *copyBuf) (
 		cb.int8(int64(o.updatedSeq))
 		cb.timestamptz(o.createdAt)
 		cb.timestamptz(o.updatedAt)
+		if o.outcome == 0 { // spot
+			for range 6 {
+				cb.null()
+			}
+			continue
+		}
+		cb.text(o.outcome.String())
+		cb.text(bookType(o.outcome, o.bookSide))
+		cb.text(o.bookSide.String())
+		cb.int8(int64(o.bookPrice))
+		cb.text(frozenAssetType(o.side))
+		cb.int8(int64(o.hold))
 	}
 	if err := cb.send(ctx, tx, "orders", copyOrdersSQL); err != nil {
 		return 0, err
 	}
 	if n := len(upd.id); n > 0 {
 		tag, err := tx.Exec(ctx, updateOrdersSQL, upd.id, upd.dFilled, upd.status, upd.price, upd.qty,
-			upd.seq, upd.at)
+			upd.seq, upd.at, upd.hold)
 		if err != nil {
 			return 0, fmt.Errorf("persist: update %d orders: %w", n, err)
 		}
@@ -219,6 +239,7 @@ type orderUpdates struct {
 	id, dFilled []int64
 	status      []pgtype.Text
 	price, qty  []pgtype.Int8
+	hold        []pgtype.Int8 // frozen_amount of a binary order
 	seq         []int64
 	at          []time.Time
 }
@@ -229,6 +250,7 @@ func (c *orderUpdates) add(o *orderRow) {
 	c.status = append(c.status, pgtype.Text{String: o.status.String(), Valid: o.status != 0})
 	c.price = append(c.price, pgtype.Int8{Int64: int64(o.price), Valid: o.hasPrice})
 	c.qty = append(c.qty, pgtype.Int8{Int64: int64(o.qty), Valid: o.hasQty})
+	c.hold = append(c.hold, pgtype.Int8{Int64: int64(o.hold), Valid: o.hasHold})
 	c.seq = append(c.seq, int64(o.updatedSeq))
 	c.at = append(c.at, time.Unix(0, o.updatedAt).UTC())
 }

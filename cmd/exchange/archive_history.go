@@ -61,7 +61,7 @@ func (a *pgArchive) Orders(q gateway.HistoryQuery, dst []gateway.OrderRecord) ([
 	}
 	args = append(args, q.Limit)
 	rows, err := a.pool.Query(ctx, `SELECT order_id, user_id, market_id, side, type, time_in_force, price, quantity,
-		quote_quantity, filled_quantity, status, client_order_id, created_at FROM orders WHERE `+where+
+		quote_quantity, filled_quantity, status, client_order_id, created_at, outcome FROM orders WHERE `+where+
 		fmt.Sprintf(" ORDER BY order_id DESC LIMIT $%d", len(args)), args...)
 	if err != nil {
 		return dst, err
@@ -72,11 +72,11 @@ func (a *pgArchive) Orders(q gateway.HistoryQuery, dst []gateway.OrderRecord) ([
 			id, user, market             int64
 			price, qty, quoteQty, filled int64
 			side, typ, tif, status       string
-			clientID                     *string
+			clientID, outcome            *string
 			created                      time.Time
 		)
 		if err := rows.Scan(&id, &user, &market, &side, &typ, &tif, &price, &qty, &quoteQty, &filled, &status,
-			&clientID, &created); err != nil {
+			&clientID, &created, &outcome); err != nil {
 			return dst, err
 		}
 		r := gateway.OrderRecord{ID: core.OrderID(id), User: core.UserID(user), Time: created.UnixNano(),
@@ -85,6 +85,9 @@ func (a *pgArchive) Orders(q gateway.HistoryQuery, dst []gateway.OrderRecord) ([
 			Filled: core.Units(filled)}
 		if clientID != nil {
 			r.ClientID, _ = core.KeyFrom(*clientID)
+		}
+		if outcome != nil { // a binary order: side and price are its own (migration 0060)
+			r.Outcome = outcomeByName[*outcome]
 		}
 		dst = append(dst, r)
 	}
@@ -100,7 +103,8 @@ func (a *pgArchive) Trades(q gateway.HistoryQuery, dst []gateway.UserTrade) ([]g
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
 	const cols = `trade_id, seq, time, market_id, price, quantity, quote_amount, maker_order_id, taker_order_id,
-		maker_user_id, taker_user_id, maker_fee, taker_fee, taker_side`
+		maker_user_id, taker_user_id, maker_fee, taker_fee, taker_side, taker_outcome, maker_outcome, taker_price,
+		maker_price`
 	maker, args := historyWhere(q, "maker_user_id", "trade_id", "time", nil)
 	taker, args := historyWhere(q, "taker_user_id", "trade_id", "time", args)
 	args = append(args, q.Limit)
@@ -118,14 +122,24 @@ func (a *pgArchive) Trades(q gateway.HistoryQuery, dst []gateway.UserTrade) ([]g
 			id, seq, market, price, qty, quote, mo, to, mu, tu, mf, tf int64
 			at                                                         time.Time
 			side                                                       string
+			tOut, mOut                                                 *string
+			tPrice, mPrice                                             *int64
 		)
-		if err := rows.Scan(&id, &seq, &at, &market, &price, &qty, &quote, &mo, &to, &mu, &tu, &mf, &tf, &side); err != nil {
+		if err := rows.Scan(&id, &seq, &at, &market, &price, &qty, &quote, &mo, &to, &mu, &tu, &mf, &tf, &side,
+			&tOut, &mOut, &tPrice, &mPrice); err != nil {
 			return dst, err
 		}
 		dst = append(dst, gateway.UserTrade{ID: uint64(id), Seq: core.Seq(seq), Time: at.UnixNano(),
 			Market: core.MarketID(market), Price: core.Price(price), Qty: core.Units(qty), Quote: core.Units(quote),
 			MakerOrder: core.OrderID(mo), TakerOrder: core.OrderID(to), MakerUser: core.UserID(mu), TakerUser: core.UserID(tu),
 			MakerFee: core.Units(mf), TakerFee: core.Units(tf), TakerSide: sideByName[strings.ToUpper(side)]})
+		if tOut != nil && mOut != nil && tPrice != nil && mPrice != nil { // a binary fill (migration 0060)
+			t := &dst[len(dst)-1]
+			t.TakerOutcome, t.MakerOutcome = outcomeByName[*tOut], outcomeByName[*mOut]
+			t.TakerPrice, t.MakerPrice = core.Price(*tPrice), core.Price(*mPrice)
+		}
 	}
 	return dst, rows.Err()
 }
+
+var outcomeByName = map[string]core.Outcome{"YES": core.OutcomeYes, "NO": core.OutcomeNo}

@@ -149,6 +149,8 @@ func appendEvent(j *jsonObj, ev *core.Event) {
 	j.int("fee2", int64(ev.Fee2))
 	j.int("d_avail", int64(ev.DAvail))
 	j.int("d_frozen", int64(ev.DFrozen))
+	j.int("payout", int64(ev.Payout)) // binary order events and trades
+	j.int("frozen", int64(ev.Frozen))
 	if !ev.Key.IsZero() {
 		j.str("key", ev.Key.String())
 	}
