@@ -583,27 +583,39 @@ func (s *Server) binaryDepth(ctx *fasthttp.RequestCtx, st *reqState, outcome []b
 }
 
 // binaryRecordReply answers GET of a binary market's order that no longer
-// rests, from History: its status and shares (its prices stay in the
-// order's events and trades; History keeps no outcome).
+// rests, from History: its status, shares, outcome and its own side and
+// price (History keeps them in the outcome's terms, issue 40).
 func (s *Server) binaryRecordReply(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
-	return s.replyJSON(ctx, st, http.StatusOK, binaryRecordJSON(&st.rec))
+	return s.replyJSON(ctx, st, http.StatusOK, s.binaryRecordJSON(&st.rec))
 }
 
 // binaryRecordJSON is the JSON of a binary market's order History holds
-// (GET, and the "order" of a 409 ORDER_NOT_OPEN).
-func binaryRecordJSON(r *OrderRecord) any {
-	return struct {
+// (GET, and the "order" of a 409 ORDER_NOT_OPEN). The price needs the
+// market's quote asset: it is left out once the market is archived.
+func (s *Server) binaryRecordJSON(r *OrderRecord) any {
+	j := struct {
 		OrderID  uint64 `json:"order_id"`
 		Market   string `json:"market"`
+		Outcome  string `json:"outcome,omitempty"`
+		Side     string `json:"side,omitempty"`
+		Price    string `json:"price,omitempty"` // the order's own outcome's price
 		Status   string `json:"status"`
 		Quantity int64  `json:"quantity"`
 		Filled   int64  `json:"filled"`
-	}{uint64(r.ID), strconv.Itoa(int(r.Market)), statusName(r.Status), int64(r.Qty), int64(r.Filled)}
+	}{OrderID: uint64(r.ID), Market: strconv.Itoa(int(r.Market)), Status: statusName(r.Status),
+		Quantity: int64(r.Qty), Filled: int64(r.Filled)}
+	if r.Outcome != 0 {
+		j.Outcome, j.Side = r.Outcome.String(), r.Side.String()
+		if _, a, _, err := s.binaryInfo(r.Market); err == nil {
+			j.Price = FormatUnits(int64(r.Price), a.Scale)
+		}
+	}
+	return j
 }
 
 // appendBinaryRecord appends binaryRecordJSON(r).
-func appendBinaryRecord(b []byte, r *OrderRecord) []byte {
-	j, err := json.Marshal(binaryRecordJSON(r))
+func (s *Server) appendBinaryRecord(b []byte, r *OrderRecord) []byte {
+	j, err := json.Marshal(s.binaryRecordJSON(r))
 	if err != nil { // a struct of integers and strings: cannot fail
 		panic("gateway: binary order JSON: " + err.Error())
 	}

@@ -315,10 +315,10 @@ func TestBinaryOrderAnswersLikeSpot(t *testing.T) {
 			t.Fatalf("cancel answer %s = %v, want %v: %v", k, c[k], v, c)
 		}
 	}
-	for _, tc := range []struct{ method, id, tok, body, status string }{
-		{"DELETE", id, u1, "", "CANCELLED"},
-		{"DELETE", takerID, u2, "", "FILLED"},
-		{"PATCH", takerID, u2, `{"quantity":"5"}`, "FILLED"},
+	for _, tc := range []struct{ method, id, tok, body, status, outcome, side, price string }{
+		{"DELETE", id, u1, "", "CANCELLED", "NO", "BUY", "0.300000"},
+		{"DELETE", takerID, u2, "", "FILLED", "YES", "BUY", "0.700000"},
+		{"PATCH", takerID, u2, `{"quantity":"5"}`, "FILLED", "YES", "BUY", "0.700000"},
 	} {
 		h.fails(tc.method, "/api/v1/order/"+tc.id, tc.tok, tc.body, 409, CodeOrderNotOpen)
 		_, out := h.do(tc.method, "/api/v1/order/"+tc.id, tc.tok, tc.body)
@@ -326,6 +326,11 @@ func TestBinaryOrderAnswersLikeSpot(t *testing.T) {
 		g := h.ok("GET", "/api/v1/order/"+tc.id, tc.tok, "")
 		if o["status"] != tc.status || o["order_id"] != json.Number(tc.id) || o["market"] != "20" ||
 			o["filled"] != g["filled"] || g["status"] != tc.status {
+			t.Fatalf("%s of a %s binary order: %v (GET: %v)", tc.method, tc.status, out, g)
+		}
+		// a finished order still says what it was, in its own terms
+		if g["outcome"] != tc.outcome || g["side"] != tc.side || g["price"] != tc.price ||
+			o["outcome"] != tc.outcome || o["price"] != tc.price {
 			t.Fatalf("%s of a %s binary order: %v (GET: %v)", tc.method, tc.status, out, g)
 		}
 	}

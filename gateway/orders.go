@@ -214,7 +214,7 @@ func (s *Server) notOpen(ctx *fasthttp.RequestCtx, st *reqState, id core.OrderID
 	if ok {
 		b = appendOrder(b, &st.rec, m, true, false)
 	} else {
-		b = appendBinaryRecord(b, &st.rec) // a binary market's order: as its GET answers it (binary.go)
+		b = s.appendBinaryRecord(b, &st.rec) // a binary market's order: as its GET answers it (binary.go)
 	}
 	st.out = append(b, '}')
 	s.reply(ctx, st, http.StatusConflict)
