@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ubscore/ubscore/core"
-	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
@@ -117,16 +115,18 @@ func TestRestartWithBinaryMarkets(t *testing.T) {
 		"price": "50000", "quantity": "0.001"})
 	owner[uint64(spot["order_id"].(float64))] = 31
 
-	// The first stop is SIGINT. While the venue is down the operator's
-	// halt is sequenced into its WAL directly: over HTTP a binary market
-	// cannot be halted yet (issue 40, defect 3), and the core's halt is the
-	// same command the admin endpoint would sequence.
+	// The operator halts the binary market by its id (issue 40, defect 3).
+	if h := ok("POST", fmt.Sprintf("/admin/v1/markets/%d/halt", rbHalted), 1000, nil); h["status"] != "HALTED" {
+		t.Fatalf("halt %d: %v", rbHalted, h)
+	}
+	// The first stop is SIGINT.
 	want := rbSnapshot(s, users, owner)
 	s.stopWith(syscall.SIGINT)
-	rbHalt(t, dir, rbHalted)
-	halted := want[fmt.Sprint("market ", rbHalted)].(map[string]any)
-	halted["status"], halted["halt_reason"] = "HALTED", "MANUAL_HALT"
-	for m, status := range map[int]string{rbDraft: "DRAFT", rbActive: "ACTIVE", rbSettling: "RESOLVED", rbSettled: "SETTLED"} {
+	if v := want[fmt.Sprint("market ", rbHalted)].(map[string]any); v["halt_reason"] != "MANUAL_HALT" {
+		t.Fatalf("market %d before the restarts: %v, want halted by MANUAL_HALT", rbHalted, v)
+	}
+	for m, status := range map[int]string{rbDraft: "DRAFT", rbActive: "ACTIVE", rbHalted: "HALTED", rbSettling: "RESOLVED",
+		rbSettled: "SETTLED"} {
 		if v := want[fmt.Sprint("market ", m)].(map[string]any); v["status"] != status {
 			t.Fatalf("market %d is %v before the restarts, want %s", m, v["status"], status)
 		}
@@ -164,7 +164,7 @@ func TestRestartWithBinaryMarkets(t *testing.T) {
 	if cancelled != 1 {
 		t.Fatalf("%d resting NEW orders of market %d cancelled, want 1", cancelled, rbActive)
 	}
-	e2eWaitSink(t, s, pg) // the read model followed every restart, the offline halt included
+	e2eWaitSink(t, s, pg) // the read model followed every restart
 	s.Stop()
 
 	// A config that puts a spot market on binary market 42's id: the start
@@ -193,24 +193,6 @@ func TestRestartWithBinaryMarkets(t *testing.T) {
 	if code, logs := s.cmd.ProcessState.ExitCode(), s.Logs(); code != 1 || !strings.Contains(logs, errBinaryCollision.Error()) ||
 		!strings.Contains(logs, fmt.Sprintf(`spot market "ETH-BTC" has id %d, binary market %d (ACTIVE)`, rbActive, rbActive)) {
 		t.Fatalf("a spot market on a binary market's id: exit %d:\n%s", code, logs)
-	}
-}
-
-// rbHalt halts market m in the stopped venue's data dir, keeping all of
-// its WAL (the Postgres sink may not have persisted it yet).
-func rbHalt(t *testing.T, dir string, m core.MarketID) {
-	t.Helper()
-	pl, err := journal.Start(journal.Config{Dir: dir, Logger: quietLogger(), TruncateLimit: func() core.Seq { return 0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := journal.NewReply()
-	c := core.Command{Kind: core.KindHaltMarket, Market: m, User: 1000}
-	if _, err := pl.Submit(&c, r); err != nil || pl.Wait(r) != nil || r.Result().Code != core.OK {
-		t.Fatalf("halt %d: %v %v", m, err, r.Result().Code)
-	}
-	if err := pl.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
 
