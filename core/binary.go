@@ -64,7 +64,10 @@ type binaryMarket struct {
 	outcome   Outcome // set by resolve; 0 before it and for a voided market
 	settling  bool    // RESOLVED / VOIDED and orders or positions remain to settle
 	// after is the status a breaker resolution returns the market to once it
-	// was resolved or voided (never trading again); 0 while it can trade.
+	// was resolved or voided (never trading again), or DRAFT while a halt
+	// interrupts a market not yet activated (cleared when it returns: a
+	// halt must not open a market the operator never activated); 0 while it
+	// can trade.
 	after MarketStatus
 
 	reserve   Units // quote held for the outstanding shares

@@ -78,7 +78,8 @@ func readBinaryHead(r *rbuf, m *market, ver uint8) bool {
 	}
 	m.bin = b
 	return r.err == nil && ValidQuestion(b.question) && settling <= 1 && b.outcome <= OutcomeNo && b.cursor >= 0 &&
-		(b.after == 0 || b.after == MarketResolved || b.after == MarketSettled || b.after == MarketVoided)
+		(b.after == 0 || b.after == MarketDraft || b.after == MarketResolved || b.after == MarketSettled ||
+			b.after == MarketVoided)
 }
 
 // validCfgOf checks a restored market's config and status against its kind.

@@ -82,6 +82,9 @@ func (p *Processor) tripMarket(m *market, reason BreakerReason, user UserID) {
 	if m.status == MarketHalted {
 		return
 	}
+	if m.status == MarketDraft {
+		m.bin.after = MarketDraft // only binary markets are ever DRAFT
+	}
 	m.status, m.haltReason, m.haltSeq = MarketHalted, reason, p.lastSeq
 	code := CodeInvariantViolation
 	if reason == ReasonManualHalt {
@@ -151,7 +154,7 @@ func (p *Processor) resumeMarket(c *Command) Code {
 		return CodeNotHalted // resume leaves HALTED or SUSPENDED only (suspend is its own command)
 	}
 	if m.status == MarketHalted && m.bin != nil && m.bin.after != 0 {
-		target = m.bin.after // a resolved or voided market returns to settling, never to trading
+		target = m.bin.after // a resolved or voided market returns to settling, never to trading; a DRAFT one to DRAFT
 	}
 	if !canMove(m.status, target) {
 		return CodeNotHalted
@@ -169,6 +172,9 @@ func (p *Processor) resumeMarket(c *Command) Code {
 		return CodeInvalidCommand
 	}
 	m.status, m.haltReason, m.haltSeq = target, ReasonNone, 0
+	if target == MarketDraft {
+		m.bin.after = 0 // back where it was: activate opens it, a later halt returns to trading
+	}
 	p.emit(Event{Kind: EvMarketResumed, Market: m.id, Detail: uint8(target), User: c.User})
 	return OK
 }

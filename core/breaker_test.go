@@ -137,6 +137,7 @@ func TestSpec5_MarketStatusMachine(t *testing.T) {
 		{MarketResolved, MarketSettled}: true, {MarketResolved, MarketHalted}: true,
 		{MarketSettled, MarketHalted}: true, {MarketVoided, MarketHalted}: true,
 		{MarketHalted, MarketResolved}: true, {MarketHalted, MarketSettled}: true, {MarketHalted, MarketVoided}: true,
+		{MarketHalted, MarketDraft}: true, // a halted DRAFT market returns to DRAFT (issue 40 review)
 	}
 	for _, a := range all {
 		for _, b := range all {
@@ -540,5 +541,38 @@ func TestSpec6_PerTradeCheckRollsBackTheOrder(t *testing.T) {
 	}
 	if o, ok := d.p.Order(maker.OrderID); !ok || o.Filled != 0 {
 		t.Fatalf("maker order %+v %v", o, ok)
+	}
+}
+
+// TestHaltedDraftReturnsToDraft: a binary market halted before it was
+// activated goes back to DRAFT when the halt is resolved, whatever target
+// the operator asks (a halt must never open a market nobody activated);
+// the halt's memory survives a snapshot and is gone once it returns, so a
+// later halt of the activated market resolves to trading.
+func TestHaltedDraftReturnsToDraft(t *testing.T) {
+	d := newDrv(t)
+	d.ok(Command{Kind: KindConfigBinary, Market: 9, Amount: 100, Cfg: MarketCfg{Quote: 2, Lot: 1, MinQty: 1, MaxQty: 1000}})
+	d.ok(Command{Kind: KindHaltMarket, Market: 9, User: 7})
+	if s := d.status(9); s != MarketHalted {
+		t.Fatalf("after the halt: %v", s)
+	}
+	snap := d.p.AppendSnapshot(nil)
+	p, err := Restore(d.cfg, snap)
+	if err != nil {
+		t.Fatalf("restore a halted DRAFT market: %v", err)
+	}
+	if !bytes.Equal(p.AppendSnapshot(nil), snap) {
+		t.Fatal("a halted DRAFT market's snapshot does not round-trip")
+	}
+	d.ok(Command{Kind: KindResumeMarket, Market: 9, Flags: uint8(MarketActive), User: 7})
+	if s := d.status(9); s != MarketDraft {
+		t.Fatalf("a halted DRAFT market resumed to %v, want DRAFT", s)
+	}
+	d.code(bplace(1, 9, Buy, OutcomeYes, 50, 1), CodeMarketNotOpen)
+	d.ok(Command{Kind: KindActivate, Market: 9})
+	d.ok(Command{Kind: KindHaltMarket, Market: 9, User: 7})
+	d.ok(Command{Kind: KindResumeMarket, Market: 9, Flags: uint8(MarketActive), User: 7})
+	if s := d.status(9); s != MarketActive {
+		t.Fatalf("the activated market resumed to %v, want ACTIVE", s)
 	}
 }

@@ -15,13 +15,13 @@ package core
 //	ACTIVE    --suspend-->  SUSPENDED       (also for spot markets)
 //	ACTIVE | SUSPENDED --resolve--> RESOLVED (settling) --last settle slice--> SETTLED
 //	ACTIVE | SUSPENDED --void-->    VOIDED (settling)   --last settle slice--> VOIDED
-//	RESOLVED | SETTLED | VOIDED --trip--> HALTED --resolve--> back to that state
+//	DRAFT | RESOLVED | SETTLED | VOIDED --trip--> HALTED --resolve--> back to that state
 //	                                      (never to trading: binaryMarket.after)
 
 // marketEdges[from] is the set of statuses a market may move to from from.
 var marketEdges = [...][]MarketStatus{
 	MarketActive:    {MarketHalted, MarketSuspended, MarketResolved, MarketVoided},
-	MarketHalted:    {MarketActive, MarketSuspended, MarketResolved, MarketSettled, MarketVoided},
+	MarketHalted:    {MarketActive, MarketSuspended, MarketResolved, MarketSettled, MarketVoided, MarketDraft},
 	MarketSuspended: {MarketHalted, MarketActive, MarketResolved, MarketVoided},
 	MarketDraft:     {MarketActive, MarketVoided, MarketHalted},
 	MarketResolved:  {MarketSettled, MarketHalted},

@@ -503,12 +503,13 @@ func binaryOrderJSON(ov *core.OrderView, payout core.Units, a Asset) binaryOrder
 
 // binaryCancelled answers DELETE of a binary order the core cancelled (ok
 // false when the cancelled order was not a binary one): the order as it
-// was cancelled, like a spot order's answer — its own and book prices (pre,
-// read before the cancel), its whole quantity and what it had filled (the
-// cancel's result). Without pre (it was placed and cancelled between the
-// read and the cancel: not for an order the caller was told about) the
-// prices are unknown and left empty.
-func (s *Server) binaryCancelled(ctx *fasthttp.RequestCtx, st *reqState, pre core.OrderView, res *core.Event,
+// was cancelled, like a spot order's answer — its own and book prices, its
+// whole quantity and what it had filled — all from the cancel's events (a
+// binary order's ORDER_CANCELLED carries its book price and the payout),
+// so the cancel costs no read of the core before it. The one read after it
+// only finds the quote asset's scale; should it fail, the order was still
+// cancelled: the answer says so, without prices.
+func (s *Server) binaryCancelled(ctx *fasthttp.RequestCtx, st *reqState, res *core.Event,
 	evs []core.Event) (bool, *APIError) {
 	var e *core.Event
 	for i := range evs {
@@ -519,17 +520,11 @@ func (s *Server) binaryCancelled(ctx *fasthttp.RequestCtx, st *reqState, pre cor
 	if e == nil {
 		return false, nil
 	}
-	ov := pre
-	if ov.ID != res.OrderID {
-		ov = core.OrderView{ID: res.OrderID, User: e.User, Market: e.Market, Side: e.Side, Outcome: core.Outcome(e.Detail)}
-	}
-	ov.Qty, ov.Filled = res.Qty+e.Qty, res.Qty // filled + the remainder cancelled
-	bv, a, _, err := s.binaryInfo(ov.Market)
+	ov := core.OrderView{ID: res.OrderID, User: e.User, Market: e.Market, Side: e.Side, Price: e.Price,
+		Outcome: core.Outcome(e.Detail), Qty: res.Qty + e.Qty, Filled: res.Qty} // filled + the remainder cancelled
+	_, a, _, err := s.binaryInfo(ov.Market)
+	o := binaryOrderJSON(&ov, e.Payout, a)
 	if err != nil {
-		return false, err
-	}
-	o := binaryOrderJSON(&ov, bv.Payout, a)
-	if ov.ID != pre.ID {
 		o.Price, o.BookPrice = "", ""
 	}
 	o.Status = "CANCELLED"

@@ -95,13 +95,6 @@ func (s *Server) cancelOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if err := s.noBody(ctx, st); err != nil {
 		return err
 	}
-	// A binary order's prices are not in its cancel's events, and History
-	// keeps no outcome: read the resting order first (it is never modified,
-	// so its price is the one it is cancelled at).
-	pre, err := s.restingBinary(st, core.OrderID(id))
-	if err != nil {
-		return err
-	}
 	st.cmd = core.Command{Kind: core.KindCancelOrder, User: core.UserID(st.claims.UserID), OrderID: core.OrderID(id)}
 	c := &st.cmd
 	res, evs, err := s.submit(st, c)
@@ -114,7 +107,7 @@ func (s *Server) cancelOrder(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if res.Code != core.OK {
 		return coreError(res.Code)
 	}
-	if ok, err := s.binaryCancelled(ctx, st, pre, res, evs); ok || err != nil {
+	if ok, err := s.binaryCancelled(ctx, st, res, evs); ok || err != nil {
 		return err // a binary market's order (binary.go)
 	}
 	found, err := s.lookupOrder(st, c.OrderID)
