@@ -168,6 +168,15 @@ func TestCoreFaultsBinaryOverHTTP(t *testing.T) {
 			}
 			h.fails("POST", "/admin/v1/markets/20/breaker/resolve", h.admin, `{"target_status":"ACTIVE"}`, 409,
 				"INVARIANT_VIOLATION")
+			if s.reason == "INVARIANT_SHARES" {
+				// cancel_all cancels the resting SELL, then the resume is
+				// refused: the 409 says the order stays cancelled.
+				st, out := h.do("POST", "/admin/v1/markets/20/breaker/resolve", h.admin,
+					`{"target_status":"ACTIVE","cancel_all":true}`)
+				if st != 409 || out["check"] != s.reason || out["cancelled_orders"] != json.Number("1") {
+					t.Fatalf("cancel_all, then refused: %d %v", st, out)
+				}
+			}
 		})
 	}
 	t.Run("bad requests", func(t *testing.T) {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 	"unicode"
@@ -306,14 +307,25 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 		return coreError(core.CodeNotHalted) // checked again by the core; nothing cancelled on a live market
 	}
 	cancelled := int64(0)
+	// afterCancels is an error answered once cancel_all has cancelled
+	// orders: they stay cancelled (their funds returned), so the answer
+	// says how many, never only that the request failed.
+	afterCancels := func(e *APIError) *APIError {
+		if cancelled > 0 {
+			e2 := *e
+			e2.Message += " (" + strconv.FormatInt(cancelled, 10) + " resting orders were cancelled before it and stay cancelled)"
+			return &e2
+		}
+		return e
+	}
 	for cancelAll {
 		st.cmd = core.Command{Kind: core.KindCancelAll, Market: id, Qty: core.MaxCancelSlice}
 		res, _, err := s.submit(st, &st.cmd)
 		if err != nil {
-			return err
+			return afterCancels(err)
 		}
 		if res.Code != core.OK {
-			return coreError(res.Code)
+			return afterCancels(coreError(res.Code))
 		}
 		cancelled += int64(res.Qty)
 		if res.Qty < core.MaxCancelSlice {
@@ -325,24 +337,22 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 		flags |= core.ResumeRebuild
 	}
 	st.cmd = core.Command{Kind: core.KindResumeMarket, Market: id, Flags: flags, User: core.UserID(st.claims.UserID), Text: note}
-	res, _, err := s.submit(st, &st.cmd)
+	res, evs, err := s.submit(st, &st.cmd)
 	if err != nil {
-		return err
+		return afterCancels(err)
 	}
 	s.log.Info("gateway: admin breaker resolve", "admin", st.claims.UserID, "market", name, "target", target.String(),
 		"cancel_all", cancelAll, "rebuild", rebuild, "cancelled", cancelled, "code", res.Code.String())
 	if res.Code == core.CodeInvariantViolation {
-		return s.resolveRefused(ctx, st, id, cancelAll, rebuild)
+		return s.resolveRefused(ctx, st, id, cancelAll, rebuild, cancelled)
 	}
 	if res.Code != core.OK {
-		return coreError(res.Code)
+		return afterCancels(coreError(res.Code))
 	}
-	if rerr := s.backend.Read(func(p *core.Processor, _ *History) error {
-		mv, _ := p.Market(id)
-		target = mv.Status // a resolved or voided binary market returns to settling, not to target
-		return nil
-	}); rerr != nil {
-		return s.backendError(rerr)
+	for i := range evs { // the status it went to: a resolved, voided or DRAFT binary market returns there, not to target
+		if evs[i].Kind == core.EvMarketResumed && evs[i].Market == id {
+			target = core.MarketStatus(evs[i].Detail)
+		}
 	}
 	return s.replyJSON(ctx, st, http.StatusOK, map[string]any{"market": name, "status": target.String(),
 		"cancelled_orders": cancelled, "note": note, "seq": res.Seq})
@@ -355,14 +365,17 @@ func (s *Server) resolveMarketBreaker(ctx *fasthttp.RequestCtx, st *reqState) *A
 // what the operator can do next. The check is run again on the read view
 // (core.ResumeCheck): it holds the state the core judged, since the refused
 // command changed nothing and a halted market takes no orders.
-func (s *Server) resolveRefused(ctx *fasthttp.RequestCtx, st *reqState, id core.MarketID, cancelAll, rebuild bool) *APIError {
+// cancelled is how many resting orders cancel_all cancelled before the
+// refusal: they stay cancelled, and the answer says so.
+func (s *Server) resolveRefused(ctx *fasthttp.RequestCtx, st *reqState, id core.MarketID, cancelAll, rebuild bool,
+	cancelled int64) *APIError {
 	var reason core.BreakerReason
 	var found string
 	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
 		reason, found = p.ResumeCheck(id, cancelAll || rebuild)
 		return nil
 	}); err != nil || reason == core.ReasonNone {
-		return coreError(core.CodeInvariantViolation) // not reproducible on the view: the bare refusal
+		reason, found = core.ReasonNone, "not reproducible on the read view"
 	}
 	msg := "the market's check fails: " + found + "; it stays halted"
 	switch {
@@ -376,8 +389,12 @@ func (s *Server) resolveRefused(ctx *fasthttp.RequestCtx, st *reqState, id core.
 	b = appendStr(b, core.CodeInvariantViolation.String())
 	b = append(b, `,"message":`...)
 	b = appendStr(b, msg)
-	b = append(b, `,"check":`...)
-	b = appendStr(b, reason.String())
+	if reason != core.ReasonNone {
+		b = append(b, `,"check":`...)
+		b = appendStr(b, reason.String())
+	}
+	b = append(b, `,"cancelled_orders":`...)
+	b = appendUint(b, uint64(cancelled))
 	st.out = append(b, '}')
 	s.reply(ctx, st, http.StatusConflict)
 	if s.rej != nil {

@@ -212,8 +212,13 @@ func (h *harness) fails(method, path, token, body string, status int, code strin
 			h.t.Fatalf("%s %s: ORDER_NOT_OPEN without the order: %v", method, path, out)
 		}
 	}
-	if c, ok := out["check"].(string); ok && c != "" && code == "INVARIANT_VIOLATION" {
-		n = 3 // a refused breaker resolve names its failing check
+	if code == "INVARIANT_VIOLATION" { // a refused breaker resolve names its failing check and what cancel_all did
+		if c, ok := out["check"].(string); ok && c != "" {
+			n++
+		}
+		if _, ok := out["cancelled_orders"].(json.Number); ok {
+			n++
+		}
 	}
 	if msg, _ := out["message"].(string); msg == "" || len(out) != n {
 		h.t.Fatalf("%s %s: error body must be exactly {code, message}: %v", method, path, out)
