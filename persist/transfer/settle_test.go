@@ -126,7 +126,7 @@ func TestSettleInsert(t *testing.T) {
 	}
 
 	// Postgres refused: nothing recorded, an error.
-	if _, _, err = h.coord.settleInsert(ctx, mk(""), &pgconn.PgError{Code: "40001"}); err == nil {
+	if _, _, err = h.coord.settleInsert(ctx, mk(""), &pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "40001"}); err == nil {
 		t.Fatal("a Postgres error was not reported as nothing recorded")
 	}
 

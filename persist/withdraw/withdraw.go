@@ -15,6 +15,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/persist/chaintx"
 	"github.com/ubscore/ubscore/persist/chaintx/pgstore"
+	"github.com/ubscore/ubscore/persist/noeffect"
 )
 
 // State of a withdrawal.
@@ -232,7 +233,7 @@ func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicat
 		return err
 	})
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" && r.CID != "" { // a concurrent request with the same cid won
+	if noeffect.RolledBack(err) && errors.As(err, &pgErr) && pgErr.Code == "23505" && r.CID != "" { // a concurrent request with the same cid won
 		w, err := s.byCID(ctx, r.User, r.CID)
 		return w, err == nil, err
 	}
@@ -240,7 +241,10 @@ func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicat
 	switch {
 	case errors.As(err, &refusal):
 		return w, false, err
-	case err != nil && noEffect(err):
+	case err != nil && noeffect.Proven(err):
+		// A Postgres ERROR that rolled the transaction back, or nothing
+		// sent (one rule: package noeffect). A FATAL — on COMMIT or on any
+		// statement — or a broken connection proves nothing: settle.
 		return w, false, fmt.Errorf("%w: %v", ErrNotRecorded, err)
 	case err != nil:
 		if err = s.settle(ctx, id, err); err != nil {
@@ -275,14 +279,6 @@ func (s *Service) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 		return errors.New("injected: connection lost before COMMIT was answered")
 	}
 	return tx.Commit(ctx)
-}
-
-// noEffect reports whether err proves that the transaction changed nothing:
-// Postgres answered with an error (the transaction rolled back), or the
-// request never left this process.
-func noEffect(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
 }
 
 // settle decides the withdrawal id whose commit had an unknown outcome
