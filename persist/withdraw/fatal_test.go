@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,5 +100,33 @@ func TestCreateFatalBeforeCommitIsFenced(t *testing.T) {
 	// Proven by the fence, not by the error: the id is claimed as fenced.
 	if got := count(t, pool, `SELECT count(*) FROM withdrawal_claims WHERE fenced`); got != 1 {
 		t.Fatalf("%d fenced claims, want 1", got)
+	}
+}
+
+// TestCreateReadAfterCommitFails: the withdrawal committed, then reading it
+// back fails (FATAL on the SELECT after the COMMIT). Create must not answer
+// that bare error (the gateway's "internal failure; retry later", after
+// which a client without a cid withdraws twice): it reads again and answers
+// the withdrawal.
+func TestCreateReadAfterCommitFails(t *testing.T) {
+	pool, svc, proxy := proxiedFixture(t)
+	var committed atomic.Bool
+	proxy.FatalAfter(func(tag string) bool {
+		if tag == "COMMIT" {
+			committed.Store(true)
+			return false
+		}
+		return committed.Load() && strings.HasPrefix(tag, "SELECT ")
+	})
+	w, dup, err := svc.Create(context.Background(), withdraw.Request{User: 1, Asset: "ETH", Amount: 10_000_000,
+		Address: "0x00000000000000000000000000000000000000aa"})
+	if !proxy.Fired() {
+		t.Fatal("the FATAL was not injected")
+	}
+	if err != nil || dup || w.ID == 0 || w.State != withdraw.Pending {
+		t.Fatalf("Create answered %+v dup=%v err=%v for a committed withdrawal", w, dup, err)
+	}
+	if got := count(t, pool, `SELECT available FROM balances_tb WHERE user_id = 1`); got != 90_000_000 {
+		t.Fatalf("FUNDING %d, want debited once", got)
 	}
 }

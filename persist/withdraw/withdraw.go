@@ -254,8 +254,33 @@ func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicat
 	if s.cfg.Nudge != nil {
 		s.cfg.Nudge(s.cfg.Submitter)
 	}
-	w, err = s.Get(ctx, id)
+	w, err = s.getCreated(ctx, id)
 	return w, false, err
+}
+
+// getCreated reads withdrawal id, which exists (Create committed it or
+// settled it as committed): never a bare error, after which a client
+// without a cid would retry and withdraw twice. If the database does not
+// answer within SettleWait: *UnconfirmedError with the id to poll.
+func (s *Service) getCreated(ctx context.Context, id int64) (Withdrawal, error) {
+	wait := s.cfg.SettleWait
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	ctx = context.WithoutCancel(ctx)
+	deadline := time.Now().Add(wait)
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		w, err := s.Get(cctx, id)
+		cancel()
+		if err == nil {
+			return w, nil
+		}
+		if time.Now().Add(backoff).After(deadline) {
+			return w, &UnconfirmedError{ID: id, Cause: err}
+		}
+		time.Sleep(backoff)
+	}
 }
 
 // inTx runs fn in one transaction and commits it, with Config.Fault applied
