@@ -15,6 +15,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,8 +72,16 @@ func transferOutageE2E(t *testing.T, length time.Duration, minOutages int64) {
 	)
 	ctx, stop := context.WithTimeout(context.Background(), length)
 	defer stop()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("UBS_OUTAGE_SEED"); v != "" {
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("UBS_OUTAGE_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (UBS_OUTAGE_SEED)", seed)
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		rng := rand.New(rand.NewPCG(seed, 0))
 		conn, err := pgx.Connect(ctx, pgtest.AdminURL())
 		if err != nil {
 			t.Error(err)
@@ -82,7 +92,7 @@ func transferOutageE2E(t *testing.T, length time.Duration, minOutages int64) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(300*time.Millisecond + rand.N(400*time.Millisecond)): // time to reconnect: the exchange's set-up runs statements
+			case <-time.After(300*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond)))): // time to reconnect: the exchange's set-up runs statements
 			}
 			var n int
 			if err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -100,12 +110,13 @@ func transferOutageE2E(t *testing.T, length time.Duration, minOutages int64) {
 	for w, user := range users {
 		wg.Go(func() {
 			tok := x.tok(user)
+			rng := rand.New(rand.NewPCG(seed, uint64(1+w)))
 			for i := 0; ctx.Err() == nil; i++ {
 				from, to := F, S
 				if i%2 == 1 {
 					from, to = S, F
 				}
-				body := xferBody(from, to, "USDT", fmt.Sprintf("0.%02d", 1+rand.N(99)))
+				body := xferBody(from, to, "USDT", fmt.Sprintf("0.%02d", 1+rng.IntN(99)))
 				cid := ""
 				if i%4 >= 2 {
 					cid = fmt.Sprintf("oe-%d-%d", w, i)

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,9 +41,25 @@ func TestOutageKillSessionsLong(t *testing.T) {
 	runOutage(t, 60*time.Second, 100)
 }
 
+// outageSeed is the seed of an outage run's amounts and kill gaps:
+// UBS_OUTAGE_SEED, else the clock; logged so that a failure names it (the
+// interleaving with the outages is not replayable, the inputs are).
+func outageSeed(t *testing.T) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("UBS_OUTAGE_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("UBS_OUTAGE_SEED: %v", err)
+		}
+		seed = n
+	}
+	t.Logf("seed %d (UBS_OUTAGE_SEED)", seed)
+	return seed
+}
+
 // killer ends every session of db but its own, every 150-450 ms, until
 // ctx ends, and counts the rounds that ended at least one.
-func killer(ctx context.Context, t *testing.T, db string, outages *atomic.Int64) {
+func killer(ctx context.Context, t *testing.T, db string, rng *rand.Rand, outages *atomic.Int64) {
 	conn, err := pgx.Connect(ctx, pgtest.AdminURL())
 	if err != nil {
 		t.Error(err)
@@ -52,7 +70,7 @@ func killer(ctx context.Context, t *testing.T, db string, outages *atomic.Int64)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(150*time.Millisecond + rand.N(300*time.Millisecond)):
+		case <-time.After(150*time.Millisecond + time.Duration(rng.Int64N(int64(300*time.Millisecond)))):
 		}
 		var n int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -116,18 +134,20 @@ func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); killer(ctx, t, db, &outages) }()
+	seed := outageSeed(t)
+	go func() { defer wg.Done(); killer(ctx, t, db, rand.New(rand.NewPCG(seed, 0)), &outages) }()
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			user := UserID(100 + w)
+			rng := rand.New(rand.NewPCG(seed, uint64(1+w)))
 			for i := 0; ctx.Err() == nil; i++ {
 				c := unfused
 				if (w+i)%3 != 0 {
 					c = fused
 				}
-				req := Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: fmt.Sprintf("0.%06d", 1+rand.N(999))}
+				req := Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: fmt.Sprintf("0.%06d", 1+rng.IntN(999))}
 				if i%2 == 1 {
 					req.From, req.To = "SPOT", "FUNDING"
 				}
@@ -156,8 +176,9 @@ func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 	wg.Add(1)
 	go func() { // external deposits, each retried with its tx_ref until it is answered
 		defer wg.Done()
+		rng := rand.New(rand.NewPCG(seed, 1000))
 		for i := 0; ctx.Err() == nil; i++ {
-			ref, user, amount := fmt.Sprintf("dep-%d", i), UserID(100+i%workers), Units(1+rand.N(1000))
+			ref, user, amount := fmt.Sprintf("dep-%d", i), UserID(100+i%workers), Units(1+rng.Int64N(1000))
 			deposits.Store(ref, amount)
 			for {
 				if _, err := h.funding.ExternalDeposit(context.Background(), ref, user, usdt, amount); err == nil {

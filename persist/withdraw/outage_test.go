@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,10 +86,18 @@ func runWithdrawOutage(t *testing.T, length time.Duration, minOutages int64) {
 	)
 	ctx, stop := context.WithTimeout(bg, length)
 	defer stop()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("UBS_OUTAGE_SEED"); v != "" {
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("UBS_OUTAGE_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (UBS_OUTAGE_SEED)", seed)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		rng := rand.New(rand.NewPCG(seed, 0))
 		conn, err := pgx.Connect(ctx, pgtest.AdminURL())
 		if err != nil {
 			t.Error(err)
@@ -98,7 +108,7 @@ func runWithdrawOutage(t *testing.T, length time.Duration, minOutages int64) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(100*time.Millisecond + rand.N(250*time.Millisecond)):
+			case <-time.After(100*time.Millisecond + time.Duration(rng.Int64N(int64(250*time.Millisecond)))):
 			}
 			var n int
 			if err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -118,8 +128,9 @@ func runWithdrawOutage(t *testing.T, length time.Duration, minOutages int64) {
 		go func() {
 			defer wg.Done()
 			user := core.UserID(200 + w)
+			rng := rand.New(rand.NewPCG(seed, uint64(1+w)))
 			for i := 0; ctx.Err() == nil; i++ {
-				req := withdraw.Request{User: user, Asset: "ETH", Amount: core.Units(1_000 * (1 + rand.N(1000))),
+				req := withdraw.Request{User: user, Asset: "ETH", Amount: core.Units(1_000 * (1 + rng.IntN(1000))),
 					Address: "0x00000000000000000000000000000000000000aa"}
 				if i%2 == 1 {
 					req.CID = fmt.Sprintf("w-%d-%d", w, i)
