@@ -206,7 +206,9 @@ func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicat
 		}
 	}
 	// The id comes first, outside the transaction, so that a commit of
-	// unknown outcome can be settled by it (settle).
+	// unknown outcome can be settled by it (settle). Its failure is
+	// "nothing happened" by position, whatever the error: no statement of
+	// the withdrawal was sent yet (at most a sequence value is used up).
 	var id int64
 	if err := s.cfg.Pool.QueryRow(ctx, `SELECT nextval('withdrawals_id_seq')`).Scan(&id); err != nil {
 		return w, false, fmt.Errorf("%w: %v", ErrNotRecorded, err)
