@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -19,8 +20,10 @@ import (
 // TestSoakAnswersMatchTheLedger (make test-long; issue 20) is the crash soak
 // a newcomer ran, as a test: 30 users place, cancel and modify crossing
 // orders and move funds FUNDING <-> SPOT both ways from 8 clients, while
-// the server is SIGKILLed at random moments (or stopped) every round and
-// Postgres goes away twice (every connection cut, pgtest.Proxy). Every
+// the server is SIGKILLed at random moments (or stopped) every round,
+// Postgres goes away twice (every connection cut, pgtest.Proxy) and in two
+// rounds ends every session of the exchange five times (pg_terminate_backend:
+// FATAL 57P01, which can arrive after a COMMIT committed; issue 41). Every
 // request carries its own idempotency key (client_order_id, cid), so each
 // answer can be held against what the ledger finally shows:
 //
@@ -151,12 +154,19 @@ func TestSoakAnswersMatchTheLedger(t *testing.T) {
 			go worker(s, uint64(r*clients+c+1), stop, &wg)
 		}
 		end := time.Now().Add(roundLen)
-		if r == 1 || r == 4 { // Postgres away for 2 s in the middle of the round
+		switch r {
+		case 1, 4: // Postgres away for 2 s in the middle of the round
 			time.Sleep(roundLen / 3)
 			proxy.Down()
 			outages++
 			time.Sleep(2 * time.Second)
 			proxy.Up()
+		case 2, 5: // Postgres ends every session of the exchange 5 times (FATAL 57P01, issue 41)
+			for range 5 {
+				time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
+				terminateSessions(t, pg)
+				outages++
+			}
 		}
 		time.Sleep(time.Until(end) - time.Duration(rng.IntN(1500))*time.Millisecond)
 		if r%3 == 2 {
@@ -415,5 +425,26 @@ func (c *soakChecker) transfers(transfers []soakTransfer) {
 				c.fail("transfer %s: an error answer that does not say what happened: %d %v", tr.cid, tr.status, tr.body)
 			}
 		}
+	}
+}
+
+// terminateSessions ends every session of the database of pgURL but its own
+// (pg_terminate_backend: FATAL 57P01 to each, as a fast shutdown sends).
+func terminateSessions(t *testing.T, pgURL string) {
+	t.Helper()
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgtest.AdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = $1 AND pid <> pg_backend_pid()`, strings.TrimPrefix(u.Path, "/")); err != nil {
+		t.Fatal(err)
 	}
 }

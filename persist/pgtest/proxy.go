@@ -22,6 +22,7 @@ type Proxy struct {
 	down  bool
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	fatal *fatalFault // armed by FatalAfter (fatal.go); nil: none
 }
 
 // NewProxy starts a proxy for dbURL (a postgres:// URL, e.g. from NewDB) and
@@ -93,8 +94,8 @@ func (p *Proxy) accept() {
 		p.conns[c], p.conns[s] = struct{}{}, struct{}{}
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.pipe(c, s)
 		go p.pipe(s, c)
+		go p.pipeServer(c, s)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist/noeffect"
 )
 
 // One batch is one READ COMMITTED transaction of one or two round trips:
@@ -155,22 +157,12 @@ func (w *batchWriter) exec(ctx context.Context, reqs []*batchReq, ans []batchAns
 
 // statementFailed reports an error a statement of the batch raised — a
 // data or integrity error, a PL/pgSQL RAISE (a trigger refusing a row), a
-// rejected statement — after which Postgres skipped the rest of the
-// pipeline, COMMIT included: the transaction rolled back with no effect.
-// None of these classes can come from COMMIT itself here (no deferred
-// constraints or triggers); connection, resource and server errors are an
+// rejected statement, a deadlock — after which Postgres skipped the rest of
+// the pipeline, COMMIT included: the transaction rolled back with no
+// effect. It is the one rule of package noeffect (severity ERROR only: a
+// FATAL proves nothing); connection, resource and server errors are an
 // unknown outcome and are not included.
-func statementFailed(err error) bool {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || len(pgErr.Code) != 5 {
-		return false
-	}
-	switch pgErr.Code[:2] {
-	case "22", "23", "42", "P0": // data exception, integrity constraint, syntax/access rule, PL/pgSQL (RAISE)
-		return true
-	}
-	return false
-}
+func statementFailed(err error) bool { return noeffect.RolledBack(err) }
 
 // retryable reports an error after which the transaction rolled back as
 // a whole and running it again is correct and may succeed. None of these
@@ -178,7 +170,7 @@ func statementFailed(err error) bool {
 // an error of COMMIT is an unknown outcome and is never retried.
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
+	if !noeffect.RolledBack(err) || !errors.As(err, &pgErr) {
 		return false
 	}
 	switch {

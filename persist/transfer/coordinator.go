@@ -170,6 +170,7 @@ func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (R
 	t := Transfer{ReqID: id, CID: ch.CID, UserID: ch.UserID, From: ch.From, To: ch.To, Asset: ch.Asset.ID,
 		Amount: ch.Amount, State: Init}
 	var inserted, known bool
+	sent := t // on an error Insert and insertFused answer a zero Transfer: settle the request
 	if c.fusable(t) && batchInsertable(t) {
 		t, inserted, known, err = c.insertFused(ctx, t) // INSERT and the first move, one transaction
 	} else {
@@ -178,7 +179,7 @@ func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (R
 	if err != nil {
 		// The row may or may not exist: settle it before answering.
 		var r Result
-		if r, known, err = c.settleInsert(ctx, t, err); err != nil || r.Duplicate || r.Unconfirmed || r.Transfer.State.Terminal() {
+		if r, known, err = c.settleInsert(ctx, sent, err); err != nil || r.Duplicate || r.Unconfirmed || r.Transfer.State.Terminal() {
 			return r, err
 		}
 		t = r.Transfer

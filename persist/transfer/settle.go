@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/ubscore/ubscore/persist/noeffect"
 )
 
 // This file settles a transfer whose INSERT had an unknown outcome (the
@@ -21,17 +21,14 @@ const DefaultSettleWait = 10 * time.Second
 // FailureCode maps it to SYSTEM_ERROR.
 const msgNotRecorded = "create: not recorded (the database did not confirm the insert); nothing moved"
 
-// noEffect reports whether err proves that the statement changed nothing:
-// Postgres answered with an error (its transaction rolled back), or the
-// request never left this process.
-func noEffect(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
-}
-
 // settleInsert handles the failed insert of t. When the failure proves
-// nothing was written, it is Create's plain "nothing recorded" error. Else
-// it fences t's req_id (Store.fence), retrying for up to SettleWait:
+// nothing was written (noeffect.Proven: a Postgres ERROR that rolled the
+// transaction back, or a request never sent), it is Create's plain
+// "nothing recorded" error. Any other failure — a FATAL such as 57P01 on
+// the pipelined insert + first move + COMMIT, which may come after the
+// COMMIT did commit (issue 41), a broken connection, a timeout — proves
+// nothing: it fences t's req_id (Store.fence), retrying for up to
+// SettleWait:
 //   - fenced: the transfer is FAILED with SYSTEM_ERROR; nothing moved, and
 //     the first insert can never land any more;
 //   - the req_id exists: the first insert did commit; Create drives the row
@@ -40,7 +37,7 @@ func noEffect(err error) bool {
 //
 // If the database does not answer in time, the answer is Unconfirmed.
 func (c *Coordinator) settleInsert(ctx context.Context, t Transfer, cause error) (r Result, known bool, err error) {
-	if noEffect(cause) {
+	if noeffect.Proven(cause) {
 		return Result{}, false, fmt.Errorf("%w (nothing recorded)", cause)
 	}
 	c.log.Warn("transfer: insert outcome unknown; settling its req_id", "req_id", t.ReqID, "err", cause)

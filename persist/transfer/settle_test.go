@@ -83,8 +83,9 @@ func TestCreateBeforeTheRowSaysNothingHappened(t *testing.T) {
 // TestSettleInsert: an insert whose outcome is unknown is settled before
 // the answer: fenced as FAILED (SYSTEM_ERROR) when it did not land, so it
 // never can; the row itself when it did; the original for a taken cid;
-// Unconfirmed when the database cannot be asked; and a Postgres error
-// (which rolled the insert back) is the plain "nothing recorded" error.
+// Unconfirmed when the database cannot be asked; a Postgres ERROR that
+// rolled the insert back is the plain "nothing recorded" error, a FATAL is
+// settled like a lost connection.
 func TestSettleInsert(t *testing.T) {
 	h, proxy := newProxiedHarness(t)
 	ctx := context.Background()
@@ -126,8 +127,24 @@ func TestSettleInsert(t *testing.T) {
 	}
 
 	// Postgres refused: nothing recorded, an error.
-	if _, _, err = h.coord.settleInsert(ctx, mk(""), &pgconn.PgError{Code: "40001"}); err == nil {
+	if _, _, err = h.coord.settleInsert(ctx, mk(""), &pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "40001"}); err == nil {
 		t.Fatal("a Postgres error was not reported as nothing recorded")
+	}
+
+	// A FATAL (57P01: pg_terminate_backend, a fast shutdown) proves nothing
+	// (issue 41): it can come after the COMMIT committed. Settled like a
+	// lost connection: the row when it landed, else fenced.
+	fatal := &pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P01",
+		Message: "terminating connection due to administrator command"}
+	tr = mk("")
+	if _, _, err := h.store.Insert(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, err = h.coord.settleInsert(ctx, tr, fatal); err != nil || r.Transfer.ReqID != tr.ReqID || r.Transfer.State != Init {
+		t.Fatalf("FATAL after the insert committed: %+v %v, want the row", r, err)
+	}
+	if r, _, err = h.coord.settleInsert(ctx, mk(""), fatal); err != nil || r.Transfer.State != Failed || FailureCode(r.Transfer) != string(CodeSystemError) {
+		t.Fatalf("FATAL, nothing landed: %+v %v, want fenced", r, err)
 	}
 
 	// The database cannot be asked: Unconfirmed, with the req_id to poll.

@@ -15,6 +15,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/persist/chaintx"
 	"github.com/ubscore/ubscore/persist/chaintx/pgstore"
+	"github.com/ubscore/ubscore/persist/noeffect"
 )
 
 // State of a withdrawal.
@@ -205,7 +206,9 @@ func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicat
 		}
 	}
 	// The id comes first, outside the transaction, so that a commit of
-	// unknown outcome can be settled by it (settle).
+	// unknown outcome can be settled by it (settle). Its failure is
+	// "nothing happened" by position, whatever the error: no statement of
+	// the withdrawal was sent yet (at most a sequence value is used up).
 	var id int64
 	if err := s.cfg.Pool.QueryRow(ctx, `SELECT nextval('withdrawals_id_seq')`).Scan(&id); err != nil {
 		return w, false, fmt.Errorf("%w: %v", ErrNotRecorded, err)
@@ -232,7 +235,7 @@ func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicat
 		return err
 	})
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" && r.CID != "" { // a concurrent request with the same cid won
+	if noeffect.RolledBack(err) && errors.As(err, &pgErr) && pgErr.Code == "23505" && r.CID != "" { // a concurrent request with the same cid won
 		w, err := s.byCID(ctx, r.User, r.CID)
 		return w, err == nil, err
 	}
@@ -240,7 +243,10 @@ func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicat
 	switch {
 	case errors.As(err, &refusal):
 		return w, false, err
-	case err != nil && noEffect(err):
+	case err != nil && noeffect.Proven(err):
+		// A Postgres ERROR that rolled the transaction back, or nothing
+		// sent (one rule: package noeffect). A FATAL — on COMMIT or on any
+		// statement — or a broken connection proves nothing: settle.
 		return w, false, fmt.Errorf("%w: %v", ErrNotRecorded, err)
 	case err != nil:
 		if err = s.settle(ctx, id, err); err != nil {
@@ -250,8 +256,33 @@ func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicat
 	if s.cfg.Nudge != nil {
 		s.cfg.Nudge(s.cfg.Submitter)
 	}
-	w, err = s.Get(ctx, id)
+	w, err = s.getCreated(ctx, id)
 	return w, false, err
+}
+
+// getCreated reads withdrawal id, which exists (Create committed it or
+// settled it as committed): never a bare error, after which a client
+// without a cid would retry and withdraw twice. If the database does not
+// answer within SettleWait: *UnconfirmedError with the id to poll.
+func (s *Service) getCreated(ctx context.Context, id int64) (Withdrawal, error) {
+	wait := s.cfg.SettleWait
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	ctx = context.WithoutCancel(ctx)
+	deadline := time.Now().Add(wait)
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		w, err := s.Get(cctx, id)
+		cancel()
+		if err == nil {
+			return w, nil
+		}
+		if time.Now().Add(backoff).After(deadline) {
+			return w, &UnconfirmedError{ID: id, Cause: err}
+		}
+		time.Sleep(backoff)
+	}
 }
 
 // inTx runs fn in one transaction and commits it, with Config.Fault applied
@@ -275,14 +306,6 @@ func (s *Service) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 		return errors.New("injected: connection lost before COMMIT was answered")
 	}
 	return tx.Commit(ctx)
-}
-
-// noEffect reports whether err proves that the transaction changed nothing:
-// Postgres answered with an error (the transaction rolled back), or the
-// request never left this process.
-func noEffect(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
 }
 
 // settle decides the withdrawal id whose commit had an unknown outcome
