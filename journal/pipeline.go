@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,6 +201,17 @@ func Start(cfg Config) (*Pipeline, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = func() int64 { return time.Now().UnixNano() }
+	}
+	// A data dir that ever allowed faults replays them, and keeps applying
+	// them, with or without the flag now (FaultsMarker).
+	if cfg.Core.AllowFaults {
+		if err := markFaults(cfg.Dir); err != nil {
+			return nil, fmt.Errorf("journal: record that faults are allowed: %w", err)
+		}
+	} else if faultsMarked(cfg.Dir) {
+		cfg.Core.AllowFaults = true
+		cfg.Logger.Warn("journal: this data dir once allowed fault injection: its journaled faults replay as they were applied",
+			"marker", filepath.Join(cfg.Dir, FaultsMarker))
 	}
 	rec, err := Recover(RecoverConfig{Dir: cfg.Dir, SegmentSize: cfg.SegmentSize, NoSync: cfg.NoSync,
 		Core: cfg.Core, Logger: cfg.Logger})

@@ -74,6 +74,9 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 	if rc.Logger == nil {
 		rc.Logger = slog.Default()
 	}
+	if faultsMarked(rc.Dir) {
+		rc.Core.AllowFaults = true // its WAL may hold acknowledged faults: replay them as applied (FaultsMarker)
+	}
 	snaps, err := OpenSnapshotStore(filepath.Join(rc.Dir, SnapshotDir), rc.Logger)
 	if err != nil {
 		return nil, err
