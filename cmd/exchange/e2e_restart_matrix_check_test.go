@@ -143,6 +143,11 @@ func (v *rmVenue) checkHalts(errorf func(string, ...any), got map[string]any) {
 	if b, _ := got["binary market"].(map[string]any); b["status"] != v.binaryState || b["settling"] != true {
 		errorf("binary market %d: %v, want %s, settling", v.binary, b, v.binaryState)
 	}
+	for status, n := range map[string]float64{"ACTIVE": 1, "SUSPENDED": 0, "HALTED": 1, "CORE_HALTED": 1} {
+		if m := v.s.metric(`ubs_markets{status="` + status + `"}`); m != n {
+			errorf(`ubs_markets{status=%q} = %v, want %v`, status, m, n)
+		}
+	}
 	cb, _ := got["circuit breakers"].(map[string]any)
 	open, _ := cb["open"].([]any)
 	found := false
@@ -195,11 +200,12 @@ func (v *rmVenue) checkFunding(errorf func(string, ...any)) {
 	}
 	_, l := v.s.do("GET", "/api/v1/internal_transfers", tok, nil)
 	list, _ := l["transfers"].([]any)
+	ids := map[any]bool{}
 	for _, e := range list {
-		m := e.(map[string]any)
-		if r := m["req_id"]; r != v.xCommitted && r != v.xPending && m["state"] != "FAILED" {
-			errorf("internal transfer %v exists, neither answered 200/202 nor FAILED: %v", r, m)
-		}
+		ids[e.(map[string]any)["req_id"]] = true
+	}
+	if len(ids) != 2 || !ids[v.xCommitted] || !ids[v.xPending] { // the refused one left nothing
+		errorf("internal transfers %v, want exactly %s and %s", l, v.xCommitted, v.xPending)
 	}
 	v.wantFunds(v.xUser, "USDT", 30_000000, 90_000000)
 	wt := v.s.token(v.wUser, false)
@@ -210,6 +216,10 @@ func (v *rmVenue) checkFunding(errorf func(string, ...any)) {
 		errorf("withdrawals: %v, want the one answered 202", h)
 	}
 	v.wantFunds(v.wUser, "ETH", 0, 75_000000)
+	// Conserved per asset: FUNDING + SPOT + fees + reserves + in flight + withdrawn.
+	if st, inv := v.s.do("GET", "/admin/v1/invariants", v.admin, nil); st != 200 || inv["ok"] != true {
+		errorf("conservation check: %d %v", st, inv)
+	}
 }
 
 // wantFunds requires user's SPOT available and FUNDING available of asset.

@@ -230,4 +230,5 @@ func (v *rmVenue) finish() {
 	})
 	v.wantFunds(v.xUser, "USDT", 30_000000, 120_000000)
 	v.wantFunds(v.wUser, "ETH", 0, 75_000000)
+	e2eWaitSink(v.t, v.s, v.pg) // the read model followed both restarts
 }
