@@ -32,7 +32,9 @@ func rmBuild(t *testing.T) *rmVenue {
 		haltedSpot: "ETH-USDT", binary: rmBinary}
 	v.flags = append([]string{"--enable-fault-injection", "--core-check-interval", "200ms", "--invariant-interval", "0",
 		"--p2p-hold", "1h", "--transfer-stale-after", "1s", "--transfer-rate-per-second", "0", "--transfer-per-day", "0"}, chain...)
-	if d := v.start(); d > maxReady {
+	d := v.start()
+	t.Logf("first start (migrations included): ready %v after the process start", d.Round(time.Millisecond))
+	if d > maxReady {
 		t.Errorf("first start: ready %v after the process start, want <= %v", d, maxReady)
 	}
 	for _, u := range []uint64{rmMaker, rmTaker, rmThird, rmFaulty} {

@@ -13,9 +13,13 @@ package main
 // after the SIGTERM, the one the stopping process logged), every answer the
 // clients were given reads back unchanged, every operation they were told
 // succeeded is there and none they were told failed is, and
-// /api/v1/health/matching lists every market with its status. Then the
-// stuck work finishes: the withdrawal completes on chain, the transfer
-// commits.
+// /api/v1/health/matching and ubs_markets{status} list every market with
+// its status, and money is conserved. Then the venue works on: the
+// withdrawal completes on chain, the transfer commits, the core's breaker
+// lifts after the repair, the settlement finishes, the halted market
+// resumes, every resting order cancels with its fills, and the Postgres
+// sink catches up. The state hashes are the ones the binary logs already:
+// "exchange: stopped" at a graceful stop, "journal: recovered" at a start.
 
 import (
 	"context"
@@ -38,6 +42,7 @@ const maxReady = 5 * time.Second
 
 func TestRestartMatrix(t *testing.T) {
 	t.Parallel() // waits on servers, Postgres and anvil more than it computes
+	e2eBinary(t) // shared by the package's tests: not the matrix's own time
 	began := time.Now()
 	v := rmBuild(t)
 	t.Logf("venue built in %v (seq %v)", time.Since(began).Round(time.Millisecond), v.s.metric("ubs_durable_seq"))
@@ -151,7 +156,6 @@ type rmRefused struct {
 
 func (v *rmVenue) start() time.Duration {
 	v.t.Helper()
-	e2eBinary(v.t) // built once, before the clock starts
 	t0 := time.Now()
 	v.s = e2eLaunch(v.t, v.dir, v.pg, v.flags...)
 	v.s.waitReady(60 * time.Second)
@@ -230,5 +234,31 @@ func (v *rmVenue) finish() {
 	})
 	v.wantFunds(v.xUser, "USDT", 30_000000, 120_000000)
 	v.wantFunds(v.wUser, "ETH", 0, 75_000000)
+	// The core's breaker lifts once the fault is repaired, and the venue
+	// trades on: the settlement finishes, the halted market resumes, a
+	// resting order cancels, a new one is taken.
+	for _, a := range []map[string]any{{"user_id": rmFaulty, "asset": "BTC", "amount": "2", "ref": "rm-fix-user"},
+		{"user_id": 0, "asset": "BTC", "amount": "-2", "ref": "rm-fix-fee"}} {
+		v.ok(0, "POST", "/admin/v1/adjust", 1000, a)
+	}
+	v.ok(0, "POST", "/admin/v1/core/breaker/resolve", 1000, map[string]any{"note": "restart matrix: repaired"})
+	if b := v.ok(0, "POST", fmt.Sprintf("/admin/v1/binary-markets/%d/settle", v.binary), 1000, nil); b["status"] != "SETTLED" {
+		v.t.Fatalf("settling after the restarts: %v", b)
+	}
+	v.ok(0, "POST", "/admin/v1/markets/"+v.haltedSpot+"/resume", 1000, nil)
+	cancelled := 0
+	for oid, o := range v.orders {
+		if w := v.want[fmt.Sprint("order ", oid)].(map[string]any); w["status"] == "NEW" || w["status"] == "PARTIALLY_FILLED" {
+			if b := v.ok(0, "DELETE", fmt.Sprint("/api/v1/order/", oid), o.user, nil); b["status"] != "CANCELLED" ||
+				b["filled_quantity"] != w["filled_quantity"] {
+				v.t.Fatalf("cancel %d after the restarts: %v, was %v", oid, b, w)
+			}
+			cancelled++
+		}
+	}
+	if cancelled != 6 { // the resting spot orders: 4 in BTC-USDT, 2 in ETH-USDT
+		v.t.Fatalf("%d resting orders cancelled after the restarts, want 6", cancelled)
+	}
+	v.ok(0, "POST", "/api/v1/order", rmThird, rmLimit(v.haltedSpot, "BUY", "2950", "0.01"))
 	e2eWaitSink(v.t, v.s, v.pg) // the read model followed both restarts
 }
