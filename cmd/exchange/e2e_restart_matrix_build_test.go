@@ -203,12 +203,12 @@ func (v *rmVenue) withdrawal() {
 	v.t.Helper()
 	x := newXT(v.t, v.s, v.pg)
 	x.deposit(rmWd, "ETH", "1")
-	v.wTo = evm.Checksummed(anviltest.Addr(0x32))
+	v.wTo = anviltest.Addr(0x32)
 	tok := v.s.token(rmWd, false)
 	if st, b := v.s.do("POST", "/api/v1/withdrawals", tok, map[string]any{"asset": "ETH", "amount": "0.25", "address": "0xnot"}); st != 400 || b["code"] != "INVALID_ADDRESS" {
 		v.t.Fatalf("bad address: %d %v", st, b)
 	}
-	w := v.ok(202, "POST", "/api/v1/withdrawals", rmWd, map[string]any{"asset": "ETH", "amount": "0.25", "address": v.wTo, "cid": "rm-w1"})
+	w := v.ok(202, "POST", "/api/v1/withdrawals", rmWd, map[string]any{"asset": "ETH", "amount": "0.25", "address": evm.Checksummed(v.wTo), "cid": "rm-w1"})
 	if w["state"] != "PENDING" {
 		v.t.Fatalf("withdraw: %v", w)
 	}

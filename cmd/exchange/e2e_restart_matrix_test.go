@@ -25,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/persist/chaintx"
 	"github.com/ubscore/ubscore/persist/chaintx/anviltest"
 )
 
@@ -126,16 +128,16 @@ type rmVenue struct {
 	p2pTold    map[string]string // transferId -> status told (PENDING, CANCELLED)
 	p2pBalance map[string][3]int64
 
-	xUser       uint64 // the internal-transfer user
-	xCommitted  string // req_id answered 200 COMMITTED
-	xPending    string // req_id answered 202 TARGET_PENDING (its FUNDING side fails)
-	xTrigger    string // the Postgres function failing it
-	wUser       uint64 // the withdrawing user
-	wID         string // withdrawal answered 202 PENDING, in flight on chain
-	wTo         string // its address
-	coreHalted  string // the open core breaker's reason
-	haltedSpot  string // the manually halted spot market
-	binary      int    // the binary market part-way through its settlement
+	xUser       uint64          // the internal-transfer user
+	xCommitted  string          // req_id answered 200 COMMITTED
+	xPending    string          // req_id answered 202 TARGET_PENDING (its FUNDING side fails)
+	xTrigger    string          // the Postgres function failing it
+	wUser       uint64          // the withdrawing user
+	wID         string          // withdrawal answered 202 PENDING, in flight on chain
+	wTo         chaintx.Address // its address
+	coreHalted  string          // the open core breaker's reason
+	haltedSpot  string          // the manually halted spot market
+	binary      int             // the binary market part-way through its settlement
 	binaryState string
 }
 
@@ -219,6 +221,9 @@ func (v *rmVenue) finish() {
 		_, w := v.s.do("GET", "/api/v1/withdrawals/"+v.wID, v.s.token(v.wUser, false), nil)
 		return w["state"] == "COMPLETED" && w["tx_state"] == "CONFIRMED"
 	})
+	if bal, err := v.node.Balance(v.wTo); err != nil || bal.Cmp(big.NewInt(250_000_000_000_000_000)) != 0 {
+		v.t.Fatalf("on chain the withdrawal's address holds %v wei (%v), want 0.25 ETH", bal, err)
+	}
 	conn := e2eConn(v.t, v.pg)
 	if _, err := conn.Exec(context.Background(), fmt.Sprintf(`DROP TRIGGER %s ON transfer_operations; DROP FUNCTION %s()`,
 		v.xTrigger, v.xTrigger)); err != nil {
@@ -260,5 +265,8 @@ func (v *rmVenue) finish() {
 		v.t.Fatalf("%d resting orders cancelled after the restarts, want 6", cancelled)
 	}
 	v.ok(0, "POST", "/api/v1/order", rmThird, rmLimit(v.haltedSpot, "BUY", "2950", "0.01"))
+	if st, inv := v.s.do("GET", "/admin/v1/invariants", v.admin, nil); st != 200 || inv["ok"] != true {
+		v.t.Fatalf("conservation check at the end: %d %v", st, inv)
+	}
 	e2eWaitSink(v.t, v.s, v.pg) // the read model followed both restarts
 }
