@@ -17,7 +17,7 @@ var rmTraders = []uint64{rmMaker, rmTaker, rmThird, rmFaulty}
 func (v *rmVenue) snapshot() map[string]any {
 	v.t.Helper()
 	out := map[string]any{}
-	get := func(key, path string, user uint64) {
+	get := func(key, path string, user uint64, drop ...string) {
 		v.t.Helper()
 		tok := ""
 		if user != 0 {
@@ -27,7 +27,9 @@ func (v *rmVenue) snapshot() map[string]any {
 		if st != 200 {
 			v.t.Fatalf("%s: %d %v", path, st, b)
 		}
-		delete(b, "seq")
+		for _, k := range append(drop, "seq") {
+			delete(b, k)
+		}
 		out[key] = b
 	}
 	for oid, o := range v.orders {
@@ -55,6 +57,13 @@ func (v *rmVenue) snapshot() map[string]any {
 	}
 	get("balances internal-transfer user", "/api/v1/balances", v.xUser)
 	get("balances withdrawing user", "/api/v1/balances", v.wUser)
+	get("withdrawal", "/api/v1/withdrawals/"+v.wID, v.wUser)
+	get("withdrawals", "/api/v1/withdrawals", v.wUser)
+	for _, r := range []string{v.xCommitted, v.xPending} {
+		// The worker retries the pending one: its retry count, last error
+		// and update time move.
+		get("internal transfer "+r, "/api/v1/internal_transfer/"+r, v.xUser, "retry_count", "error_message", "updated_at")
+	}
 	return out
 }
 
