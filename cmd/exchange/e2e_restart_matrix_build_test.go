@@ -22,7 +22,9 @@ const (
 	rmFaulty = 134 // the negative balance that halts the core
 	rmXfer   = 141 // internal transfers
 	rmWd     = 151 // the withdrawal
-	rmBinary = 61  // the binary market's id
+	rmAlice  = 161 // spec 003 users
+	rmBob    = 162
+	rmBinary = 61 // the binary market's id
 )
 
 func rmBuild(t *testing.T) *rmVenue {
@@ -68,6 +70,18 @@ func (v *rmVenue) order(user uint64, body map[string]any) map[string]any {
 	return o
 }
 
+// rmRetryOrder is a resting order with a client_order_id, sent again
+// after the restarts as a client that lost its answer would.
+func rmRetryOrder() map[string]any {
+	o := rmLimit("BTC-USDT", "BUY", "49000", "0.002")
+	o["client_order_id"] = "rm-live-1"
+	return o
+}
+
+// rmRetryP2P is a spec 003 transfer with a requestId, sent again after the
+// restarts.
+const rmRetryP2P = `{"fromUserId":"rm-bob","toUserId":"rm-alice","amount":2.25,"requestId":"rm-p1"}`
+
 // rmFilled is an order answer's filled quantity: base units of a spot
 // order ("filled_quantity", 8 decimals), shares of a binary one ("filled").
 func rmFilled(t *testing.T, o map[string]any) int64 {
@@ -98,8 +112,17 @@ func (v *rmVenue) spot() {
 	v.t.Helper()
 	sell := v.order(rmMaker, rmLimit("BTC-USDT", "SELL", "50000", "0.01"))
 	v.order(rmTaker, rmLimit("BTC-USDT", "BUY", "50000", "0.004")) // fills 0.004 of the SELL
-	v.order(rmTaker, rmLimit("BTC-USDT", "BUY", "49000", "0.002"))
-	v.order(rmThird, rmLimit("BTC-USDT", "BUY", "48900", "0.003"))
+	v.retryOrder = id(v.t, v.order(rmTaker, rmRetryOrder())["order_id"])
+	mod := v.order(rmThird, rmLimit("BTC-USDT", "BUY", "48900", "0.003"))
+	mid := id(v.t, mod["order_id"])
+	mod = v.ok(0, "PATCH", fmt.Sprint("/api/v1/order/", mid), rmThird, map[string]any{"price": "48950", "quantity": "0.0025"})
+	if id(v.t, mod["order_id"]) != mid || mod["price"] != "48950.000000" || mod["quantity"] != "0.00250000" {
+		v.t.Fatalf("modify: %v", mod)
+	}
+	v.orders[mid] = rmOrder{user: rmThird, status: mod["status"].(string), filled: rmFilled(v.t, mod)}
+	ioc := rmLimit("BTC-USDT", "BUY", "45000", "0.001")
+	ioc["time_in_force"] = "IOC"
+	v.order(rmThird, ioc) // nothing to take: it ends at once
 	v.order(rmThird, rmLimit("BTC-USDT", "SELL", "51000", "0.001"))
 	c := v.order(rmTaker, rmLimit("BTC-USDT", "BUY", "48000", "0.001"))
 	cid := id(v.t, c["order_id"])
@@ -155,14 +178,14 @@ func (v *rmVenue) p2p() {
 		v.p2pTold[tid] = "PENDING"
 		return tid
 	}
-	tr(161, `{"fromUserId":"rm-alice","toUserId":"rm-bob","amount":10}`)
-	tr(162, `{"fromUserId":"rm-bob","toUserId":"rm-alice","amount":2.25}`)
-	c := tr(161, `{"fromUserId":"rm-alice","toUserId":"rm-bob","amount":7}`)
-	if b := v.ok(0, "POST", "/transfers/"+c+"/cancel", 161, nil); b["status"] != "CANCELLED" {
+	tr(rmAlice, `{"fromUserId":"rm-alice","toUserId":"rm-bob","amount":10}`)
+	v.retryP2P = tr(rmBob, rmRetryP2P)
+	c := tr(rmAlice, `{"fromUserId":"rm-alice","toUserId":"rm-bob","amount":7}`)
+	if b := v.ok(0, "POST", "/transfers/"+c+"/cancel", rmAlice, nil); b["status"] != "CANCELLED" {
 		v.t.Fatalf("p2p cancel: %v", b)
 	}
 	v.p2pTold[c] = "CANCELLED"
-	v.ok(400, "POST", "/transfers", 162, `{"fromUserId":"rm-bob","toUserId":"rm-alice","amount":50}`) // INSUFFICIENT_BALANCE
+	v.ok(400, "POST", "/transfers", rmBob, `{"fromUserId":"rm-bob","toUserId":"rm-alice","amount":50}`) // INSUFFICIENT_BALANCE
 	// [balance, available, held] in cents: the pending amounts are held.
 	v.p2pBalance["rm-alice"] = [3]int64{10000, 9000, 1000}
 	v.p2pBalance["rm-bob"] = [3]int64{550, 325, 225}
@@ -177,7 +200,7 @@ func (v *rmVenue) xferStuck() <-chan answer {
 	x := newXT(v.t, v.s, v.pg)
 	x.deposit(rmXfer, "USDT", "100")
 	x.credit(rmXfer, "USDT", "50")
-	v.xCommitted = reqIDOf(v.t, x.commit(rmXfer, F, S, "USDT", "10"))
+	v.xCommitted = reqIDOf(v.t, x.commit(rmXfer, F, S, "USDT", "10", "cid", "rm-x1"))
 	st, b := x.xfer(rmXfer, F, S, "USDT", "1000")
 	wantCode(v.t, "internal transfer beyond the balance", st, b, 400, "INSUFFICIENT_BALANCE")
 	v.xTrigger = fmt.Sprintf("xtest_rm_fail_%d", rmXfer)

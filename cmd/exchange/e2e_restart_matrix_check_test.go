@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ubscore/ubscore/persist/chaintx/evm"
 	"sort"
 	"strings"
 )
@@ -123,6 +124,18 @@ func (v *rmVenue) checkOrders(errorf func(string, ...any), got map[string]any) {
 	if st != 503 || b["code"] != "CORE_HALTED" {
 		errorf("an order while the core is halted: %d %v, want 503 CORE_HALTED", st, b)
 	}
+	// A client's retries of an order and of a spec 003 transfer while the
+	// core is halted: unavailable, nothing decided (finish retries them
+	// once the core is back).
+	for _, r := range []struct {
+		path string
+		user uint64
+		body any
+	}{{"/api/v1/order", rmTaker, rmRetryOrder()}, {"/transfers", rmBob, rmRetryP2P}} {
+		if st, b := v.s.do("POST", r.path, v.s.token(r.user, false), r.body); st != 503 || b["code"] != "CORE_HALTED" {
+			errorf("a retry of POST %s while the core is halted: %d %v, want 503 CORE_HALTED", r.path, st, b)
+		}
+	}
 }
 
 // checkHalts: /api/v1/health/matching lists every market with its status,
@@ -216,10 +229,20 @@ func (v *rmVenue) checkFunding(errorf func(string, ...any)) {
 	if len(ids) != 2 || !ids[v.xCommitted] || !ids[v.xPending] { // the refused one left nothing
 		errorf("internal transfers %v, want exactly %s and %s", l, v.xCommitted, v.xPending)
 	}
+	// A client retrying after the restart gets the same transfer and the
+	// same withdrawal back, and nothing moves again.
+	if st, b := v.s.do("POST", "/api/v1/internal_transfer", tok, xferBody(F, S, "USDT", "10", "cid", "rm-x1")); st != 200 ||
+		b["duplicate"] != true || b["req_id"] != v.xCommitted || b["state"] != "COMMITTED" {
+		errorf("internal transfer cid rm-x1 repeated: %d %v, want 200, duplicate of %s COMMITTED", st, b, v.xCommitted)
+	}
 	v.wantFunds(v.xUser, "USDT", 30_000000, 90_000000)
 	wt := v.s.token(v.wUser, false)
 	if st, w := v.s.do("GET", "/api/v1/withdrawals/"+v.wID, wt, nil); st != 200 || w["state"] != "PENDING" || w["tx_state"] != "TRACKING" {
 		errorf("withdrawal %s: %d %v, want PENDING, TRACKING", v.wID, st, w)
+	}
+	if st, b := v.s.do("POST", "/api/v1/withdrawals", wt, map[string]any{"asset": "ETH", "amount": "0.25",
+		"address": evm.Checksummed(v.wTo), "cid": "rm-w1"}); st != 202 || b["duplicate"] != true || fmt.Sprint(b["withdrawal_id"]) != v.wID {
+		errorf("withdrawal cid rm-w1 repeated: %d %v, want 202, duplicate of %s", st, b, v.wID)
 	}
 	if _, h := v.s.do("GET", "/api/v1/withdrawals", wt, nil); len(h["withdrawals"].([]any)) != 1 {
 		errorf("withdrawals: %v, want the one answered 202", h)

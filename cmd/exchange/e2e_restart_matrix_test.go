@@ -3,7 +3,8 @@ package main
 // The restart matrix (issue 32, item 3) against the real binary, Postgres
 // and anvil: one venue holds every kind of state the API can create — spot
 // orders resting in two markets on both sides (some partly filled, one
-// cancelled, some refused), a manually halted market, a binary market
+// modified, one cancelled, an IOC ended, some refused), a manually halted
+// market, a binary market
 // RESOLVED part-way through its settlement, spec 003 transfers on hold (one
 // cancelled, one refused), a withdrawal in flight on chain, an internal
 // SPOT->FUNDING transfer stuck in TARGET_PENDING, and the core halted by an
@@ -14,7 +15,10 @@ package main
 // clients were given reads back unchanged, every operation they were told
 // succeeded is there and none they were told failed is, and
 // /api/v1/health/matching and ubs_markets{status} list every market with
-// its status, and money is conserved. Then the venue works on: the
+// its status, and money is conserved. A client retrying with its
+// idempotency key gets the same internal transfer and withdrawal back, and
+// 503 CORE_HALTED for an order or a spec 003 transfer (the same order and
+// transfer once the core is back). Then the venue works on: the
 // withdrawal completes on chain, the transfer commits, the core's breaker
 // lifts after the repair, the settlement finishes, the halted market
 // resumes, every resting order cancels with its fills, and the Postgres
@@ -124,6 +128,8 @@ type rmVenue struct {
 	refused []rmRefused        // orders answered with an error: they must not exist
 	want    map[string]any     // every stable answer read before the first stop
 
+	retryOrder uint64            // the order rmRetryOrder placed
+	retryP2P   string            // the transfer rmRetryP2P created
 	p2pUsers   []string          // spec 003 handles
 	p2pTold    map[string]string // transferId -> status told (PENDING, CANCELLED)
 	p2pBalance map[string][3]int64
@@ -247,6 +253,12 @@ func (v *rmVenue) finish() {
 		v.ok(0, "POST", "/admin/v1/adjust", 1000, a)
 	}
 	v.ok(0, "POST", "/admin/v1/core/breaker/resolve", 1000, map[string]any{"note": "restart matrix: repaired"})
+	if o := v.ok(0, "POST", "/api/v1/order", rmTaker, rmRetryOrder()); o["duplicate"] != true || id(v.t, o["order_id"]) != v.retryOrder {
+		v.t.Fatalf("client_order_id rm-live-1 sent again after the restarts: %v, want the duplicate of order %d", o, v.retryOrder)
+	}
+	if b := v.ok(0, "POST", "/transfers", rmBob, rmRetryP2P); fmt.Sprint(b["transferId"]) != v.retryP2P {
+		v.t.Fatalf("requestId rm-p1 sent again after the restarts: %v, want transfer %s", b, v.retryP2P)
+	}
 	if b := v.ok(0, "POST", fmt.Sprintf("/admin/v1/binary-markets/%d/settle", v.binary), 1000, nil); b["status"] != "SETTLED" {
 		v.t.Fatalf("settling after the restarts: %v", b)
 	}
