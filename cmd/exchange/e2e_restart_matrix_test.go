@@ -1,29 +1,28 @@
 package main
 
-// The restart matrix (issue 32, item 3) against the real binary, Postgres
-// and anvil: one venue holds every kind of state the API can create — spot
-// orders resting in two markets on both sides (some partly filled, one
-// modified, one cancelled, an IOC ended, some refused), a manually halted
-// market, a binary market
-// RESOLVED part-way through its settlement, spec 003 transfers on hold (one
-// cancelled, one refused), a withdrawal in flight on chain, an internal
-// SPOT->FUNDING transfer stuck in TARGET_PENDING, and the core halted by an
-// injected fault. It is stopped by SIGKILL, then by SIGTERM; after each
-// start it is ready within 5 s of the process start, the state hash it
-// recovers equals the one an offline replay of its data dir computes (and,
-// after the SIGTERM, the one the stopping process logged), every answer the
-// clients were given reads back unchanged, every operation they were told
-// succeeded is there and none they were told failed is, and
-// /api/v1/health/matching and ubs_markets{status} list every market with
-// its status, and money is conserved. A client retrying with its
-// idempotency key gets the same internal transfer and withdrawal back, and
-// 503 CORE_HALTED for an order or a spec 003 transfer (the same order and
-// transfer once the core is back). Then the venue works on: the
-// withdrawal completes on chain, the transfer commits, the core's breaker
-// lifts after the repair, the settlement finishes, the halted market
-// resumes, every resting order cancels with its fills, and the Postgres
-// sink catches up. The state hashes are the ones the binary logs already:
-// "exchange: stopped" at a graceful stop, "journal: recovered" at a start.
+// The restart matrix (issue 32, item 3), against the real binary with
+// Postgres and anvil. One venue holds every kind of state the API can
+// create: spot orders resting in two markets on both sides (partly filled,
+// modified; beside them a cancelled one, an ended IOC, refused ones), a
+// manually halted market, a binary market RESOLVED part-way through its
+// settlement, spec 003 transfers on hold (beside a cancelled and a refused
+// one), a withdrawal in flight on chain, an internal SPOT->FUNDING transfer
+// stuck in TARGET_PENDING, and the core halted by an injected fault.
+//
+// It is stopped by SIGKILL, then by SIGTERM. After each start: ready within
+// 5 s of the process start; the state hash recovered ("journal: recovered")
+// equals an offline replay of the data dir and, after the SIGTERM, the hash
+// the stopping process logged ("exchange: stopped"); every answer the
+// clients read before reads back the same; every operation they were told
+// succeeded is there, none they were told failed is; health/matching and
+// ubs_markets list every market with its status; money is conserved; a
+// client retrying with its key gets the same transfer and withdrawal back
+// (and 503 CORE_HALTED for an order or a spec 003 transfer).
+//
+// Then the venue works on: the withdrawal completes on chain, the transfer
+// commits, the repaired core resumes, the retried order and spec 003
+// transfer are the same ones, the settlement finishes, the halted market
+// resumes, every resting order cancels with its fills, the sink catches up.
 
 import (
 	"context"
@@ -128,11 +127,11 @@ type rmVenue struct {
 	refused []rmRefused        // orders answered with an error: they must not exist
 	want    map[string]any     // every stable answer read before the first stop
 
-	retryOrder uint64            // the order rmRetryOrder placed
-	retryP2P   string            // the transfer rmRetryP2P created
-	p2pUsers   []string          // spec 003 handles
-	p2pTold    map[string]string // transferId -> status told (PENDING, CANCELLED)
-	p2pBalance map[string][3]int64
+	retryOrder uint64              // the order rmRetryOrder placed
+	retryP2P   string              // the transfer rmRetryP2P created
+	p2pUsers   []string            // spec 003 handles
+	p2pTold    map[string]string   // transferId -> status told (PENDING, CANCELLED)
+	p2pBalance map[string][3]int64 // handle -> balance, available, held (cents)
 
 	xUser       uint64          // the internal-transfer user
 	xCommitted  string          // req_id answered 200 COMMITTED
@@ -144,7 +143,7 @@ type rmVenue struct {
 	coreHalted  string          // the open core breaker's reason
 	haltedSpot  string          // the manually halted spot market
 	binary      int             // the binary market part-way through its settlement
-	binaryState string
+	binaryState string          // its status (RESOLVED, settling)
 }
 
 // rmOrder is what a client was told about an order.
@@ -162,6 +161,8 @@ type rmRefused struct {
 	code   string
 }
 
+// start launches the server on the venue's data dir and database and
+// returns the time from the process start to /health/ready answering 200.
 func (v *rmVenue) start() time.Duration {
 	v.t.Helper()
 	t0 := time.Now()
