@@ -75,6 +75,7 @@ func TestRestartMatrix(t *testing.T) {
 	}
 	v.finish()
 	v.s.Stop()
+	e2eConverged(t, v.dir, v.pg)
 	t.Logf("matrix done in %v", time.Since(began).Round(time.Millisecond))
 }
 
