@@ -20,7 +20,9 @@ const (
 	rmTaker  = 132
 	rmThird  = 133
 	rmFaulty = 134 // the negative balance that halts the core
+	rmFrozen = 135 // SPOT account FROZEN
 	rmXfer   = 141 // internal transfers
+	rmOff    = 142 // FUNDING account DISABLED
 	rmWd     = 151 // the withdrawal
 	rmAlice  = 161 // spec 003 users
 	rmBob    = 162
@@ -50,6 +52,7 @@ func rmBuild(t *testing.T) *rmVenue {
 	pending := v.xferStuck()
 	v.spot()
 	v.binaryMarket()
+	v.accounts()
 	v.p2p()
 	v.withdrawal()
 	a := <-pending
@@ -140,6 +143,21 @@ func (v *rmVenue) spot() {
 	v.refuse(rmThird, 400, "INVALID_PRICE", rmLimit("BTC-USDT", "BUY", "50000.001", "0.001"))
 	v.ok(0, "POST", "/admin/v1/markets/"+v.haltedSpot+"/halt", 1000, nil)
 	v.refuse(rmThird, 409, "MARKET_HALTED", rmLimit(v.haltedSpot, "BUY", "2950", "0.01"))
+}
+
+// accounts freezes a SPOT account and disables a FUNDING one, each
+// refusing what it must.
+func (v *rmVenue) accounts() {
+	v.t.Helper()
+	v.ok(0, "POST", "/admin/v1/adjust", 1000, map[string]any{"user_id": rmFrozen, "asset": "USDT", "amount": "1000", "ref": "rm-frozen"})
+	if b := v.ok(0, "POST", fmt.Sprintf("/admin/v1/accounts/%d/status", rmFrozen), 1000, map[string]any{"status": "FROZEN"}); b["status"] != "FROZEN" {
+		v.t.Fatalf("freeze: %v", b)
+	}
+	v.refuse(rmFrozen, 409, "ACCOUNT_FROZEN", rmLimit("BTC-USDT", "BUY", "48000", "0.001"))
+	x := newXT(v.t, v.s, v.pg)
+	x.deposit(rmOff, "USDT", "10")
+	x.setStatus(F, rmOff, "USDT", "DISABLED")
+	x.refused("F->S from a DISABLED FUNDING account", rmOff, xferBody(F, S, "USDT", "5"), 400, "ACCOUNT_DISABLED")
 }
 
 // binaryMarket trades a binary market, resolves it and settles one slice.

@@ -11,7 +11,7 @@ import (
 )
 
 // rmTraders are the users whose orders, balances and positions are read.
-var rmTraders = []uint64{rmMaker, rmTaker, rmThird, rmFaulty}
+var rmTraders = []uint64{rmMaker, rmTaker, rmThird, rmFaulty, rmFrozen}
 
 // snapshot is every stable answer the clients can read about the venue,
 // keyed by what was asked, without its "seq" (the read's position).
@@ -57,6 +57,7 @@ func (v *rmVenue) snapshot() map[string]any {
 		get("p2p transfers "+h, "/transfers?userId="+h+"&page=1&size=10", 1000)
 	}
 	get("balances internal-transfer user", "/api/v1/balances", v.xUser)
+	get("balances disabled FUNDING user", "/api/v1/balances", rmOff)
 	get("balances withdrawing user", "/api/v1/balances", v.wUser)
 	get("withdrawal", "/api/v1/withdrawals/"+v.wID, v.wUser)
 	get("withdrawals", "/api/v1/withdrawals", v.wUser)
@@ -248,6 +249,10 @@ func (v *rmVenue) checkFunding(errorf func(string, ...any)) {
 		errorf("withdrawals: %v, want the one answered 202", h)
 	}
 	v.wantFunds(v.wUser, "ETH", 0, 75_000000)
+	v.wantFunds(rmOff, "USDT", 0, 10_000000)
+	if b := (&xt{T: v.t, s: v.s.with(v.t)}).bal(rmOff)["USDT"]; b.Status != "DISABLED" {
+		errorf("user %d's FUNDING USDT is %q, want DISABLED", rmOff, b.Status)
+	}
 	// Conserved per asset: FUNDING + SPOT + fees + reserves + in flight + withdrawn.
 	if st, inv := v.s.do("GET", "/admin/v1/invariants", v.admin, nil); st != 200 || inv["ok"] != true {
 		errorf("conservation check: %d %v", st, inv)

@@ -7,7 +7,8 @@ package main
 // manually halted market, a binary market RESOLVED part-way through its
 // settlement, spec 003 transfers on hold (beside a cancelled and a refused
 // one), a withdrawal in flight on chain, an internal SPOT->FUNDING transfer
-// stuck in TARGET_PENDING, and the core halted by an injected fault.
+// stuck in TARGET_PENDING, a FROZEN SPOT account, a DISABLED FUNDING
+// account, and the core halted by an injected fault.
 //
 // It is stopped by SIGKILL, then by SIGTERM. After each start: ready within
 // 5 s of the process start; the state hash recovered ("journal: recovered")
@@ -22,7 +23,8 @@ package main
 // Then the venue works on: the withdrawal completes on chain, the transfer
 // commits, the repaired core resumes, the retried order and spec 003
 // transfer are the same ones, the settlement finishes, the halted market
-// resumes, every resting order cancels with its fills, the sink catches up.
+// resumes, the frozen and disabled accounts still refuse, every resting
+// order cancels with its fills, and Postgres converges to the WAL.
 
 import (
 	"context"
@@ -265,6 +267,12 @@ func (v *rmVenue) finish() {
 		v.t.Fatalf("settling after the restarts: %v", b)
 	}
 	v.ok(0, "POST", "/admin/v1/markets/"+v.haltedSpot+"/resume", 1000, nil)
+	if st, b := v.s.do("POST", "/api/v1/order", v.s.token(rmFrozen, false), rmLimit("BTC-USDT", "BUY", "48000", "0.001")); st != 409 ||
+		b["code"] != "ACCOUNT_FROZEN" {
+		v.t.Fatalf("an order of the FROZEN account after the restarts: %d %v", st, b)
+	}
+	x := newXT(v.t, v.s, v.pg)
+	x.refused("F->S from the DISABLED FUNDING account after the restarts", rmOff, xferBody(F, S, "USDT", "5"), 400, "ACCOUNT_DISABLED")
 	cancelled := 0
 	for oid, o := range v.orders {
 		if w := v.want[fmt.Sprint("order ", oid)].(map[string]any); w["status"] == "NEW" || w["status"] == "PARTIALLY_FILLED" {
