@@ -105,6 +105,7 @@ func (v *rmVenue) refuse(user uint64, status int, code string, body map[string]a
 	v.refused = append(v.refused, rmRefused{user: user, cid: cid, status: status, code: code})
 }
 
+// rmLimit is a GTC limit order's body.
 func rmLimit(market, side, price, qty string) map[string]any {
 	return map[string]any{"market": market, "side": side, "type": "LIMIT", "time_in_force": "GTC", "price": price, "quantity": qty}
 }
