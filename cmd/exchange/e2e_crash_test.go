@@ -163,6 +163,7 @@ func e2eConverged(t *testing.T, dataDir, pg string) {
 	t.Helper()
 	var trades, volume int64
 	rec, err := journal.Recover(journal.RecoverConfig{Dir: dataDir, ReadOnly: true, IgnoreSnapshots: true,
+		Core: core.Config{AllowFaults: true}, // as the server that wrote a WAL with injected faults applied them
 		OnCommand: func(_ *core.Command, evs []core.Event) {
 			for i := range evs {
 				if evs[i].Kind == core.EvTrade {
