@@ -114,13 +114,15 @@ func NewHotWallet(cfg HotWalletConfig) *HotWallet {
 	return h
 }
 
-// Run refreshes now and then every Interval until ctx ends.
+// Run refreshes every Interval until ctx ends (call RefreshLogged first
+// for a reading at start).
 func (h *HotWallet) Run(ctx context.Context) {
-	h.refreshLogged(ctx)
-	chaintx.Every(ctx, h.cfg.Interval, func() { h.refreshLogged(ctx) })
+	chaintx.Every(ctx, h.cfg.Interval, func() { h.RefreshLogged(ctx) })
 }
 
-func (h *HotWallet) refreshLogged(ctx context.Context) {
+// RefreshLogged is Refresh with its failure logged (WARN: the last reading
+// stays, until it is stale).
+func (h *HotWallet) RefreshLogged(ctx context.Context) {
 	if err := h.Refresh(ctx); err != nil && ctx.Err() == nil {
 		h.cfg.Log.Warn("withdraw: hot wallet balance refresh failed (kept the last reading)", "err", err)
 	}
@@ -186,11 +188,11 @@ func (h *HotWallet) read(ctx context.Context) error {
 	if fee == nil {
 		fee = new(big.Int)
 	}
-	f, _ := new(big.Float).SetInt(bal).Float64()
-	h.balance.Set(f)
 	h.mu.Lock()
 	h.snap = &hotSnapshot{balance: bal, block: head, maxFee: fee, at: h.now()}
 	h.mu.Unlock()
+	f, _ := new(big.Float).SetInt(bal).Float64()
+	h.balance.Set(f) // after the snapshot: whoever sees the gauge sees Create use this reading
 	return nil
 }
 
