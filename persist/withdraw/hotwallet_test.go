@@ -4,11 +4,14 @@ package withdraw_test
 // an unknown balance and an empty wallet refuse new withdrawals with
 // nothing debited and nothing stored (and the empty one raises the
 // CRITICAL alert); a refill lets them through after the next refresh; what
-// is pending counts, also once mined after the balance's block.
+// is pending counts, also once mined after the balance's block; concurrent
+// requests cannot pass the check together.
 
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"math/big"
 	"strings"
@@ -18,8 +21,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist/chaintx/anviltest"
+	"github.com/ubscore/ubscore/persist/transfer"
 	"github.com/ubscore/ubscore/persist/withdraw"
 )
 
@@ -107,6 +112,42 @@ func TestHotWalletBalance(t *testing.T) {
 	f.settleUntil(w3.ID, withdraw.Completed)
 	if !strings.Contains(logs.String(), "can pay the pending withdrawals again") {
 		t.Fatalf("no all-clear after the refill:\n%s", logs.String())
+	}
+
+	// Ten users at once against a wallet that pays three withdrawals of 0.1
+	// (and their gas and the margin): three pass, whatever the interleaving
+	// (the users' own rows do not serialize them: the wallet's lock does).
+	funding := transfer.NewFunding(f.pool)
+	for u := core.UserID(2); u <= 11; u++ {
+		if _, err := funding.ExternalDeposit(ctx, fmt.Sprintf("dep-%d", u), u, eth, 10_000_000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refresh(ether(315))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted, short := 0, 0
+	for u := core.UserID(2); u <= 11; u++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := svc.Create(ctx, withdraw.Request{User: u, Asset: "ETH", Amount: 10_000_000, Address: to})
+			var we *withdraw.Error
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				accepted++
+			case errors.As(err, &we) && we.Code == withdraw.CodeHotWalletShort:
+				short++
+			default:
+				t.Errorf("user %d: %v", u, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if accepted != 3 || short != 7 {
+		t.Fatalf("concurrent: %d accepted, %d refused; want 3 and 7", accepted, short)
 	}
 	f.conserved()
 }
