@@ -24,6 +24,7 @@ import (
 )
 
 func TestWithdrawalGuardsEndToEnd(t *testing.T) {
+	t.Parallel() // own database and anvil; waits on them more than it computes
 	node := anviltest.StartT(t)
 	pg := pgtest.NewDB(t)
 	key, hot := node.NewKey(t)

@@ -44,6 +44,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 func ether(milli int64) *big.Int { return new(big.Int).Mul(big.NewInt(milli), big.NewInt(1e15)) }
 
 func TestHotWalletBalance(t *testing.T) {
+	t.Parallel() // own database and anvil; waits on them more than it computes
 	f := setup(t)
 	ctx := context.Background()
 	wallet := f.m.Submitters()[0]

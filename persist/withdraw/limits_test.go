@@ -44,6 +44,7 @@ func refused(t *testing.T, err error, code withdraw.Code) {
 }
 
 func TestWithdrawalLimits(t *testing.T) {
+	t.Parallel() // own database and anvil; waits on them more than it computes
 	f := setup(t)
 	ctx := context.Background()
 	svc := f.service(func(c *withdraw.Config) {
@@ -125,6 +126,7 @@ func TestWithdrawalLimits(t *testing.T) {
 }
 
 func TestWithdrawalLimitsConcurrent(t *testing.T) {
+	t.Parallel() // own database and anvil; waits on them more than it computes
 	f := setup(t)
 	ctx := context.Background()
 	for _, c := range []struct {
