@@ -44,6 +44,7 @@ type TxManager interface {
 type ChainConfig struct {
 	Withdrawals  WithdrawalService
 	Tx           TxManager
+	Limits       WithdrawalLimits                      // per-user limits and allowlists (admin); nil: those routes answer 404
 	ParseAddress func(string) (chaintx.Address, error) // strict (EIP-55 when mixed case)
 	Checksum     func(chaintx.Address) string          // the EIP-55 form, for answers
 	// CreateTimeout: how long POST /admin/v1/tx waits for the writer's
@@ -73,8 +74,13 @@ func (s *Server) chainError(op string, err error) *APIError {
 		switch we.Code {
 		case withdraw.CodeNotFound, withdraw.CodeAccountNotFound:
 			st = http.StatusNotFound
-		case withdraw.CodeInsufficientBalance, withdraw.CodeAccountFrozen, withdraw.CodeAccountDisabled:
+		case withdraw.CodeInsufficientBalance, withdraw.CodeAccountFrozen, withdraw.CodeAccountDisabled,
+			withdraw.CodeWithdrawalLimit, withdraw.CodeHotWalletShort:
 			st = http.StatusConflict
+		case withdraw.CodeAddressNotAllowed:
+			st = http.StatusForbidden
+		case withdraw.CodeHotWalletUnknown:
+			st = http.StatusServiceUnavailable
 		}
 		return &APIError{Status: st, Code: string(we.Code), Message: we.Message}
 	}

@@ -51,14 +51,26 @@ func (f *fakeWithdrawals) List(context.Context, core.UserID, int, int) ([]withdr
 	return nil, 0, nil
 }
 
+// outcome is one case of TestPostWithdrawalOutcomes.
+type outcome struct {
+	name   string
+	err    error
+	status int
+	check  func(t *testing.T, out map[string]any)
+}
+
+// guard is a refusal of code answered with status.
+func guard(code withdraw.Code, status int) outcome {
+	return outcome{string(code), &withdraw.Error{Code: code, Message: "refused"}, status, func(t *testing.T, out map[string]any) {
+		if out["code"] != string(code) {
+			t.Fatalf("answer %v", out)
+		}
+	}}
+}
+
 func TestPostWithdrawalOutcomes(t *testing.T) {
 	const body = `{"asset":"ETH","amount":"0.5","address":"0x00000000000000000000000000000000000000aa"}`
-	for _, tc := range []struct {
-		name   string
-		err    error
-		status int
-		check  func(t *testing.T, out map[string]any)
-	}{
+	for _, tc := range []outcome{
 		{"recorded", nil, http.StatusAccepted, func(t *testing.T, out map[string]any) {
 			if out["withdrawal_id"] != json.Number("42") || out["state"] != string(withdraw.Pending) || out["amount"] != "0.50000000" {
 				t.Fatalf("answer %v", out)
@@ -82,6 +94,11 @@ func TestPostWithdrawalOutcomes(t *testing.T) {
 					t.Fatalf("answer %v", out)
 				}
 			}},
+		// The guards of issue 33: nothing was debited; each has its status.
+		guard(withdraw.CodeWithdrawalLimit, http.StatusConflict),
+		guard(withdraw.CodeAddressNotAllowed, http.StatusForbidden),
+		guard(withdraw.CodeHotWalletShort, http.StatusConflict),
+		guard(withdraw.CodeHotWalletUnknown, http.StatusServiceUnavailable),
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := &fakeWithdrawals{err: tc.err}

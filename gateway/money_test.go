@@ -121,6 +121,7 @@ var notMoney = map[string]string{
 	"transferSchema.user_id":           "a user id",
 	"coreFaultSchema.user_id":          "a user id",
 	"binaryCreateSchema.market_id":     "a market id",
+	"limitSchema.daily_count":          "withdrawals per day",
 	"binaryCreateSchema.lot":           "whole shares",
 	"binaryCreateSchema.min_quantity":  "whole shares",
 	"binaryCreateSchema.max_quantity":  "whole shares",
@@ -179,6 +180,7 @@ var moneyCases = []moneyCase{
 	{"depositSchema", "amount", "POST", "/admin/v1/deposit", true, `{"user_id":7,"asset":"USDT","amount":%s,"tx_ref":"m-1"}`},
 	{"withdrawalSchema", "amount", "POST", "/api/v1/withdrawals", false, `{"asset":"ETH","amount":%s,"address":"0x00000000000000000000000000000000000000aa"}`},
 	{"txSchema", "value", "POST", "/admin/v1/tx", true, `{"to":"0x00000000000000000000000000000000000000aa","value":%s}`},
+	{"limitSchema", "daily_amount", "POST", "/admin/v1/users/7/withdrawal-limits", true, `{"asset":"ETH","daily_amount":%s,"daily_count":1}`},
 	{"binaryCreateSchema", "payout", "POST", "/admin/v1/binary-markets", true, `{"market_id":9,"quote":"USDT","question":"Q?","payout":%s}`},
 	{"coreFaultSchema", "amount", "POST", "/admin/v1/faults/core", true, `{"fault":"stray_frozen","user_id":7,"asset":"DOGE","amount":%s}`},
 }

@@ -40,6 +40,9 @@ type chainFlags struct {
 	Assets      string        // --chain-assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],...
 	Workers     int           // --chain-workers
 	Create      time.Duration // --chain-create-timeout: POST /admin/v1/tx's wait before 202 UNKNOWN
+
+	// Guard: the hot wallet's balance and the withdrawal limits (chain_guard.go).
+	Guard chainGuardFlags
 }
 
 func (c *chainFlags) register(fs *flag.FlagSet) {
@@ -55,6 +58,7 @@ func (c *chainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Assets, "chain-assets", "ETH:18:0.0001:100", "withdrawable assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],... (MIN/MAX in the asset's decimals)")
 	fs.IntVar(&c.Workers, "chain-workers", 16, "writer workers (hash(submitter) % N)")
 	fs.DurationVar(&c.Create, "chain-create-timeout", 30*time.Second, "POST /admin/v1/tx waits this long for the writer, then answers 202 UNKNOWN with the request_id")
+	c.Guard.register(fs)
 }
 
 var chainEnv = []envFlag{{"chain-rpc", []string{"UBS_CHAIN_RPC"}}, {"chain-key-file", []string{"UBS_CHAIN_KEY_FILE"}}}
@@ -72,7 +76,7 @@ func (c *chainFlags) validate() error {
 	if _, err := chaintx.ParseAction(c.StuckAction); err != nil {
 		return fmt.Errorf("--chain-stuck-action: %w", err)
 	}
-	return nil
+	return c.Guard.validate()
 }
 
 // withdrawAssets parses --chain-assets against the configured assets.
@@ -114,6 +118,7 @@ type chainSide struct {
 	client *evm.Client
 	mgr    *chaintx.Manager
 	svc    *withdraw.Service
+	hot    *withdraw.HotWallet
 	cancel context.CancelFunc
 	// createTimeout is --chain-create-timeout.
 	createTimeout time.Duration
@@ -155,15 +160,23 @@ func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*ch
 		client.Close()
 		return nil, err
 	}
+	limits, err := c.Guard.withdrawLimits(assets)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	margin, _ := parseWei(c.Guard.BalanceMargin) // validated
+	hot := withdraw.NewHotWallet(withdraw.HotWalletConfig{Pool: pool, Chain: client, Address: signer.Address(),
+		Interval: c.Guard.BalanceInterval, Margin: margin, Registerer: m.reg, Log: log})
 	svc := withdraw.New(withdraw.Config{Pool: pool, Submitter: signer.Address(), Assets: assets,
-		ParseAddress: evm.ParseAddress, Nudge: mgr.Nudge})
+		ParseAddress: evm.ParseAddress, Nudge: mgr.Nudge, Limits: limits, HotWallet: hot})
 	log.Info("chain side on", "rpc", c.RPC, "chain_id", chainID.String(), "hot_wallet", evm.Checksummed(signer.Address()),
 		"node_id", c.NodeID, "finality", c.Finality, "stuck_action", c.StuckAction)
-	return &chainSide{log: log, client: client, mgr: mgr, svc: svc, createTimeout: c.Create}, nil
+	return &chainSide{log: log, client: client, mgr: mgr, svc: svc, hot: hot, createTimeout: c.Create}, nil
 }
 
 func (c *chainSide) gateway() *gateway.ChainConfig {
-	return &gateway.ChainConfig{Withdrawals: c.svc, Tx: c.mgr, ParseAddress: evm.ParseAddress, Checksum: evm.Checksummed,
+	return &gateway.ChainConfig{Withdrawals: c.svc, Tx: c.mgr, Limits: c.svc, ParseAddress: evm.ParseAddress, Checksum: evm.Checksummed,
 		CreateTimeout: c.createTimeout}
 }
 
@@ -182,7 +195,10 @@ func (c *chainSide) start(migrated *atomic.Bool) {
 			}
 		}
 		c.mgr.Start()
+		c.hot.RefreshLogged(ctx) // a reading before readiness: withdrawals are refused (HOT_WALLET_UNKNOWN) without one
 		c.started.Store(true)
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.hot.Run(ctx) }()
 		c.svc.RunSettler(ctx, c.mgr, 200*time.Millisecond, c.log)
 	}()
 }

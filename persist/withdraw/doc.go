@@ -11,6 +11,11 @@
 //	                    e.g. POST /admin/v1/tx/{id}/remediate CANCEL, whose
 //	                    confirmation then cancels and refunds)
 //
+// Guards, in POST's transaction, each refusing with nothing debited
+// (issue 33): the user's address allowlist and daily limits (limits.go,
+// migration 0085; a refund gives the quota back), and the hot wallet's
+// last balance reading against what it has not paid yet (hotwallet.go).
+//
 // Amounts: the exchange's units (core.Units at the asset's scale) at the
 // edge and in balances_tb; the chain's smallest unit (wei for ETH) in
 // managed_tx. Conversion is exact or refused (AMOUNT_NOT_REPRESENTABLE).

@@ -64,6 +64,11 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, c chaintx.Completion, lo
 			return nil
 		}
 		if err == nil {
+			// The refund gives the daily quota back. Usage before balance,
+			// the order Create locks them in (no deadlock between the two).
+			err = giveQuota(ctx, tx, c.TxID)
+		}
+		if err == nil {
 			_, err = tx.Exec(ctx, `UPDATE balances_tb SET available = available + $3, version = version + 1, updated_at = now()
 				WHERE user_id = $1 AND asset_id = $2`, user, asset, amount)
 			log.Warn("withdraw: cancelled and refunded to FUNDING", "tx_id", c.TxID, "request_id", c.RequestID,

@@ -42,6 +42,10 @@ const (
 	CodeAccountDisabled     Code = "ACCOUNT_DISABLED"
 	CodeInsufficientBalance Code = "INSUFFICIENT_BALANCE"
 	CodeNotFound            Code = "WITHDRAWAL_NOT_FOUND"
+	CodeWithdrawalLimit     Code = "WITHDRAWAL_LIMIT"        // the user's daily amount or count for the asset (limits.go)
+	CodeAddressNotAllowed   Code = "ADDRESS_NOT_ALLOWED"     // not on the user's allowlist (limits.go)
+	CodeHotWalletShort      Code = "HOT_WALLET_INSUFFICIENT" // the hot wallet cannot pay it now (hotwallet.go)
+	CodeHotWalletUnknown    Code = "HOT_WALLET_UNKNOWN"      // the hot wallet's balance is not known (hotwallet.go)
 )
 
 // Error is a refusal: nothing changed.
@@ -109,6 +113,11 @@ type Config struct {
 	// SettleWait bounds how long Create keeps trying to settle a commit of
 	// unknown outcome before answering *UnconfirmedError; default 10 s.
 	SettleWait time.Duration
+	// Limits are the default daily limits per asset (flags); a user's row
+	// of withdrawal_limits overrides them. Missing: no limit.
+	Limits map[core.AssetID]Limit
+	// HotWallet, if set, refuses withdrawals the hot wallet cannot pay.
+	HotWallet *HotWallet
 	// Fault injects a lost commit answer (tests only; zero in production).
 	Fault Fault
 }
@@ -175,7 +184,9 @@ type Request struct {
 }
 
 // Create validates, debits FUNDING and stores the withdrawal with its
-// CREATED managed tx in one transaction. A repeated cid answers the first
+// CREATED managed tx in one transaction. Before the debit, in the same
+// transaction: the allowlist, the daily limits, and after it the hot
+// wallet check; any refusal rolls everything back (nothing debited). A repeated cid answers the first
 // withdrawal with duplicate = true (whatever the other fields say).
 func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicate bool, err error) {
 	a, ok := s.bySym[r.Asset]
@@ -217,8 +228,19 @@ func (s *Service) Create(ctx context.Context, r Request) (w Withdrawal, duplicat
 		if _, err := tx.Exec(ctx, `INSERT INTO withdrawal_claims (withdrawal_id, fenced) VALUES ($1, false)`, id); err != nil {
 			return err
 		}
+		if err := checkAllowlist(ctx, tx, r.User, addr); err != nil {
+			return err
+		}
+		if err := s.takeQuota(ctx, tx, r.User, a.ID, r.Amount); err != nil {
+			return err
+		}
 		if err := debit(ctx, tx, r.User, a.ID, r.Amount); err != nil {
 			return err
+		}
+		if h := s.cfg.HotWallet; h != nil { // last: its lock is the wallet's, held to the commit
+			if err := h.check(ctx, tx, wei, s.cfg.GasLimit); err != nil {
+				return err
+			}
 		}
 		txID, err := pgstore.InsertCreated(ctx, tx, chaintx.NewTx{Submitter: s.cfg.Submitter, RequestID: "wd-" + strconv.FormatInt(id, 10),
 			Payload: chaintx.Payload{To: addr, Value: wei, GasLimit: s.cfg.GasLimit}})
