@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,8 +45,7 @@ func (c *chainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.RPC, "chain-rpc", "", "EVM JSON-RPC URL for withdrawals and managed transactions; empty = chain side off; env UBS_CHAIN_RPC")
 	fs.StringVar(&c.KeyFile, "chain-key-file", "", "file holding the hot wallet's hex private key (needed with --chain-rpc); env UBS_CHAIN_KEY_FILE")
 	fs.Uint64Var(&c.Finality, "chain-finality", 12, "blocks (the receipt's included) before a tx is CONFIRMED / FAILED_FINAL")
-	host, _ := os.Hostname()
-	fs.StringVar(&c.NodeID, "chain-node-id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this node's name in the submitter lease (unique per process)")
+	fs.StringVar(&c.NodeID, "chain-node-id", "", "this node's name in the submitter lease, unique per process; empty = host name + random, new at every start (logged)")
 	fs.DurationVar(&c.Lease, "chain-lease", 10*time.Second, "submitter lease duration (renewed every third of it)")
 	fs.DurationVar(&c.StuckAfter, "chain-stuck-after", 10*time.Minute, "no receipt this long after allocation: STUCK (CRITICAL log, hook)")
 	fs.DurationVar(&c.Resubmit, "chain-resubmit-interval", 30*time.Second, "a pending tx without receipt is broadcast again this often (same nonce and bytes)")
@@ -158,7 +156,7 @@ func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*ch
 	svc := withdraw.New(withdraw.Config{Pool: pool, Submitter: signer.Address(), Assets: assets,
 		ParseAddress: evm.ParseAddress, Nudge: mgr.Nudge})
 	log.Info("chain side on", "rpc", c.RPC, "chain_id", chainID.String(), "hot_wallet", evm.Checksummed(signer.Address()),
-		"node_id", c.NodeID, "finality", c.Finality, "stuck_action", c.StuckAction)
+		"node_id", mgr.NodeID(), "finality", c.Finality, "stuck_action", c.StuckAction)
 	return &chainSide{log: log, client: client, mgr: mgr, svc: svc, createTimeout: c.Create}, nil
 }
 

@@ -128,6 +128,10 @@ type Store interface {
 	// submitter's lease for node, with database time. Leader is false when
 	// another node holds an unexpired lease.
 	AcquireLease(ctx context.Context, submitter Address, node string, d time.Duration) (Lease, error)
+	// ReleaseLease ends l now (expires_at = database time) if it is still
+	// l's (owner and token): the next AcquireLease of any node takes over
+	// at once, with token + 1. Not l's any more: nothing happens.
+	ReleaseLease(ctx context.Context, l Lease) error
 
 	Get(ctx context.Context, id TxID) (Tx, error)
 	GetByRequest(ctx context.Context, submitter Address, requestID string) (Tx, error)
