@@ -93,6 +93,7 @@ func (s *Server) chainError(op string, err error) *APIError {
 		{chaintx.ErrNoNonce, http.StatusConflict, "TX_NOT_ALLOCATED"},
 		{chaintx.ErrBadAction, http.StatusBadRequest, "INVALID_ACTION"},
 		{chaintx.ErrNoSubmitter, http.StatusBadRequest, "UNKNOWN_SUBMITTER"},
+		{chaintx.ErrRPCTimeout, http.StatusServiceUnavailable, "CHAIN_UNAVAILABLE"},
 	} {
 		if errors.Is(err, m.err) {
 			return &APIError{Status: m.status, Code: m.code, Message: err.Error()}

@@ -39,6 +39,7 @@ type chainFlags struct {
 	Assets      string        // --chain-assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],...
 	Workers     int           // --chain-workers
 	Create      time.Duration // --chain-create-timeout: POST /admin/v1/tx's wait before 202 UNKNOWN
+	RPCTimeout  time.Duration // --chain-rpc-timeout: every chain RPC call's deadline
 }
 
 func (c *chainFlags) register(fs *flag.FlagSet) {
@@ -52,6 +53,7 @@ func (c *chainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.StuckAction, "chain-stuck-action", "NOOP", "what the hook does with a STUCK tx: NOOP, CANCEL, REPLACE or PLACEHOLDER")
 	fs.StringVar(&c.Assets, "chain-assets", "ETH:18:0.0001:100", "withdrawable assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],... (MIN/MAX in the asset's decimals)")
 	fs.IntVar(&c.Workers, "chain-workers", 16, "writer workers (hash(submitter) % N)")
+	fs.DurationVar(&c.RPCTimeout, "chain-rpc-timeout", 5*time.Second, "deadline of every chain RPC call; a call without an answer by then fails (ubs_chain_rpc_failures_total) and is retried later")
 	fs.DurationVar(&c.Create, "chain-create-timeout", 30*time.Second, "POST /admin/v1/tx waits this long for the writer, then answers 202 UNKNOWN with the request_id")
 }
 
@@ -64,8 +66,8 @@ func (c *chainFlags) validate() error {
 	if c.KeyFile == "" {
 		return errors.New("--chain-rpc needs --chain-key-file")
 	}
-	if c.Finality == 0 || c.Lease <= 0 || c.StuckAfter <= 0 || c.Resubmit <= 0 || c.Workers <= 0 || c.Create <= 0 {
-		return errors.New("--chain-finality, --chain-lease, --chain-stuck-after, --chain-resubmit-interval, --chain-workers and --chain-create-timeout must be > 0")
+	if c.Finality == 0 || c.Lease <= 0 || c.StuckAfter <= 0 || c.Resubmit <= 0 || c.Workers <= 0 || c.Create <= 0 || c.RPCTimeout <= 0 {
+		return errors.New("--chain-finality, --chain-lease, --chain-stuck-after, --chain-resubmit-interval, --chain-workers, --chain-create-timeout and --chain-rpc-timeout must be > 0")
 	}
 	if _, err := chaintx.ParseAction(c.StuckAction); err != nil {
 		return fmt.Errorf("--chain-stuck-action: %w", err)
@@ -147,7 +149,7 @@ func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*ch
 	}
 	mgr, err := chaintx.New(chaintx.Config{Store: pgstore.New(pool), Chain: client, Signers: []chaintx.Signer{signer},
 		NodeID: c.NodeID, Lease: chaintx.LeaseConfig{Duration: c.Lease}, Workers: c.Workers, Finality: c.Finality,
-		ResubmitInterval: c.Resubmit, StuckAfter: c.StuckAfter, Hook: chaintx.StaticHook(strings.ToUpper(c.StuckAction)),
+		ResubmitInterval: c.Resubmit, StuckAfter: c.StuckAfter, RPCTimeout: c.RPCTimeout, Hook: chaintx.StaticHook(strings.ToUpper(c.StuckAction)),
 		Metrics: chaintx.NewMetrics(m.reg), Logger: log})
 	if err != nil {
 		client.Close()

@@ -41,6 +41,9 @@ type Config struct {
 	ResubmitInterval time.Duration // a pending tx without receipt is resent this often; default 30s
 	StuckAfter       time.Duration // no receipt this long after allocation -> STUCK; default 10m
 	FeeCacheTTL      time.Duration // fee suggestions are reused this long; default 2s
+	// RPCTimeout bounds every call of Chain (rpc.go; --chain-rpc-timeout);
+	// default 5s.
+	RPCTimeout time.Duration
 
 	Hook    Hook     // nil: StaticHook(ActionNoop)
 	Metrics *Metrics // nil: unregistered
@@ -78,6 +81,7 @@ func (c *Config) defaults() error {
 	def(&c.ResubmitInterval, 30*time.Second)
 	def(&c.StuckAfter, 10*time.Minute)
 	def(&c.FeeCacheTTL, 2*time.Second)
+	def(&c.RPCTimeout, 5*time.Second)
 	if c.Hook == nil {
 		c.Hook = StaticHook(ActionNoop)
 	}
@@ -127,6 +131,7 @@ func New(cfg Config) (*Manager, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	cfg.Chain = newTimeoutChain(cfg.Chain, cfg.RPCTimeout, cfg.Metrics)
 	m := &Manager{cfg: cfg, log: cfg.Logger.With("node_id", cfg.NodeID), met: cfg.Metrics,
 		signers: map[Address]Signer{}, leases: map[Address]heldLease{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())

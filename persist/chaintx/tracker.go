@@ -29,6 +29,12 @@ func (m *Manager) TrackOnce(ctx context.Context) {
 			continue
 		}
 		m.workerOf(s).nudge(s) // CREATED rows (e.g. withdrawals) get nonces
+		// The gauges first: they never wait for the chain (a hung node
+		// must not freeze the oldest-pending alert).
+		if st, err := m.cfg.Store.Stats(ctx, s); err == nil {
+			m.met.PendingOldest.WithLabelValues(string(s)).Set(st.OldestAge.Seconds())
+			m.met.Pending.WithLabelValues(string(s)).Set(float64(st.Pending))
+		}
 		for _, step := range []func(context.Context, Lease) error{m.resubmit, m.checkReceipts, m.finality, m.detectStuck} {
 			if err := step(ctx, l); err != nil {
 				if m.fenced(l, "track", err) || ctx.Err() != nil {
@@ -36,10 +42,6 @@ func (m *Manager) TrackOnce(ctx context.Context) {
 				}
 				m.log.Warn("chaintx: tracker step failed", "submitter", s, "err", err)
 			}
-		}
-		if st, err := m.cfg.Store.Stats(ctx, s); err == nil {
-			m.met.PendingOldest.WithLabelValues(string(s)).Set(st.OldestAge.Seconds())
-			m.met.Pending.WithLabelValues(string(s)).Set(float64(st.Pending))
 		}
 	}
 }
