@@ -79,6 +79,11 @@ func (t *timeoutChain) MinedNonce(ctx context.Context, a Address) (v uint64, err
 	return
 }
 
+func (t *timeoutChain) MinedNonceAt(ctx context.Context, a Address, block uint64) (v uint64, err error) {
+	err = t.do(ctx, "mined_nonce_at", func(c context.Context) (e error) { v, e = t.c.MinedNonceAt(c, a, block); return })
+	return
+}
+
 func (t *timeoutChain) Send(ctx context.Context, raw []byte) error {
 	return t.do(ctx, "send", func(c context.Context) error { return t.c.Send(c, raw) })
 }

@@ -677,6 +677,26 @@ func (s *Store) Finalize(ctx context.Context, l chaintx.Lease, id chaintx.TxID, 
 	})
 }
 
+// ResolveForeign implements chaintx.Store.
+func (s *Store) ResolveForeign(ctx context.Context, l chaintx.Lease, id chaintx.TxID, r chaintx.Remediation) error {
+	return s.fenced(ctx, l, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE managed_tx SET state = 'FAILED_FINAL', sub_state = $2, confirmed_at = now(),
+				next_receipt_at = NULL, next_resubmit_at = NULL, fencing_token = $3, updated_at = now()
+			WHERE tx_id = $1 AND submitter = $4 AND state = 'STUCK' AND receipt_hash IS NULL`,
+			int64(id), chaintx.SubForeign, l.Token, string(l.Submitter))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return chaintx.ErrNotStuck
+		}
+		if err := appendCompletions(ctx, tx, []int64{int64(id)}); err != nil {
+			return err
+		}
+		return audit(ctx, tx, r)
+	})
+}
+
 // appendCompletions appends the current state of each tx to the feed with
 // the next dense seqs (the counter row's lock orders the commits).
 func appendCompletions(ctx context.Context, tx pgx.Tx, ids []int64) error {
