@@ -35,6 +35,7 @@ type chainFlags struct {
 	Lease       time.Duration // --chain-lease
 	StuckAfter  time.Duration // --chain-stuck-after
 	Resubmit    time.Duration // --chain-resubmit-interval
+	ResubmitMax time.Duration // --chain-resubmit-max-interval: the STUCK back-off's cap
 	StuckAction string        // --chain-stuck-action: the hook policy
 	Assets      string        // --chain-assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],...
 	Workers     int           // --chain-workers
@@ -50,6 +51,7 @@ func (c *chainFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Lease, "chain-lease", 10*time.Second, "submitter lease duration (renewed every third of it)")
 	fs.DurationVar(&c.StuckAfter, "chain-stuck-after", 10*time.Minute, "no receipt this long after allocation: STUCK (CRITICAL log, hook)")
 	fs.DurationVar(&c.Resubmit, "chain-resubmit-interval", 30*time.Second, "a pending tx without receipt is broadcast again this often (same nonce and bytes)")
+	fs.DurationVar(&c.ResubmitMax, "chain-resubmit-max-interval", 10*time.Minute, "a STUCK tx is resent with a delay doubling from --chain-resubmit-interval up to this (one WARN per doubling)")
 	fs.StringVar(&c.StuckAction, "chain-stuck-action", "NOOP", "what the hook does with a STUCK tx: NOOP, CANCEL, REPLACE or PLACEHOLDER")
 	fs.StringVar(&c.Assets, "chain-assets", "ETH:18:0.0001:100", "withdrawable assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],... (MIN/MAX in the asset's decimals)")
 	fs.IntVar(&c.Workers, "chain-workers", 16, "writer workers (hash(submitter) % N)")
@@ -66,8 +68,9 @@ func (c *chainFlags) validate() error {
 	if c.KeyFile == "" {
 		return errors.New("--chain-rpc needs --chain-key-file")
 	}
-	if c.Finality == 0 || c.Lease <= 0 || c.StuckAfter <= 0 || c.Resubmit <= 0 || c.Workers <= 0 || c.Create <= 0 || c.RPCTimeout <= 0 {
-		return errors.New("--chain-finality, --chain-lease, --chain-stuck-after, --chain-resubmit-interval, --chain-workers, --chain-create-timeout and --chain-rpc-timeout must be > 0")
+	if c.Finality == 0 || c.Lease <= 0 || c.StuckAfter <= 0 || c.Resubmit <= 0 || c.Workers <= 0 || c.Create <= 0 || c.RPCTimeout <= 0 ||
+		c.ResubmitMax < c.Resubmit {
+		return errors.New("--chain-finality, --chain-lease, --chain-stuck-after, --chain-resubmit-interval, --chain-workers, --chain-create-timeout and --chain-rpc-timeout must be > 0, and --chain-resubmit-max-interval >= --chain-resubmit-interval")
 	}
 	if _, err := chaintx.ParseAction(c.StuckAction); err != nil {
 		return fmt.Errorf("--chain-stuck-action: %w", err)
@@ -149,7 +152,7 @@ func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*ch
 	}
 	mgr, err := chaintx.New(chaintx.Config{Store: pgstore.New(pool), Chain: client, Signers: []chaintx.Signer{signer},
 		NodeID: c.NodeID, Lease: chaintx.LeaseConfig{Duration: c.Lease}, Workers: c.Workers, Finality: c.Finality,
-		ResubmitInterval: c.Resubmit, StuckAfter: c.StuckAfter, RPCTimeout: c.RPCTimeout, Hook: chaintx.StaticHook(strings.ToUpper(c.StuckAction)),
+		ResubmitInterval: c.Resubmit, ResubmitMaxInterval: c.ResubmitMax, StuckAfter: c.StuckAfter, RPCTimeout: c.RPCTimeout, Hook: chaintx.StaticHook(strings.ToUpper(c.StuckAction)),
 		Metrics: chaintx.NewMetrics(m.reg), Logger: log})
 	if err != nil {
 		client.Close()

@@ -39,8 +39,11 @@ type Config struct {
 	ReceiptInterval  time.Duration // "not found" -> next check after; default 1s
 	ReceiptMaxDelay  time.Duration // back-off cap after check errors; default 30s
 	ResubmitInterval time.Duration // a pending tx without receipt is resent this often; default 30s
-	StuckAfter       time.Duration // no receipt this long after allocation -> STUCK; default 10m
-	FeeCacheTTL      time.Duration // fee suggestions are reused this long; default 2s
+	// ResubmitMaxInterval caps the STUCK back-off (backoff.go: the delay
+	// doubles from ResubmitInterval); default 10m, at least ResubmitInterval.
+	ResubmitMaxInterval time.Duration
+	StuckAfter          time.Duration // no receipt this long after allocation -> STUCK; default 10m
+	FeeCacheTTL         time.Duration // fee suggestions are reused this long; default 2s
 	// RPCTimeout bounds every call of Chain (rpc.go; --chain-rpc-timeout);
 	// default 5s.
 	RPCTimeout time.Duration
@@ -79,6 +82,8 @@ func (c *Config) defaults() error {
 	def(&c.ReceiptInterval, time.Second)
 	def(&c.ReceiptMaxDelay, 30*time.Second)
 	def(&c.ResubmitInterval, 30*time.Second)
+	def(&c.ResubmitMaxInterval, 10*time.Minute)
+	c.ResubmitMaxInterval = max(c.ResubmitMaxInterval, c.ResubmitInterval)
 	def(&c.StuckAfter, 10*time.Minute)
 	def(&c.FeeCacheTTL, 2*time.Second)
 	def(&c.RPCTimeout, 5*time.Second)

@@ -161,13 +161,15 @@ type Store interface {
 	// success, last_error otherwise; a success also schedules a receipt
 	// check of a tx that had none (ALLOCATED, or STUCK since ALLOCATED:
 	// the first broadcast that worked came after STUCK); the next resubmission is due after
-	// resubmitAfter. One transaction, fenced per group: the returned slice
+	// resubmitAfter, or the tx's STUCK back-off if longer. One transaction, fenced per group: the returned slice
 	// has ErrFenced for each group that wrote nothing.
 	Submitted(ctx context.Context, gs []SubmitGroup, resubmitAfter time.Duration) ([]error, error)
-	// ClaimResubmit claims (next_resubmit_at moved by interval, attempt + 1)
-	// the submitter's pending txs without a receipt whose next_resubmit_at is
-	// due, before anything is sent. Fenced.
-	ClaimResubmit(ctx context.Context, l Lease, interval time.Duration, limit int) ([]Tx, error)
+	// ClaimResubmit claims the submitter's pending txs without a receipt
+	// whose next_resubmit_at is due (at most limit, nonce order), before
+	// anything is sent: next_resubmit_at = now + delay(tx), and for a STUCK
+	// tx resubmit_backoff = delay(tx) (else none). The txs returned are as
+	// before the claim (ResubmitBackoff the previous delay). Fenced.
+	ClaimResubmit(ctx context.Context, l Lease, limit int, delay func(Tx) time.Duration) ([]Tx, error)
 	// ReceiptCandidates are TRACKING / STUCK txs without a receipt, due for
 	// a check (one never scheduled is due: it may still be mined).
 	ReceiptCandidates(ctx context.Context, submitter Address, limit int) ([]Tx, error)

@@ -47,9 +47,10 @@ func (m *Manager) TrackOnce(ctx context.Context) {
 }
 
 // resubmit is the ResubmitScheduler: fenced claim first, then the same
-// nonce and signed payload (the latest signed tx of the nonce) again.
+// nonce and signed payload (the latest signed tx of the nonce) again. A
+// STUCK tx backs off (backoff.go): one WARN per doubling, DEBUG at the cap.
 func (m *Manager) resubmit(ctx context.Context, l Lease) error {
-	txs, err := m.cfg.Store.ClaimResubmit(ctx, l, m.cfg.ResubmitInterval, trackBatch)
+	txs, err := m.cfg.Store.ClaimResubmit(ctx, l, trackBatch, m.resubmitDelay)
 	if err != nil || len(txs) == 0 {
 		return err
 	}
@@ -58,8 +59,17 @@ func (m *Manager) resubmit(ctx context.Context, l Lease) error {
 		res, errText := m.send(ctx, t.Latest().Raw)
 		m.met.Resubmit.WithLabelValues(res).Inc()
 		rs = append(rs, SubmitResult{ID: t.ID, Err: errText})
-		m.log.Info("chaintx: resubmitted", "submitter", t.Submitter, "tx_id", t.ID, "nonce", *t.Nonce,
-			"tx_hash", t.Latest().Hash, "fencing_token", l.Token, "result", res, "attempt", t.SubmitAttempts)
+		args := []any{"submitter", t.Submitter, "tx_id", t.ID, "nonce", *t.Nonce, "tx_hash", t.Latest().Hash,
+			"fencing_token", l.Token, "result", res, "attempt", t.SubmitAttempts}
+		switch next := m.resubmitDelay(t); {
+		case t.State != Stuck:
+			m.log.Info("chaintx: resubmitted", args...)
+		case next > t.ResubmitBackoff:
+			m.log.Warn("chaintx: resubmitted a STUCK tx: backing off", append(args, "next_in", next.String(),
+				"max_interval", m.cfg.ResubmitMaxInterval.String())...)
+		default:
+			m.log.Debug("chaintx: resubmitted a STUCK tx", append(args, "next_in", next.String())...)
+		}
 	}
 	return m.submitted(ctx, l, rs)
 }
