@@ -61,7 +61,7 @@ func TestE2EWithdrawalForeignNonceResolvedOnce(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	w = poll("TRACKING", 10*time.Second, wPath, tok, func(b map[string]any) bool { return b["tx_state"] == "TRACKING" })
+	w = poll("sent", 10*time.Second, wPath, tok, func(b map[string]any) bool { return b["tx_state"] == "TRACKING" || b["tx_state"] == "STUCK" })
 	txPath := "/admin/v1/tx/" + fmt.Sprint(w["tx_id"])
 	tx := poll("allocated", time.Second, txPath, x.admin, func(b map[string]any) bool { return b["nonce"] != nil })
 	var nonce uint64

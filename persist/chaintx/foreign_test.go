@@ -29,7 +29,7 @@ func TestResolveForeignNonce(t *testing.T) {
 	m := e.start(cfg)
 	to, other := anviltest.Addr(0x331), anviltest.Addr(0x332)
 	tx := e.create(m, transfer(sub, "wd-taken", to, 7))
-	e.waitState(tx.ID, chaintx.Tracking, 5*time.Second)
+	e.waitSent(tx.ID, 5*time.Second)
 
 	if err := e.node.Drop(tx.Hash); err != nil { // out of the pool: the foreign tx takes the nonce
 		t.Fatal(err)

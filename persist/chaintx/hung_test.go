@@ -40,7 +40,7 @@ func TestHungNodeNoLoopFreezes(t *testing.T) {
 	cfg.FeeCacheTTL, cfg.ResubmitInterval, cfg.StuckAfter = 50*time.Millisecond, 100*time.Millisecond, 800*time.Millisecond
 	m := e.start(cfg)
 	tx := e.create(m, transfer(sub, "before-hang", anviltest.Addr(0x2), 5))
-	e.waitState(tx.ID, chaintx.Tracking, 5*time.Second)
+	e.waitSent(tx.ID, 5*time.Second)
 
 	// pass runs one tracker pass; it must end within bound.
 	const bound = 3 * time.Second // a few timeouts (and a loaded machine); a freeze is unbounded
