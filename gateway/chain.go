@@ -97,8 +97,12 @@ func (s *Server) chainError(op string, err error) *APIError {
 		{chaintx.ErrTxFinal, http.StatusConflict, "TX_FINAL"},
 		{chaintx.ErrTxMined, http.StatusConflict, "TX_MINED"},
 		{chaintx.ErrNoNonce, http.StatusConflict, "TX_NOT_ALLOCATED"},
+		{chaintx.ErrNotStuck, http.StatusConflict, "TX_NOT_STUCK"},
+		{chaintx.ErrNonceTaken, http.StatusConflict, "NONCE_TAKEN"},
+		{chaintx.ErrNonceNotFinal, http.StatusConflict, "NONCE_NOT_FINAL"},
 		{chaintx.ErrBadAction, http.StatusBadRequest, "INVALID_ACTION"},
 		{chaintx.ErrNoSubmitter, http.StatusBadRequest, "UNKNOWN_SUBMITTER"},
+		{chaintx.ErrRPCTimeout, http.StatusServiceUnavailable, "CHAIN_UNAVAILABLE"},
 	} {
 		if errors.Is(err, m.err) {
 			return &APIError{Status: m.status, Code: m.code, Message: err.Error()}
@@ -398,7 +402,8 @@ func (s *Server) txCompletions(ctx *fasthttp.RequestCtx, st *reqState) *APIError
 	return s.replyJSON(ctx, st, http.StatusOK, map[string]any{"completions": list, "next_after": next})
 }
 
-// POST /admin/v1/tx/{id}/remediate {action, reason}: the manual hook trigger.
+// POST /admin/v1/tx/{id}/remediate {action, reason}: the manual hook
+// trigger, and RESOLVE_FOREIGN (persist/chaintx foreign.go).
 func (s *Server) remediateTx(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	v := st.vals[:len(remediateSchema)]
 	var aerr *APIError
@@ -412,13 +417,16 @@ func (s *Server) remediateTx(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	if !v[0].set || !v[1].set || len(v[1].b) == 0 || len(v[1].b) > 512 {
 		return BadRequest(CodeMissingField, "action and reason (1 to 512 bytes) are required")
 	}
-	act, actErr := chaintx.ParseAction(string(v[0].b))
+	act, actErr := chaintx.ParseOperatorAction(string(v[0].b))
 	if actErr != nil {
 		return s.chainError("remediate", actErr)
 	}
 	c, cancel := chainCtx()
 	defer cancel()
-	r, rerr := s.chain.Tx.Remediate(c, chaintx.TxID(id), act, string(v[1].b))
+	// who and why, in the audit row's reason: "operator: admin <id>: <reason>"
+	who := "admin " + strconv.FormatUint(st.claims.UserID, 10) + ": "
+	s.log.Info("gateway: admin remediate", "admin", st.claims.UserID, "tx_id", id, "action", act)
+	r, rerr := s.chain.Tx.Remediate(c, chaintx.TxID(id), act, who+string(v[1].b))
 	if rerr != nil {
 		return s.chainError("remediate", rerr)
 	}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,10 +35,12 @@ type chainFlags struct {
 	Lease       time.Duration // --chain-lease
 	StuckAfter  time.Duration // --chain-stuck-after
 	Resubmit    time.Duration // --chain-resubmit-interval
+	ResubmitMax time.Duration // --chain-resubmit-max-interval: the STUCK back-off's cap
 	StuckAction string        // --chain-stuck-action: the hook policy
 	Assets      string        // --chain-assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],...
 	Workers     int           // --chain-workers
 	Create      time.Duration // --chain-create-timeout: POST /admin/v1/tx's wait before 202 UNKNOWN
+	RPCTimeout  time.Duration // --chain-rpc-timeout: every chain RPC call's deadline
 
 	// Guard: the hot wallet's balance and the withdrawal limits (chain_guard.go).
 	Guard chainGuardFlags
@@ -49,14 +50,15 @@ func (c *chainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.RPC, "chain-rpc", "", "EVM JSON-RPC URL for withdrawals and managed transactions; empty = chain side off; env UBS_CHAIN_RPC")
 	fs.StringVar(&c.KeyFile, "chain-key-file", "", "file holding the hot wallet's hex private key (needed with --chain-rpc); env UBS_CHAIN_KEY_FILE")
 	fs.Uint64Var(&c.Finality, "chain-finality", 12, "blocks (the receipt's included) before a tx is CONFIRMED / FAILED_FINAL")
-	host, _ := os.Hostname()
-	fs.StringVar(&c.NodeID, "chain-node-id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this node's name in the submitter lease (unique per process)")
+	fs.StringVar(&c.NodeID, "chain-node-id", "", "this node's name in the submitter lease, unique per process; empty = host name + random, new at every start (logged)")
 	fs.DurationVar(&c.Lease, "chain-lease", 10*time.Second, "submitter lease duration (renewed every third of it)")
 	fs.DurationVar(&c.StuckAfter, "chain-stuck-after", 10*time.Minute, "no receipt this long after allocation: STUCK (CRITICAL log, hook)")
 	fs.DurationVar(&c.Resubmit, "chain-resubmit-interval", 30*time.Second, "a pending tx without receipt is broadcast again this often (same nonce and bytes)")
+	fs.DurationVar(&c.ResubmitMax, "chain-resubmit-max-interval", 10*time.Minute, "a STUCK tx is resent with a delay doubling from --chain-resubmit-interval up to this (one WARN per doubling)")
 	fs.StringVar(&c.StuckAction, "chain-stuck-action", "NOOP", "what the hook does with a STUCK tx: NOOP, CANCEL, REPLACE or PLACEHOLDER")
 	fs.StringVar(&c.Assets, "chain-assets", "ETH:18:0.0001:100", "withdrawable assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],... (MIN/MAX in the asset's decimals)")
 	fs.IntVar(&c.Workers, "chain-workers", 16, "writer workers (hash(submitter) % N)")
+	fs.DurationVar(&c.RPCTimeout, "chain-rpc-timeout", 5*time.Second, "deadline of every chain RPC call; a call without an answer by then fails (ubs_chain_rpc_failures_total) and is retried later")
 	fs.DurationVar(&c.Create, "chain-create-timeout", 30*time.Second, "POST /admin/v1/tx waits this long for the writer, then answers 202 UNKNOWN with the request_id")
 	c.Guard.register(fs)
 }
@@ -70,8 +72,9 @@ func (c *chainFlags) validate() error {
 	if c.KeyFile == "" {
 		return errors.New("--chain-rpc needs --chain-key-file")
 	}
-	if c.Finality == 0 || c.Lease <= 0 || c.StuckAfter <= 0 || c.Resubmit <= 0 || c.Workers <= 0 || c.Create <= 0 {
-		return errors.New("--chain-finality, --chain-lease, --chain-stuck-after, --chain-resubmit-interval, --chain-workers and --chain-create-timeout must be > 0")
+	if c.Finality == 0 || c.Lease <= 0 || c.StuckAfter <= 0 || c.Resubmit <= 0 || c.Workers <= 0 || c.Create <= 0 || c.RPCTimeout <= 0 ||
+		c.ResubmitMax < c.Resubmit {
+		return errors.New("--chain-finality, --chain-lease, --chain-stuck-after, --chain-resubmit-interval, --chain-workers, --chain-create-timeout and --chain-rpc-timeout must be > 0, and --chain-resubmit-max-interval >= --chain-resubmit-interval")
 	}
 	if _, err := chaintx.ParseAction(c.StuckAction); err != nil {
 		return fmt.Errorf("--chain-stuck-action: %w", err)
@@ -154,7 +157,7 @@ func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*ch
 	}
 	mgr, err := chaintx.New(chaintx.Config{Store: pgstore.New(pool), Chain: client, Signers: []chaintx.Signer{signer},
 		NodeID: c.NodeID, Lease: chaintx.LeaseConfig{Duration: c.Lease}, Workers: c.Workers, Finality: c.Finality,
-		ResubmitInterval: c.Resubmit, StuckAfter: c.StuckAfter, Hook: chaintx.StaticHook(strings.ToUpper(c.StuckAction)),
+		ResubmitInterval: c.Resubmit, ResubmitMaxInterval: c.ResubmitMax, StuckAfter: c.StuckAfter, RPCTimeout: c.RPCTimeout, Hook: chaintx.StaticHook(strings.ToUpper(c.StuckAction)),
 		Metrics: chaintx.NewMetrics(m.reg), Logger: log})
 	if err != nil {
 		client.Close()
@@ -171,7 +174,7 @@ func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*ch
 	svc := withdraw.New(withdraw.Config{Pool: pool, Submitter: signer.Address(), Assets: assets,
 		ParseAddress: evm.ParseAddress, Nudge: mgr.Nudge, Limits: limits, HotWallet: hot})
 	log.Info("chain side on", "rpc", c.RPC, "chain_id", chainID.String(), "hot_wallet", evm.Checksummed(signer.Address()),
-		"node_id", c.NodeID, "finality", c.Finality, "stuck_action", c.StuckAction)
+		"node_id", mgr.NodeID(), "finality", c.Finality, "stuck_action", c.StuckAction)
 	return &chainSide{log: log, client: client, mgr: mgr, svc: svc, hot: hot, createTimeout: c.Create}, nil
 }
 

@@ -45,6 +45,9 @@ func (stubChain) ChainID(context.Context) (*big.Int, error)                     
 func (stubChain) PendingNonce(context.Context, chaintx.Address) (uint64, error) { return 0, nil }
 func (stubChain) MinedNonce(context.Context, chaintx.Address) (uint64, error)   { return 0, nil }
 func (stubChain) Send(context.Context, []byte) error                            { return nil }
+func (stubChain) MinedNonceAt(context.Context, chaintx.Address, uint64) (uint64, error) {
+	return 0, nil
+}
 func (stubChain) Receipt(context.Context, chaintx.Hash) (chaintx.ChainReceipt, error) {
 	return chaintx.ChainReceipt{}, chaintx.ErrReceiptNotFound
 }

@@ -12,7 +12,8 @@
 //	domain     tx.go, state.go, lease.go          ManagedTx, states, Lease
 //	ports      ports.go                           Store, Chain, Signer, Hook
 //	use cases  manager.go, writer.go, tracker.go, the Manager and its loops
-//	           remediate.go, hook.go
+//	           remediate.go, hook.go, foreign.go,
+//	           backoff.go, rpc.go (every Chain call's deadline)
 //	adapters   pgstore/ (Postgres, pgx)            implements Store
 //	           evm/     (EVM JSON-RPC, go-ethereum) implements Chain, Signer
 //
@@ -25,7 +26,10 @@
 //	          nonce consumed by our CANCEL / PLACEHOLDER: sub_state CANCELLED)
 //	TRACKING --receipt's block reorged out--> TRACKING (receipt cleared, checked and resubmitted again)
 //	ALLOCATED | TRACKING --no receipt for StuckAfter--> STUCK (CRITICAL log, metric, completion, hook);
-//	          a STUCK tx is still tracked: a later CONFIRMED / FAILED_FINAL is appended to the feed again
+//	          a STUCK tx is still tracked (resent with a back-off): a later CONFIRMED / FAILED_FINAL is
+//	          appended to the feed again
+//	STUCK --operator RESOLVE_FOREIGN, the nonce final on chain with a tx none of ours--> FAILED_FINAL
+//	          (sub_state FOREIGN_NONCE)
 //
 // Fencing: every critical write (nonce and cursor, signed raws, state, schedule
 // times, receipt and finality, remediation audit) runs in a transaction that

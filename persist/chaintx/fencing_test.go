@@ -125,7 +125,7 @@ func TestOldLeaderEveryCriticalWriteFenced(t *testing.T) {
 			return submittedOne(e.store, l, []chaintx.SubmitResult{{ID: pendingTx.ID}}, -time.Hour) // due for the claim below
 		}},
 		{"claim resubmit (schedule)", func(l chaintx.Lease) error {
-			_, err := e.store.ClaimResubmit(ctx, l, -time.Hour, 10) // -1h: due again at once for the next check
+			_, err := e.store.ClaimResubmit(ctx, l, 10, func(chaintx.Tx) time.Duration { return -time.Hour }) // -1h: due again at once for the next check
 			return err
 		}},
 		{"record receipt not found (schedule)", func(l chaintx.Lease) error {

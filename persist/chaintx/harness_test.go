@@ -138,6 +138,18 @@ func (e *env) waitState(id chaintx.TxID, st chaintx.State, d time.Duration) chai
 	return tx
 }
 
+// waitSent waits until the tx's broadcast is recorded: TRACKING, or STUCK
+// already (a short StuckAfter may pass before a poll sees TRACKING).
+func (e *env) waitSent(id chaintx.TxID, d time.Duration) chaintx.Tx {
+	e.t.Helper()
+	var tx chaintx.Tx
+	waitFor(e.t, d, "tx sent", func() bool {
+		tx = e.get(id)
+		return tx.SubmitAttempts > 0 && (tx.State == chaintx.Tracking || tx.State == chaintx.Stuck)
+	})
+	return tx
+}
+
 func (e *env) create(m *chaintx.Manager, n chaintx.NewTx) chaintx.Tx {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -15,15 +15,32 @@ const (
 	ActionCancel      Action = "CANCEL"      // a zero-value transfer to self in the tx's nonce, higher fees
 	ActionReplace     Action = "REPLACE"     // the tx's own payload in its nonce, higher fees
 	ActionPlaceholder Action = "PLACEHOLDER" // zero-value transfers to self in the unheld nonces below the tx
+	// ActionResolveForeign is the operator's only (never a hook's): the
+	// tx's nonce is final on chain with a tx none of ours, so the tx is
+	// FAILED_FINAL (sub_state FOREIGN_NONCE) after a proof (foreign.go).
+	ActionResolveForeign Action = "RESOLVE_FOREIGN"
 )
 
-// ParseAction parses an action name (case-insensitive).
+// ParseAction parses a hook action name (case-insensitive): what
+// --chain-stuck-action and a Hook may say.
 func ParseAction(s string) (Action, error) {
 	switch a := Action(strings.ToUpper(s)); a {
 	case ActionNoop, ActionCancel, ActionReplace, ActionPlaceholder:
 		return a, nil
 	}
 	return "", fmt.Errorf("%w %q (want NOOP, CANCEL, REPLACE or PLACEHOLDER)", ErrBadAction, s)
+}
+
+// ParseOperatorAction parses an action an operator may ask for
+// (POST /admin/v1/tx/{id}/remediate): the hook's, and RESOLVE_FOREIGN.
+func ParseOperatorAction(s string) (Action, error) {
+	if a := Action(strings.ToUpper(s)); a == ActionResolveForeign {
+		return a, nil
+	}
+	if a, err := ParseAction(s); err == nil {
+		return a, nil
+	}
+	return "", fmt.Errorf("%w %q (want NOOP, CANCEL, REPLACE, PLACEHOLDER or RESOLVE_FOREIGN)", ErrBadAction, s)
 }
 
 // ResolutionContext is what a hook sees of a stuck tx (spec §3.7).

@@ -2,11 +2,14 @@ package chaintx
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"math/big"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,8 +21,11 @@ type Config struct {
 	Store   Store
 	Chain   Chain
 	Signers []Signer // the submitters this node can act for (one key each)
-	NodeID  string   // this node's name in submitter_lease.owner_node; unique per process
-	Lease   LeaseConfig
+	// NodeID is this node's name in submitter_lease.owner_node; unique per
+	// process start ("": NewNodeID(), host name + random, issue 33 item 5:
+	// host-pid collided for containers with the same host name and pid 1).
+	NodeID string
+	Lease  LeaseConfig
 
 	Workers   int // writer workers (hash(submitter) % Workers); default 16
 	QueueSize int // per worker; a full queue answers ErrBusy; default 1024
@@ -33,8 +39,14 @@ type Config struct {
 	ReceiptInterval  time.Duration // "not found" -> next check after; default 1s
 	ReceiptMaxDelay  time.Duration // back-off cap after check errors; default 30s
 	ResubmitInterval time.Duration // a pending tx without receipt is resent this often; default 30s
-	StuckAfter       time.Duration // no receipt this long after allocation -> STUCK; default 10m
-	FeeCacheTTL      time.Duration // fee suggestions are reused this long; default 2s
+	// ResubmitMaxInterval caps the STUCK back-off (backoff.go: the delay
+	// doubles from ResubmitInterval); default 10m, at least ResubmitInterval.
+	ResubmitMaxInterval time.Duration
+	StuckAfter          time.Duration // no receipt this long after allocation -> STUCK; default 10m
+	FeeCacheTTL         time.Duration // fee suggestions are reused this long; default 2s
+	// RPCTimeout bounds every call of Chain (rpc.go; --chain-rpc-timeout);
+	// default 5s.
+	RPCTimeout time.Duration
 
 	Hook    Hook     // nil: StaticHook(ActionNoop)
 	Metrics *Metrics // nil: unregistered
@@ -42,8 +54,11 @@ type Config struct {
 }
 
 func (c *Config) defaults() error {
-	if c.Store == nil || c.Chain == nil || len(c.Signers) == 0 || c.NodeID == "" {
-		return errors.New("chaintx: Store, Chain, Signers and NodeID are required")
+	if c.Store == nil || c.Chain == nil || len(c.Signers) == 0 {
+		return errors.New("chaintx: Store, Chain and Signers are required")
+	}
+	if c.NodeID == "" {
+		c.NodeID = NewNodeID()
 	}
 	c.Lease.defaults()
 	def := func(d *time.Duration, v time.Duration) {
@@ -67,8 +82,11 @@ func (c *Config) defaults() error {
 	def(&c.ReceiptInterval, time.Second)
 	def(&c.ReceiptMaxDelay, 30*time.Second)
 	def(&c.ResubmitInterval, 30*time.Second)
+	def(&c.ResubmitMaxInterval, 10*time.Minute)
+	c.ResubmitMaxInterval = max(c.ResubmitMaxInterval, c.ResubmitInterval)
 	def(&c.StuckAfter, 10*time.Minute)
 	def(&c.FeeCacheTTL, 2*time.Second)
+	def(&c.RPCTimeout, 5*time.Second)
 	if c.Hook == nil {
 		c.Hook = StaticHook(ActionNoop)
 	}
@@ -118,6 +136,7 @@ func New(cfg Config) (*Manager, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	cfg.Chain = newTimeoutChain(cfg.Chain, cfg.RPCTimeout, cfg.Metrics)
 	m := &Manager{cfg: cfg, log: cfg.Logger.With("node_id", cfg.NodeID), met: cfg.Metrics,
 		signers: map[Address]Signer{}, leases: map[Address]heldLease{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -133,6 +152,25 @@ func New(cfg Config) (*Manager, error) {
 		m.met.QueueDepth.WithLabelValues(itoa(i)).Set(0) // every worker's series exists from the start
 	}
 	return m, nil
+}
+
+// NodeID is this node's name in the submitter leases (Config.NodeID, or
+// the one New generated).
+func (m *Manager) NodeID() string { return m.cfg.NodeID }
+
+// NewNodeID is a node id unique per process start: the host name and 8
+// random bytes (the lease renews for its own id, so two processes with one
+// id would both act as leader: fencing could not keep them apart).
+func NewNodeID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "node"
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("chaintx: no randomness for a node id: %v", err)) // crypto/rand never fails on Linux
+	}
+	return host + "-" + hex.EncodeToString(b[:])
 }
 
 // Submitters are the addresses this node has keys for.
@@ -158,9 +196,12 @@ func (m *Manager) goLoop(f func(ctx context.Context)) {
 	}()
 }
 
-// Close stops every loop and waits for them. The leases are not released:
-// they expire (a crash does the same; the next leader takes over with a
-// higher token).
+// Close stops every loop and waits for them, then releases the leases it
+// holds (issue 33 item 4: a restarted node leads at once instead of
+// answering NOT_LEADER until they expire). Releasing is safe only now: no
+// write of this node is in flight, and the release waits for any fenced
+// transaction still holding the lease row. A crash releases nothing: the
+// leases expire and the next leader takes over with a higher token.
 func (m *Manager) Close() {
 	m.cancel()
 	m.wg.Wait()
@@ -169,7 +210,34 @@ func (m *Manager) Close() {
 		m.allocs.stop()
 		m.records.stop()
 	}
+	m.releaseAll()
 }
+
+// releaseAll gives up every lease this node holds (once: Close may run twice).
+func (m *Manager) releaseAll() {
+	m.mu.Lock()
+	held := make([]Lease, 0, len(m.leases))
+	for s, h := range m.leases {
+		if h.l.Leader {
+			held = append(held, h.l)
+		}
+		delete(m.leases, s)
+	}
+	m.mu.Unlock()
+	for _, l := range held {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		err := m.cfg.Store.ReleaseLease(ctx, l)
+		cancel()
+		if err != nil {
+			m.log.Warn("chaintx: lease release failed (it expires)", "submitter", l.Submitter, "fencing_token", l.Token, "err", err)
+			continue
+		}
+		m.log.Info("chaintx: lease released", "submitter", l.Submitter, "fencing_token", l.Token)
+	}
+}
+
+// releaseTimeout bounds one lease release at Close.
+const releaseTimeout = 2 * time.Second
 
 // Create is CreateTxUseCase: pre-check of (submitter, request_id), then the
 // submitter's writer worker allocates in a batch (checking request_id

@@ -19,6 +19,7 @@ type Metrics struct {
 	Reorgs        prometheus.Counter     // receipts whose block left the canonical chain
 	Finalized     *prometheus.CounterVec // state: CONFIRMED | FAILED_FINAL
 	Remediations  *prometheus.CounterVec // action
+	RPCFailures   *prometheus.CounterVec // method, reason: timeout | unavailable (rpc.go)
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: not registered).
@@ -50,10 +51,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Transactions that reached a final state."}, []string{"state"}),
 		Remediations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ubs_chain_remediation_total",
 			Help: "Stuck-resolution actions executed (hook or operator)."}, []string{"action"}),
+		RPCFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ubs_chain_rpc_failures_total",
+			Help: "Chain RPC calls that failed for want of an answer: timeout (no answer within --chain-rpc-timeout) or unavailable (not sent: the node timed out just before)."},
+			[]string{"method", "reason"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.LeaseAcquire, m.LeaseFenced, m.QueueDepth, m.TxCreate, m.TxSubmit, m.ReceiptCheck,
-			m.PendingOldest, m.Pending, m.Resubmit, m.Stuck, m.Reorgs, m.Finalized, m.Remediations)
+			m.PendingOldest, m.Pending, m.Resubmit, m.Stuck, m.Reorgs, m.Finalized, m.Remediations, m.RPCFailures)
 	}
 	return m
 }

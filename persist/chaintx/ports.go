@@ -13,16 +13,23 @@ import (
 // node's, unexpired and at that token in the database.
 
 var (
-	ErrFenced      = errors.New("chaintx: fenced: the lease is no longer ours")
-	ErrNotFound    = errors.New("chaintx: not found")
-	ErrNotLeader   = errors.New("chaintx: this node does not hold the submitter's lease")
-	ErrBusy        = errors.New("chaintx: writer queue full")
-	ErrStopped     = errors.New("chaintx: manager stopped")
-	ErrTxFinal     = errors.New("chaintx: the transaction is final")
-	ErrTxMined     = errors.New("chaintx: the transaction is already mined")
-	ErrNoNonce     = errors.New("chaintx: the transaction has no nonce yet")
-	ErrBadAction   = errors.New("chaintx: unknown action")
-	ErrNoSubmitter = errors.New("chaintx: this node has no key for the submitter")
+	ErrFenced    = errors.New("chaintx: fenced: the lease is no longer ours")
+	ErrNotFound  = errors.New("chaintx: not found")
+	ErrNotLeader = errors.New("chaintx: this node does not hold the submitter's lease")
+	ErrBusy      = errors.New("chaintx: writer queue full")
+	ErrStopped   = errors.New("chaintx: manager stopped")
+	ErrTxFinal   = errors.New("chaintx: the transaction is final")
+	ErrTxMined   = errors.New("chaintx: the transaction is already mined")
+	ErrNoNonce   = errors.New("chaintx: the transaction has no nonce yet")
+	ErrBadAction = errors.New("chaintx: unknown action")
+	ErrNotStuck  = errors.New("chaintx: the transaction is not STUCK")
+	// ErrNonceTaken: the tx's nonce is used on chain already (by another
+	// tx): a CANCEL or REPLACE in it can never be mined.
+	ErrNonceTaken = errors.New("chaintx: the nonce is already taken on chain")
+	// ErrNonceNotFinal: RESOLVE_FOREIGN's proof failed: the nonce is not
+	// used on chain at a block --chain-finality deep (yet).
+	ErrNonceNotFinal = errors.New("chaintx: the nonce is not final on chain")
+	ErrNoSubmitter   = errors.New("chaintx: this node has no key for the submitter")
 	// ErrOutcomeUnknown: Create handed the request to its writer and the
 	// answer did not come in time (the caller's context ended, or the
 	// manager stopped meanwhile). The writer keeps the request: the tx may
@@ -128,6 +135,10 @@ type Store interface {
 	// submitter's lease for node, with database time. Leader is false when
 	// another node holds an unexpired lease.
 	AcquireLease(ctx context.Context, submitter Address, node string, d time.Duration) (Lease, error)
+	// ReleaseLease ends l now (expires_at = database time) if it is still
+	// l's (owner and token): the next AcquireLease of any node takes over
+	// at once, with token + 1. Not l's any more: nothing happens.
+	ReleaseLease(ctx context.Context, l Lease) error
 
 	Get(ctx context.Context, id TxID) (Tx, error)
 	GetByRequest(ctx context.Context, submitter Address, requestID string) (Tx, error)
@@ -150,13 +161,15 @@ type Store interface {
 	// success, last_error otherwise; a success also schedules a receipt
 	// check of a tx that had none (ALLOCATED, or STUCK since ALLOCATED:
 	// the first broadcast that worked came after STUCK); the next resubmission is due after
-	// resubmitAfter. One transaction, fenced per group: the returned slice
+	// resubmitAfter, or the tx's STUCK back-off if longer. One transaction, fenced per group: the returned slice
 	// has ErrFenced for each group that wrote nothing.
 	Submitted(ctx context.Context, gs []SubmitGroup, resubmitAfter time.Duration) ([]error, error)
-	// ClaimResubmit claims (next_resubmit_at moved by interval, attempt + 1)
-	// the submitter's pending txs without a receipt whose next_resubmit_at is
-	// due, before anything is sent. Fenced.
-	ClaimResubmit(ctx context.Context, l Lease, interval time.Duration, limit int) ([]Tx, error)
+	// ClaimResubmit claims the submitter's pending txs without a receipt
+	// whose next_resubmit_at is due (at most limit, nonce order), before
+	// anything is sent: next_resubmit_at = now + delay(tx), and for a STUCK
+	// tx resubmit_backoff = delay(tx) (else none). The txs returned are as
+	// before the claim (ResubmitBackoff the previous delay). Fenced.
+	ClaimResubmit(ctx context.Context, l Lease, limit int, delay func(Tx) time.Duration) ([]Tx, error)
 	// ReceiptCandidates are TRACKING / STUCK txs without a receipt, due for
 	// a check (one never scheduled is due: it may still be mined).
 	ReceiptCandidates(ctx context.Context, submitter Address, limit int) ([]Tx, error)
@@ -186,6 +199,11 @@ type Store interface {
 	// the cursor that no managed tx holds (request_id "placeholder:<nonce>";
 	// a repeat answers the existing one). Fenced.
 	InsertPlaceholder(ctx context.Context, l Lease, t Tx, r Remediation) (Tx, error)
+	// ResolveForeign moves a STUCK tx without a receipt to FAILED_FINAL
+	// (sub_state FOREIGN_NONCE), appends the completion and stores r, in
+	// one transaction; ErrNotStuck (nothing written) if it is not STUCK
+	// without a receipt any more. Fenced.
+	ResolveForeign(ctx context.Context, l Lease, id TxID, r Remediation) error
 	// NoncesHeld returns which nonces in [from, to) managed txs of the submitter hold.
 	NoncesHeld(ctx context.Context, submitter Address, from, to uint64) (map[uint64]bool, error)
 }
@@ -217,6 +235,9 @@ type Chain interface {
 	PendingNonce(ctx context.Context, a Address) (uint64, error)
 	// MinedNonce is eth_getTransactionCount(a, "latest").
 	MinedNonce(ctx context.Context, a Address) (uint64, error)
+	// MinedNonceAt is eth_getTransactionCount(a, block): the txs of a
+	// mined up to and including block (the node needs its state).
+	MinedNonceAt(ctx context.Context, a Address, block uint64) (uint64, error)
 	// Send broadcasts a signed raw transaction; ErrAlreadyKnown /
 	// ErrNonceTooLow when the node has it or its nonce is used.
 	Send(ctx context.Context, raw []byte) error

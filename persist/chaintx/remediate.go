@@ -36,7 +36,11 @@ func (m *Manager) Remediate(ctx context.Context, id TxID, action Action, reason 
 	if !ok {
 		return Remediation{}, ErrNotLeader
 	}
-	err = m.remediate(ctx, l, t, action, "operator: "+reason)
+	if action == ActionResolveForeign {
+		err = m.resolveForeign(ctx, l, t, "operator: "+reason)
+	} else {
+		err = m.remediate(ctx, l, t, action, "operator: "+reason)
+	}
 	if err != nil {
 		m.fenced(l, "remediate", err)
 		return Remediation{}, err
@@ -59,6 +63,11 @@ func (m *Manager) remediate(ctx context.Context, l Lease, t Tx, action Action, r
 		return ErrNoNonce
 	case t.Receipt != nil && action != ActionNoop:
 		return ErrTxMined
+	}
+	if action == ActionCancel || action == ActionReplace {
+		if err := m.nonceTaken(ctx, t); err != nil {
+			return err
+		}
 	}
 	rem := Remediation{Submitter: t.Submitter, TxID: t.ID, Nonce: *t.Nonce, Action: action, NodeID: m.cfg.NodeID,
 		FencingToken: l.Token, Reason: reason}

@@ -18,6 +18,9 @@ const (
 	SubReverted  = "REVERTED"  // FAILED_FINAL: receipt status 0, the value did not move
 	SubCancelled = "CANCELLED" // FAILED_FINAL: a CANCEL / PLACEHOLDER took the nonce
 	SubReorged   = "REORGED"   // TRACKING: its receipt's block left the canonical chain
+	// SubForeign: FAILED_FINAL by the operator's RESOLVE_FOREIGN: the nonce
+	// is final on chain with a tx signed outside the exchange (none of ours).
+	SubForeign = "FOREIGN_NONCE"
 )
 
 // Final reports whether no later state can follow.

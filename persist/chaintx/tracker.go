@@ -29,6 +29,12 @@ func (m *Manager) TrackOnce(ctx context.Context) {
 			continue
 		}
 		m.workerOf(s).nudge(s) // CREATED rows (e.g. withdrawals) get nonces
+		// The gauges first: they never wait for the chain (a hung node
+		// must not freeze the oldest-pending alert).
+		if st, err := m.cfg.Store.Stats(ctx, s); err == nil {
+			m.met.PendingOldest.WithLabelValues(string(s)).Set(st.OldestAge.Seconds())
+			m.met.Pending.WithLabelValues(string(s)).Set(float64(st.Pending))
+		}
 		for _, step := range []func(context.Context, Lease) error{m.resubmit, m.checkReceipts, m.finality, m.detectStuck} {
 			if err := step(ctx, l); err != nil {
 				if m.fenced(l, "track", err) || ctx.Err() != nil {
@@ -37,17 +43,14 @@ func (m *Manager) TrackOnce(ctx context.Context) {
 				m.log.Warn("chaintx: tracker step failed", "submitter", s, "err", err)
 			}
 		}
-		if st, err := m.cfg.Store.Stats(ctx, s); err == nil {
-			m.met.PendingOldest.WithLabelValues(string(s)).Set(st.OldestAge.Seconds())
-			m.met.Pending.WithLabelValues(string(s)).Set(float64(st.Pending))
-		}
 	}
 }
 
 // resubmit is the ResubmitScheduler: fenced claim first, then the same
-// nonce and signed payload (the latest signed tx of the nonce) again.
+// nonce and signed payload (the latest signed tx of the nonce) again. A
+// STUCK tx backs off (backoff.go): one WARN per doubling, DEBUG at the cap.
 func (m *Manager) resubmit(ctx context.Context, l Lease) error {
-	txs, err := m.cfg.Store.ClaimResubmit(ctx, l, m.cfg.ResubmitInterval, trackBatch)
+	txs, err := m.cfg.Store.ClaimResubmit(ctx, l, trackBatch, m.resubmitDelay)
 	if err != nil || len(txs) == 0 {
 		return err
 	}
@@ -56,8 +59,17 @@ func (m *Manager) resubmit(ctx context.Context, l Lease) error {
 		res, errText := m.send(ctx, t.Latest().Raw)
 		m.met.Resubmit.WithLabelValues(res).Inc()
 		rs = append(rs, SubmitResult{ID: t.ID, Err: errText})
-		m.log.Info("chaintx: resubmitted", "submitter", t.Submitter, "tx_id", t.ID, "nonce", *t.Nonce,
-			"tx_hash", t.Latest().Hash, "fencing_token", l.Token, "result", res, "attempt", t.SubmitAttempts)
+		args := []any{"submitter", t.Submitter, "tx_id", t.ID, "nonce", *t.Nonce, "tx_hash", t.Latest().Hash,
+			"fencing_token", l.Token, "result", res, "attempt", t.SubmitAttempts}
+		switch next := m.resubmitDelay(t); {
+		case t.State != Stuck:
+			m.log.Info("chaintx: resubmitted", args...)
+		case next > t.ResubmitBackoff:
+			m.log.Warn("chaintx: resubmitted a STUCK tx: backing off", append(args, "next_in", next.String(),
+				"max_interval", m.cfg.ResubmitMaxInterval.String())...)
+		default:
+			m.log.Debug("chaintx: resubmitted a STUCK tx", append(args, "next_in", next.String())...)
+		}
 	}
 	return m.submitted(ctx, l, rs)
 }

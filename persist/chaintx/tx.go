@@ -75,12 +75,15 @@ type Tx struct {
 	LastError      string
 	LastSubmitAt   *time.Time
 	NextResubmitAt *time.Time
-	Receipt        *Receipt // nil until a receipt is seen (and again after a reorg removed it)
-	AllocatedAt    *time.Time
-	ConfirmedAt    *time.Time // when the final state was reached
-	FencingToken   int64      // token of the last write
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// ResubmitBackoff is a STUCK tx's delay between resends (backoff.go;
+	// 0: not backing off).
+	ResubmitBackoff time.Duration
+	Receipt         *Receipt // nil until a receipt is seen (and again after a reorg removed it)
+	AllocatedAt     *time.Time
+	ConfirmedAt     *time.Time // when the final state was reached
+	FencingToken    int64      // token of the last write
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // Latest is the most recent signed transaction (highest fees); nil before ALLOCATED.

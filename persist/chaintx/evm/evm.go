@@ -61,6 +61,11 @@ func (c *Client) MinedNonce(ctx context.Context, a chaintx.Address) (uint64, err
 	return c.eth.NonceAt(ctx, common.HexToAddress(string(a)), nil)
 }
 
+// MinedNonceAt implements chaintx.Chain.
+func (c *Client) MinedNonceAt(ctx context.Context, a chaintx.Address, block uint64) (uint64, error) {
+	return c.eth.NonceAt(ctx, common.HexToAddress(string(a)), new(big.Int).SetUint64(block))
+}
+
 // Send implements chaintx.Chain.
 func (c *Client) Send(ctx context.Context, raw []byte) error {
 	err := c.rpc.CallContext(ctx, nil, "eth_sendRawTransaction", hexutil.Encode(raw))

@@ -20,7 +20,8 @@ type querier interface {
 const txCols = `tx_id, submitter, COALESCE(request_id, ''), nonce, to_address, value_wei::text, data, gas_limit,
 	COALESCE(tx_hash, ''), state, COALESCE(sub_state, ''), submit_attempts, COALESCE(last_error, ''), last_submit_at,
 	next_resubmit_at, receipt_hash, COALESCE(receipt_kind, ''), receipt_block, COALESCE(receipt_block_hash, ''),
-	COALESCE(receipt_success, false), allocated_at, confirmed_at, fencing_token, created_at, updated_at`
+	COALESCE(receipt_success, false), allocated_at, confirmed_at, fencing_token, created_at, updated_at,
+	COALESCE(resubmit_backoff_s, 0)`
 
 func scanTx(rows pgx.CollectableRow) (chaintx.Tx, error) {
 	var t chaintx.Tx
@@ -29,13 +30,15 @@ func scanTx(rows pgx.CollectableRow) (chaintx.Tx, error) {
 	var value, rkind, rbhash string
 	var gas int64
 	var rsuccess bool
+	var backoff float64
 	err := rows.Scan(&t.ID, &t.Submitter, &t.RequestID, &nonce, &t.Payload.To, &value, &t.Payload.Data, &gas,
 		&t.Hash, &t.State, &t.SubState, &t.SubmitAttempts, &t.LastError, &t.LastSubmitAt,
 		&t.NextResubmitAt, &rhash, &rkind, &rblock, &rbhash, &rsuccess, &t.AllocatedAt, &t.ConfirmedAt,
-		&t.FencingToken, &t.CreatedAt, &t.UpdatedAt)
+		&t.FencingToken, &t.CreatedAt, &t.UpdatedAt, &backoff)
 	if err != nil {
 		return t, err
 	}
+	t.ResubmitBackoff = time.Duration(backoff * float64(time.Second))
 	t.Payload.GasLimit = uint64(gas)
 	var ok bool
 	if t.Payload.Value, ok = new(big.Int).SetString(value, 10); !ok {

@@ -86,6 +86,18 @@ func (s *Store) fenced(ctx context.Context, l chaintx.Lease, fn func(tx pgx.Tx) 
 	})
 }
 
+// ReleaseLease implements chaintx.Store. Its row lock (FOR UPDATE, as
+// UPDATE takes) waits for the fenced transactions holding the row FOR SHARE.
+func (s *Store) ReleaseLease(ctx context.Context, l chaintx.Lease) error {
+	_, err := s.pool.Exec(ctx, `UPDATE submitter_lease SET expires_at = clock_timestamp(), updated_at = now()
+		WHERE submitter = $1 AND owner_node = $2 AND fencing_token = $3 AND expires_at > clock_timestamp()`,
+		string(l.Submitter), l.Node, l.Token)
+	if err != nil {
+		return fmt.Errorf("pgstore: release lease: %w", err)
+	}
+	return nil
+}
+
 // AcquireLease implements chaintx.Store (§3.1): SELECT ... FOR UPDATE; none:
 // insert token 1; ours and unexpired: renew; expired: take over with token + 1.
 func (s *Store) AcquireLease(ctx context.Context, sub chaintx.Address, node string, d time.Duration) (chaintx.Lease, error) {

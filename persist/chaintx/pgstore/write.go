@@ -573,7 +573,8 @@ func (s *Store) Submitted(ctx context.Context, gs []chaintx.SubmitGroup, after t
 				next_receipt_at = CASE WHEN u.err = '' AND (m.state = 'ALLOCATED' OR (m.next_receipt_at IS NULL AND m.receipt_hash IS NULL))
 					THEN now() ELSE m.next_receipt_at END,
 				submit_attempts = m.submit_attempts + 1, last_submit_at = now(),
-				last_error = NULLIF(u.err, ''), next_resubmit_at = now() + make_interval(secs => $4),
+				last_error = NULLIF(u.err, ''),
+				next_resubmit_at = now() + make_interval(secs => CASE WHEN m.resubmit_backoff_s IS NULL THEN $4 ELSE greatest($4, m.resubmit_backoff_s) END),
 				fencing_token = u.token, updated_at = now()
 			FROM unnest($5::bigint[], $6::text[], $7::text[], $8::bigint[]) AS u(id, err, submitter, token)
 			WHERE m.tx_id = u.id AND m.submitter IS NOT DISTINCT FROM u.submitter
@@ -614,20 +615,37 @@ func (s *Store) Submitted(ctx context.Context, gs []chaintx.SubmitGroup, after t
 	return errs, nil
 }
 
-// ClaimResubmit implements chaintx.Store.
-func (s *Store) ClaimResubmit(ctx context.Context, l chaintx.Lease, interval time.Duration, limit int) ([]chaintx.Tx, error) {
+// ClaimResubmit implements chaintx.Store: the due txs are read and locked,
+// then each one's schedule is written with its delay.
+func (s *Store) ClaimResubmit(ctx context.Context, l chaintx.Lease, limit int, delay func(chaintx.Tx) time.Duration) ([]chaintx.Tx, error) {
 	var txs []chaintx.Tx
 	err := s.fenced(ctx, l, func(tx pgx.Tx) error {
 		var err error
-		txs, err = loadTxs(ctx, tx, `UPDATE managed_tx SET next_resubmit_at = now() + make_interval(secs => $3),
-				last_submit_at = now(), fencing_token = $4, updated_at = now()
-			WHERE tx_id IN (SELECT tx_id FROM managed_tx WHERE submitter = $1 AND nonce IS NOT NULL AND confirmed_at IS NULL AND state IN ('ALLOCATED', 'TRACKING', 'STUCK')
-				AND receipt_hash IS NULL AND next_resubmit_at <= now() ORDER BY nonce LIMIT $2 FOR UPDATE)
-			RETURNING `+txCols, string(l.Submitter), limit, interval.Seconds(), l.Token)
+		txs, err = loadTxs(ctx, tx, `SELECT `+txCols+` FROM managed_tx WHERE submitter = $1 AND nonce IS NOT NULL AND confirmed_at IS NULL
+				AND state IN ('ALLOCATED', 'TRACKING', 'STUCK') AND receipt_hash IS NULL AND next_resubmit_at <= now()
+			ORDER BY nonce LIMIT $2 FOR UPDATE`, string(l.Submitter), limit)
+		if err != nil || len(txs) == 0 {
+			return err
+		}
+		ids, secs, backoff := make([]int64, len(txs)), make([]float64, len(txs)), make([]*float64, len(txs))
+		for i, t := range txs {
+			d := delay(t).Seconds()
+			ids[i], secs[i] = int64(t.ID), d
+			if t.State == chaintx.Stuck && d > 0 {
+				backoff[i] = &d
+			}
+		}
+		_, err = tx.Exec(ctx, `UPDATE managed_tx m SET next_resubmit_at = now() + make_interval(secs => u.secs),
+				resubmit_backoff_s = u.backoff, last_submit_at = now(), fencing_token = $4, updated_at = now()
+			FROM unnest($1::bigint[], $2::float8[], $3::float8[]) AS u(id, secs, backoff) WHERE m.tx_id = u.id`,
+			ids, secs, backoff, l.Token)
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
 	sortByNonce(txs)
-	return txs, err
+	return txs, nil
 }
 
 // RecordReceipts implements chaintx.Store.
@@ -677,6 +695,26 @@ func (s *Store) Finalize(ctx context.Context, l chaintx.Lease, id chaintx.TxID, 
 	})
 }
 
+// ResolveForeign implements chaintx.Store.
+func (s *Store) ResolveForeign(ctx context.Context, l chaintx.Lease, id chaintx.TxID, r chaintx.Remediation) error {
+	return s.fenced(ctx, l, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE managed_tx SET state = 'FAILED_FINAL', sub_state = $2, confirmed_at = now(),
+				next_receipt_at = NULL, next_resubmit_at = NULL, fencing_token = $3, updated_at = now()
+			WHERE tx_id = $1 AND submitter = $4 AND state = 'STUCK' AND receipt_hash IS NULL`,
+			int64(id), chaintx.SubForeign, l.Token, string(l.Submitter))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return chaintx.ErrNotStuck
+		}
+		if err := appendCompletions(ctx, tx, []int64{int64(id)}); err != nil {
+			return err
+		}
+		return audit(ctx, tx, r)
+	})
+}
+
 // appendCompletions appends the current state of each tx to the feed with
 // the next dense seqs (the counter row's lock orders the commits).
 func appendCompletions(ctx context.Context, tx pgx.Tx, ids []int64) error {
@@ -696,7 +734,7 @@ func (s *Store) Reorged(ctx context.Context, l chaintx.Lease, id chaintx.TxID, b
 	return s.fenced(ctx, l, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE managed_tx SET receipt_hash = NULL, receipt_kind = NULL, receipt_block = NULL,
 				receipt_block_hash = NULL, receipt_success = NULL, sub_state = 'REORGED', state = 'TRACKING',
-				next_receipt_at = now(), next_resubmit_at = now(), fencing_token = $3, updated_at = now()
+				next_receipt_at = now(), next_resubmit_at = now(), resubmit_backoff_s = NULL, fencing_token = $3, updated_at = now()
 			WHERE tx_id = $1 AND submitter = $4 AND receipt_block_hash = $2 AND state IN ('TRACKING', 'STUCK')`,
 			int64(id), string(blockHash), l.Token, string(l.Submitter))
 		return err
@@ -729,7 +767,7 @@ func (s *Store) MarkStuck(ctx context.Context, l chaintx.Lease, after time.Durat
 // AddSigned implements chaintx.Store.
 func (s *Store) AddSigned(ctx context.Context, l chaintx.Lease, id chaintx.TxID, sg chaintx.Signed, r chaintx.Remediation) error {
 	return s.fenced(ctx, l, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE managed_tx SET fencing_token = $2, updated_at = now(),
+		tag, err := tx.Exec(ctx, `UPDATE managed_tx SET fencing_token = $2, updated_at = now(), resubmit_backoff_s = NULL,
 				next_resubmit_at = now() + make_interval(secs => $4), next_receipt_at = COALESCE(next_receipt_at, now())
 			WHERE tx_id = $1 AND submitter = $3 AND state IN ('ALLOCATED', 'TRACKING', 'STUCK') AND receipt_hash IS NULL`,
 			int64(id), l.Token, string(l.Submitter), chaintx.AllocatedGrace.Seconds())
