@@ -10,7 +10,7 @@
 //	                                                              COMMITTED(40)   COMPENSATING(-20) --refund OK--> ROLLED_BACK(-30)
 //
 // Rules, each enforced in one place:
-//   - state.go holds the only transition table; Store.Transition refuses
+//   - fsm.go holds the only transition table and the step program; Store.Transition refuses
 //     anything else and applies the rest as a compare-and-set
 //     (UPDATE ... WHERE req_id = $1 AND state = $expected).
 //   - persist-before-call: the state naming a call is durable before the call.
