@@ -75,17 +75,29 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // SIGKILL is not deliverable late; never return into the step
 		}
-		f, s := transfer.NewFaulty(fundingSide), transfer.NewFaulty(spotSide)
+		// FUNDING faults are injected below the one path, inside the
+		// batch transactions (fused steps included): the coordinator keeps
+		// the *Funding production runs. The SPOT side is wrapped.
+		f, s := transfer.NewFaulty(nil), transfer.NewFaulty(spotSide)
 		f.Crash, s.Crash = crash, crash
-		// What a previous process performed must never be refused by an
-		// injected explicit failure after a restart (a crash test would
-		// then compensate an effect that happened).
-		f.Performed = func(ctx context.Context, op transfer.Op, reqID string) (bool, error) {
-			var done bool
-			err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM transfer_operations
-				WHERE req_id = $1 AND adapter = 'funding' AND op = $2)`, reqID, string(op)).Scan(&done)
-			return done, err
+		if t.batcher != nil {
+			t.batcher.SetFaults(f)
+		} else {
+			f = transfer.NewFaulty(fundingSide)
+			f.Crash = crash
+			// What a previous process performed must never be refused by an
+			// injected explicit failure after a restart (a crash test would
+			// then compensate an effect that happened).
+			f.Performed = func(ctx context.Context, op transfer.Op, reqID string) (bool, error) {
+				var done bool
+				err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM transfer_operations
+					WHERE req_id = $1 AND adapter = 'funding' AND op = $2)`, reqID, string(op)).Scan(&done)
+				return done, err
+			}
+			fundingSide = f
 		}
+		// What a previous process performed must never be refused by an
+		// injected explicit failure after a restart.
 		s.Performed = func(_ context.Context, op transfer.Op, reqID string) (bool, error) {
 			kind := map[transfer.Op]core.Kind{transfer.OpWithdraw: core.KindSpotWithdraw,
 				transfer.OpDeposit: core.KindSpotDeposit, transfer.OpRefund: core.KindSpotRefund}[op]
@@ -101,7 +113,7 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 			return done, err
 		}
 		t.faults = &faultSet{funding: f, spot: s}
-		fundingSide, spotSide = f, s
+		spotSide = s
 		log.Warn("fault injection enabled: /admin/v1/faults can make adapters fail or kill the process")
 	}
 	limits := transfer.RateLimits{PerSecond: cfg.TransferPerSecond, PerDay: cfg.TransferPerDay}
@@ -128,8 +140,7 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 	}
 	t.coord = coord
 	// Fused: a FUNDING operation and the CAS transitions around it commit in
-	// one transaction (needs the batcher and the unwrapped ledger: with
-	// fault injection every state stays reachable, unfused).
+	// one transaction (needs the batcher; fault injection runs it too).
 	log.Info("internal transfers", "batching", cfg.TransferBatching, "fused", coord.Fused(),
 		"fault_injection", cfg.FaultInjection, "stale_after", cfg.TransferStaleAfter.String())
 	t.worker = transfer.NewWorker(coord, transfer.WorkerConfig{StaleAfter: cfg.TransferStaleAfter})

@@ -47,6 +47,7 @@ type Batcher struct {
 	start  sync.Once
 	wg     sync.WaitGroup // the writers
 	stats  BatchStats
+	faults *Faulty // FUNDING faults injected inside the batches (SetFaults); nil: none
 }
 
 // BatchStats are a Batcher's counters.
@@ -215,7 +216,7 @@ func (b *Batcher) enqueue(r *batchReq) error {
 // form the next one: no timer, no added latency when idle), and runs them.
 func (b *Batcher) write() {
 	defer b.wg.Done()
-	w := &batchWriter{pool: b.pool, timeout: b.opt.Timeout, stats: &b.stats}
+	w := &batchWriter{pool: b.pool, timeout: b.opt.Timeout, stats: &b.stats, faults: b.faults}
 	defer w.release()
 	batch := make([]*batchReq, 0, b.opt.MaxBatch)
 	for r := range b.queue {

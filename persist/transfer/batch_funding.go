@@ -176,20 +176,48 @@ func (fb *fundingBatch) queueReads(b *pgx.Batch) {
 	}
 }
 
-// decide answers every funding request in arrival order (see fundingBatch).
-func (fb *fundingBatch) decide(ans []batchAnswer) {
+// decide answers every funding request in arrival order (see fundingBatch),
+// each with the fault faults (nil: none) injects into it, if any; it
+// returns the faults to act on when the batch commits (fault.go).
+func (fb *fundingBatch) decide(ans []batchAnswer, faults *Faulty) []Fault {
+	var drawn []Fault
 	for _, i := range fb.idx {
-		if fb.reqs[i].kind == kindFused && !ans[i].won {
+		r := fb.reqs[i]
+		if r.kind == kindFused && !ans[i].won {
 			continue // the transfer was not in plan.at: the operation is not this request's to make
 		}
-		ans[i].out = fb.decideOne(fb.reqs[i])
+		f := FaultNone
+		if faults != nil {
+			f = faults.next(r.op, r.reqID)
+			if drawn == nil {
+				drawn = make([]Fault, len(ans))
+			}
+			drawn[i] = f
+		}
+		ans[i].out = fb.decideOne(r, f)
 	}
+	return drawn
 }
 
-func (fb *fundingBatch) decideOne(r *batchReq) Outcome {
+// decideOne decides r, with the injected fault f: an explicit failure
+// refuses a first call (recorded, as any refusal); a fault before the
+// effect answers its outcome and decides nothing.
+func (fb *fundingBatch) decideOne(r *batchReq, f Fault) Outcome {
+	if o, before := beforeEffect(f); before {
+		return o
+	}
 	key := recKey{r.reqID, r.op}
 	if rec, seen := fb.recs[key]; seen { // a repeat: the first outcome, no effect
 		return rec.outcomeFor(r.user, r.asset, r.amount)
+	}
+	if f == FaultExplicitFail {
+		out := fail(CodeInjected)
+		if r.op == OpRefund {
+			return out // a refund cannot be refused: not recorded, retried (Faulty keeps it refused in memory)
+		}
+		fb.recs[key] = opRecord{out: out, user: r.user, asset: r.asset, amount: r.amount}
+		fb.fresh = append(fb.fresh, key)
+		return out
 	}
 	bk := balKey{r.user, r.asset}
 	row, found := fb.rows[bk]

@@ -236,16 +236,9 @@ func queueFusedCAS(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 		ids[j], from[j], to[j], msgs[j] = m.id, int16(m.from), int16(m.to), m.msg
 		at[m.id] = m.req
 	}
-	b.Queue(fusedCASSQL, ids, from, to, msgs, int64(n)).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			t, err := scanTransfer(rows)
-			if err != nil {
-				return err
-			}
-			ans[at[t.ReqID]].transfer = t
-		}
-		return rows.Err()
-	})
+	b.Queue(fusedCASSQL, ids, from, to, msgs, int64(n)).Query(eachTransfer(at, func(i int, t Transfer) {
+		ans[i].transfer = t
+	}))
 }
 
 // direct reports whether p's transfer is inserted directly in the state its
@@ -275,40 +268,28 @@ const directSQL = `INSERT INTO transfers_tb
 // has no operation to decide), and fills their answers as queueInserts and
 // queueFusedCAS would have.
 func queueDirect(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
-	var ids, froms, tos, msgs []string
-	var users, amounts []int64
-	var assets []int32
-	var types, states []int16
-	at := map[string]int{} // req_id -> index into reqs
+	var c insertCols
 	for i, r := range reqs {
 		if r.kind != kindFused || !r.plan.direct() || !ans[i].won {
 			continue
 		}
 		s, msg, cas := r.plan.chainEnd(ans[i].out)
 		ans[i].state, ans[i].cas = s, cas
-		t := *r.plan.insert
-		at[t.ReqID] = i
-		ids, froms, tos, msgs = append(ids, t.ReqID), append(froms, string(t.From)), append(tos, string(t.To)), append(msgs, msg)
-		users, amounts = append(users, int64(t.UserID)), append(amounts, int64(t.Amount))
-		assets, types, states = append(assets, int32(t.Asset)), append(types, transferType(t.From)), append(states, int16(s))
+		c.add(i, *r.plan.insert, s, msg)
 	}
-	if len(ids) == 0 {
+	if len(c.ids) == 0 {
 		return
 	}
-	b.Queue(directSQL, ids, users, assets, amounts, types, froms, tos, states, msgs).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			t, err := scanTransfer(rows)
-			if err != nil {
-				return err
-			}
-			i := at[t.ReqID]
-			ans[i].transfer, ans[i].inserted = t, true
-			delete(at, t.ReqID)
-		}
-		if err := rows.Err(); err != nil {
+	got := 0
+	read := eachTransfer(c.at, func(i int, t Transfer) {
+		ans[i].transfer, ans[i].inserted = t, true
+		got++
+	})
+	b.Queue(directSQL, c.ids, c.users, c.assets, c.amounts, c.types, c.froms, c.tos, c.states, c.msgs).Query(func(rows pgx.Rows) error {
+		if err := read(rows); err != nil {
 			return err
 		}
-		if len(at) > 0 { // cannot happen: an INSERT without ON CONFLICT inserts every row or fails
+		if got != len(c.ids) { // cannot happen: an INSERT without ON CONFLICT inserts every row or fails
 			return errors.New("transfer batch: direct insert lost rows")
 		}
 		return nil

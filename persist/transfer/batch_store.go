@@ -89,11 +89,7 @@ func batchInsertable(t Transfer) bool {
 }
 
 func queueInserts(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
-	var ids, cids, froms, tos []string
-	var users, amounts []int64
-	var assets []int32
-	var types []int16
-	at := map[string]int{} // req_id -> index into reqs
+	var c insertCols
 	for i, r := range reqs {
 		t := r.insert
 		switch {
@@ -102,29 +98,55 @@ func queueInserts(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 		case r.kind != kindInsert:
 			continue
 		}
-		at[t.ReqID] = i
-		ids, cids, froms, tos = append(ids, t.ReqID), append(cids, t.CID), append(froms, string(t.From)), append(tos, string(t.To))
-		users, amounts = append(users, int64(t.UserID)), append(amounts, int64(t.Amount))
-		assets, types = append(assets, int32(t.Asset)), append(types, transferType(t.From))
+		c.add(i, t, Init, "")
 	}
-	if len(ids) == 0 {
+	if len(c.ids) == 0 {
 		return
 	}
-	b.Queue(insertSQL, ids, cids, users, assets, amounts, types, froms, tos).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			t, err := scanTransfer(rows)
-			if err != nil {
-				return err
-			}
-			i := at[t.ReqID]
+	// The rest meet a transfer with the same (user, cid): inserted = false.
+	b.Queue(insertSQL, c.ids, c.cids, c.users, c.assets, c.amounts, c.types, c.froms, c.tos).Query(
+		eachTransfer(c.at, func(i int, t Transfer) {
 			ans[i].transfer, ans[i].inserted = t, true
 			// A fused step's own row: no other transaction can see it, let
 			// alone move it, before this one commits. It is in INIT and
 			// this request holds it, as queueFusedLocks would report.
 			ans[i].won = reqs[i].kind == kindFused
+		}))
+}
+
+// insertCols are the columns of the transfers one statement inserts, and
+// the request each comes from (at: req_id -> index into the batch).
+type insertCols struct {
+	ids, cids, froms, tos, msgs []string
+	users, amounts              []int64
+	assets                      []int32
+	types, states               []int16
+	at                          map[string]int
+}
+
+func (c *insertCols) add(req int, t Transfer, s State, msg string) {
+	if c.at == nil {
+		c.at = map[string]int{}
+	}
+	c.at[t.ReqID] = req
+	c.ids, c.cids, c.froms, c.tos = append(c.ids, t.ReqID), append(c.cids, t.CID), append(c.froms, string(t.From)), append(c.tos, string(t.To))
+	c.users, c.amounts, c.assets = append(c.users, int64(t.UserID)), append(c.amounts, int64(t.Amount)), append(c.assets, int32(t.Asset))
+	c.types, c.states, c.msgs = append(c.types, transferType(t.From)), append(c.states, int16(s)), append(c.msgs, msg)
+}
+
+// eachTransfer reads the transfer rows a statement returns, handing each
+// to f with the index of the request at maps its req_id to.
+func eachTransfer(at map[string]int, f func(i int, t Transfer)) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		for rows.Next() {
+			t, err := scanTransfer(rows)
+			if err != nil {
+				return err
+			}
+			f(at[t.ReqID], t)
 		}
-		return rows.Err() // the rest met a transfer with the same (user, cid): inserted = false
-	})
+		return rows.Err()
+	}
 }
 
 // casSQL is transitionSQL for many transfers at once; won = the row was in
@@ -158,17 +180,9 @@ func queueCAS(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 			ids[j], from[j], to[j], msgs[j] = r.reqID, int16(r.from), int16(r.to), r.msg
 			at[r.reqID] = i
 		}
-		b.Queue(casSQL, ids, from, to, msgs).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				t, err := scanTransfer(rows)
-				if err != nil {
-					return err
-				}
-				i := at[t.ReqID]
-				ans[i].won, ans[i].transfer = true, t
-			}
-			return rows.Err()
-		})
+		b.Queue(casSQL, ids, from, to, msgs).Query(eachTransfer(at, func(i int, t Transfer) {
+			ans[i].won, ans[i].transfer = true, t
+		}))
 	}
 }
 

@@ -22,15 +22,7 @@ import (
 // adapter going through a running Batcher.
 func newBatchedHarness(t *testing.T, opt BatchOptions) (*harness, *Batcher) {
 	t.Helper()
-	pool := migratedPool(t)
-	b := NewBatcher(pool, opt)
-	b.Start()
-	t.Cleanup(b.Close) // before the pool closes (cleanups run last-in first-out)
-	h := &harness{t: t, pool: pool, store: NewStoreBatched(pool, b), funding: NewFundingBatched(pool, b),
-		spot: NewFakeSpot(), crit: &critCounter{}}
-	h.fundF, h.spotF = NewFaulty(h.funding), NewFaulty(h.spot)
-	h.coord = h.newCoordinator(nil)
-	return h, b
+	return newHarnessWith(t, migratedPool(t), opt)
 }
 
 // oneBatch queues reqs in order on b before it starts, starts it and

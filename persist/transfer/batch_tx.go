@@ -35,6 +35,7 @@ type batchWriter struct {
 	pool    *pgxpool.Pool
 	timeout time.Duration
 	stats   *BatchStats
+	faults  *Faulty       // nil: none (Batcher.SetFaults)
 	conn    *pgxpool.Conn // nil before the first batch and after a failed one
 }
 
@@ -142,7 +143,10 @@ func (w *batchWriter) exec(ctx context.Context, reqs []*batchReq, ans []batchAns
 		return false, nil
 	}
 
-	fb.decide(ans)
+	drawn := fb.decide(ans, w.faults)
+	if err := crashBefore(w.faults, drawn); err != nil {
+		return false, err
+	}
 
 	var rt2 pgx.Batch
 	fb.queueWrite(&rt2)
@@ -152,6 +156,7 @@ func (w *batchWriter) exec(ctx context.Context, reqs []*batchReq, ans []batchAns
 	if err := w.conn.SendBatch(ctx, &rt2).Close(); err != nil {
 		return retryable(err), err
 	}
+	afterCommit(w.faults, drawn, ans)
 	return false, nil
 }
 

@@ -54,10 +54,26 @@ func (o *observer) calls() []string {
 	return append([]string(nil), o.log...)
 }
 
-// observed returns a coordinator whose both sides are observed.
-func (h *harness) observed() (*Coordinator, *observer, *observer) {
-	fo, so := &observer{Side: h.fundF, h: h}, &observer{Side: h.spotF, h: h}
-	return h.newCoordinator(func(c *Config) { c.Funding, c.Spot = fo, so }), fo, so
+// observed returns a coordinator whose SPOT side is observed, and the
+// FUNDING calls made below the fused path (each in the transaction that
+// makes its announcing state and its outcome's transitions: persist-before-
+// call holds inside it, fusePlan.legal checks the chain).
+func (h *harness) observed() (*Coordinator, *fundingCalls, *observer) {
+	so := &observer{Side: h.spotF, h: h}
+	return h.newCoordinator(func(c *Config) { c.Spot = so }), &fundingCalls{h.fundF}, so
+}
+
+// fundingCalls lists the FUNDING calls by op (withdraw, deposit, refund).
+type fundingCalls struct{ f *Faulty }
+
+func (c *fundingCalls) calls() []string {
+	var out []string
+	for _, op := range []Op{OpWithdraw, OpDeposit, OpRefund} {
+		for range c.f.Calls(op) {
+			out = append(out, string(op))
+		}
+	}
+	return out
 }
 
 func equal(a, b []string) bool {
@@ -72,7 +88,7 @@ func equal(a, b []string) bool {
 	return true
 }
 
-func wantCalls(t *testing.T, side string, o *observer, want ...string) {
+func wantCalls(t *testing.T, side string, o interface{ calls() []string }, want ...string) {
 	t.Helper()
 	if got := o.calls(); !equal(got, want) {
 		t.Fatalf("%s calls %v, want %v", side, got, want)
@@ -87,8 +103,8 @@ func TestFSM001_FundingToSpot(t *testing.T) {
 	if r.Transfer.State != Committed || r.Duplicate || !ValidULID(r.Transfer.ReqID) {
 		t.Fatalf("result %+v", r)
 	}
-	// Persist-before-call: the withdraw saw SOURCE_PENDING, the deposit TARGET_PENDING.
-	wantCalls(t, "funding", fo, "withdraw@SOURCE_PENDING")
+	// Persist-before-call: the SPOT deposit saw TARGET_PENDING durable.
+	wantCalls(t, "funding", fo, "withdraw")
 	wantCalls(t, "spot", so, "deposit@TARGET_PENDING")
 	if c.Stats().CASWon.Load() != 4 { // INIT->SP->SD->TP->COMMITTED
 		t.Fatalf("CAS won %d, want 4", c.Stats().CASWon.Load())
@@ -109,7 +125,7 @@ func TestFSM002_SpotToFunding(t *testing.T) {
 		t.Fatalf("state %s", r.Transfer.State)
 	}
 	wantCalls(t, "spot", so, "withdraw@SOURCE_PENDING")
-	wantCalls(t, "funding", fo, "deposit@TARGET_PENDING")
+	wantCalls(t, "funding", fo, "deposit")
 	if h.fundingBalance(7, btc) != 300_000_001 || h.spot.Balance(7, btc) != 0 { // BAL-002: to zero
 		t.Fatalf("funding %d spot %d", h.fundingBalance(7, btc), h.spot.Balance(7, btc))
 	}
@@ -125,7 +141,7 @@ func TestFSM003_SourceFailure(t *testing.T) {
 	if r.Transfer.State != Failed || r.Transfer.ErrorMessage == "" {
 		t.Fatalf("transfer %+v", r.Transfer)
 	}
-	wantCalls(t, "funding", fo, "withdraw@SOURCE_PENDING")
+	wantCalls(t, "funding", fo, "withdraw")
 	wantCalls(t, "spot", so) // the target is never called
 	if h.fundingBalance(7, usdt) != 1_000_000 {
 		t.Fatal("source changed")
@@ -166,7 +182,7 @@ func TestFSM004_TargetExplicitFailureCompensates(t *testing.T) {
 	if r.Transfer.State != RolledBack {
 		t.Fatalf("state %s", r.Transfer.State)
 	}
-	wantCalls(t, "funding", fo, "withdraw@SOURCE_PENDING", "refund@COMPENSATING")
+	wantCalls(t, "funding", fo, "withdraw", "refund")
 	wantCalls(t, "spot", so, "deposit@TARGET_PENDING")
 	if h.fundingBalance(7, usdt) != 1_000_000 || h.spot.Balance(7, usdt) != 0 {
 		t.Fatal("source not restored") // INV-003
@@ -201,7 +217,7 @@ func TestFSM005_TargetUnknownNeverCompensates(t *testing.T) {
 			t.Fatalf("fault %d: state %s / %s, retries %d", f, r.Transfer.State, tr.State, tr.RetryCount)
 		}
 		for _, call := range fo.calls() {
-			if call != "withdraw@SOURCE_PENDING" {
+			if call != "withdraw" {
 				t.Fatalf("fault %d: funding call %s while the target is unknown", f, call)
 			}
 		}

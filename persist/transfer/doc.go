@@ -10,7 +10,7 @@
 //	                                                              COMMITTED(40)   COMPENSATING(-20) --refund OK--> ROLLED_BACK(-30)
 //
 // Rules, each enforced in one place:
-//   - state.go holds the only transition table; Store.Transition refuses
+//   - fsm.go holds the only transition table and the step program; Store.Transition refuses
 //     anything else and applies the rest as a compare-and-set
 //     (UPDATE ... WHERE req_id = $1 AND state = $expected).
 //   - persist-before-call: the state naming a call is durable before the call.
@@ -28,18 +28,28 @@
 //     with its error codes, in the gateway, the Coordinator and (what they
 //     can see) the adapters.
 //
-// Throughput (opt in): NewStoreBatched and NewFundingBatched route the
-// Store's Get, Insert, Transition and NoteRetry and the FUNDING operations
-// through a Batcher (batch.go), which runs the steps of many concurrent
-// transfers as one transaction, with the answers each would have had
-// alone. Config.Fuse goes further (fused.go, batch_fused.go): each FUNDING
-// operation and the CAS transitions around it commit as ONE batch
-// transaction, written as one CAS UPDATE from the state the step found to
-// the state its chain ends in (the states in between exist only inside that
-// transaction, where no one else can see them), and Create inserts the
-// transfer in the transaction of its first move; with any FUNDING side but the
-// batched *Funding on the Store's pool (e.g. wrapped in Faulty) the unfused
-// path runs.
+// One path. fsm.go is the FSM as data: for every state, StepAt says
+// which side to call, what to write before the call and where each outcome
+// leads (pure, tested every state x every outcome). steps.go's run is its
+// one executor. The Store and the FUNDING adapter go through a Batcher
+// (batch.go), which runs the steps of many concurrent transfers as one
+// transaction with the answers each would have had alone; a FUNDING call is
+// a fused step (fused.go, batch_fused.go): the call and the transitions
+// around it commit as ONE transaction, written as one CAS UPDATE from the
+// state the step found to the state its chain ends in (the states in
+// between exist only inside that transaction), and Create inserts the
+// transfer in the transaction of its first move. So some states are never
+// durable on this path: SOURCE_DONE never; INIT, SOURCE_PENDING (a
+// FUNDING source) and TARGET_PENDING, COMPENSATING (a FUNDING target or
+// refund) only when a SPOT call or an unknown outcome stops the chain
+// there. A SPOT call is made after its announcing state is durable (a CAS,
+// or the previous fused COMMIT); its outcome is written with the next
+// FUNDING call's transaction, or by CAS. Fault injection wraps the sides
+// below this path: the SPOT adapter in Faulty, the FUNDING side inside the
+// batch transactions (Batcher.SetFaults: an explicit failure, an error
+// before the effect, a crash before COMMIT, a COMMIT whose answer is lost,
+// a crash after COMMIT), so the fault tests run the path production runs.
+// Coordinator.Fused reports it; the server logs it at start.
 //
 // Amounts are core.Units: int64 in the asset's smallest unit. The schema is
 // persist/migrations/0002_transfers.sql.

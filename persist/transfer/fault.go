@@ -2,6 +2,9 @@ package transfer
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -174,4 +177,66 @@ func (a *Faulty) AccountState(ctx context.Context, user UserID, asset AssetID) (
 		return r.AccountState(ctx, user, asset)
 	}
 	return AccountState{Status: Active}, nil
+}
+
+// SetFaults injects f's FUNDING faults inside b's transactions, below every
+// path that reaches FUNDING (a fused step's transaction included); call it
+// before Start. f is a fault source there, not an adapter (NewFaulty(nil)):
+// f.Inject(op, fault, n) arms the next n FUNDING calls of op. In a batch:
+//
+//	FaultExplicitFail         a first call is refused, EXPLICIT_FAIL(INJECTED),
+//	                          recorded like any refusal (a recorded outcome wins)
+//	FaultTimeoutBeforeEffect, FaultNetworkError, FaultPending, FaultUnknown
+//	                          the call answers that, decided nothing, had no effect
+//	FaultCrashBefore          the process dies before COMMIT (f.Crash); without
+//	                          Crash the transaction fails before COMMIT: every
+//	                          caller of the batch gets an error, nothing committed
+//	FaultTimeoutAfterEffect   COMMIT succeeds and its answer is lost: the caller
+//	                          gets an error (unknown outcome)
+//	FaultCrashAfter           the process dies after COMMIT (f.Crash); without
+//	                          Crash, as FaultTimeoutAfterEffect
+//
+// Recorded outcomes are in the database, so f needs no Performed hook.
+func (b *Batcher) SetFaults(f *Faulty) { b.faults = f }
+
+// beforeEffect is the answer of a fault that stops a call before its
+// effect, if f is one.
+func beforeEffect(f Fault) (Outcome, bool) {
+	switch f {
+	case FaultTimeoutBeforeEffect:
+		return Outcome{Kind: Timeout, Code: "injected before effect"}, true
+	case FaultNetworkError:
+		return Outcome{Kind: NetworkError, Code: "injected"}, true
+	case FaultPending:
+		return Outcome{Kind: Pending, Code: "injected"}, true
+	case FaultUnknown:
+		return unknown("injected"), true
+	}
+	return Outcome{}, false
+}
+
+// errInjected is the error of a batch an injected fault failed or whose
+// answer it lost.
+var errInjected = errors.New("transfer batch: injected fault")
+
+// crashBefore acts on a FaultCrashBefore drawn in a batch, before its COMMIT.
+func crashBefore(f *Faulty, drawn []Fault) error {
+	if slices.Contains(drawn, FaultCrashBefore) {
+		f.crash()
+		return fmt.Errorf("%w: crash before COMMIT", errInjected)
+	}
+	return nil
+}
+
+// afterCommit acts on the faults drawn in a batch that committed.
+func afterCommit(f *Faulty, drawn []Fault, ans []batchAnswer) {
+	for i, d := range drawn {
+		switch d {
+		case FaultCrashAfter:
+			f.crash()
+			fallthrough
+		case FaultTimeoutAfterEffect:
+			ans[i] = batchAnswer{err: fmt.Errorf("%w: the answer of COMMIT lost", errInjected)}
+		}
+	}
 }

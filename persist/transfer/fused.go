@@ -95,16 +95,8 @@ func (c *Coordinator) afterFused(ctx context.Context, t *Transfer, plan *fusePla
 	if a.cas > 0 {
 		*t = a.transfer
 	}
-	switch {
-	case a.state == Failed:
-		c.stats.Failed.Add(1)
-		c.log.Info("transfer failed at source", "req_id", t.ReqID, "reason", a.out.Code)
-	case a.state == Committed:
-		c.stats.Committed.Add(1)
-		c.log.Info("transfer committed", "req_id", t.ReqID)
-	case a.state == RolledBack:
-		c.stats.RolledBack.Add(1)
-		c.log.Info("transfer rolled back", "req_id", t.ReqID)
+	if a.cas > 0 {
+		c.reached(*t, a.out)
 	}
 	if plan.op != "" && a.out.Kind != Success && (a.out.Kind != ExplicitFail || len(plan.fail) == 0) {
 		// Unknown, or a refusal this step cannot act on (a refund's: only
@@ -118,71 +110,6 @@ func (c *Coordinator) afterFused(ctx context.Context, t *Transfer, plan *fusePla
 	return movedKnown
 }
 
-// fusedStep makes one move of *t through fused steps; handled=false leaves
-// the move to the unfused step.
-func (c *Coordinator) fusedStep(ctx context.Context, t *Transfer) (handled bool, m move) {
-	if !c.fusable(*t) {
-		return false, stayed
-	}
-	switch {
-	case t.From == AccountFunding && t.To == AccountSpot:
-		switch t.State {
-		case Init, SourcePending:
-			plan := &fusePlan{at: t.State, op: OpWithdraw,
-				ok:   []fuseCAS{{to: SourceDone}, {to: TargetPending}},
-				fail: []fuseCAS{{to: Failed, msg: "source withdraw: ", outcome: true}}}
-			if t.State == Init {
-				plan.pre = []fuseCAS{{to: SourcePending}}
-			}
-			if m := c.runFused(ctx, t, plan); m != movedKnown || t.State != TargetPending {
-				return true, m
-			}
-			// Go on to the SPOT deposit without re-reading: this driver
-			// just moved the transfer there. A fresh bound for the call.
-			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
-			defer cancel()
-			if c.target(tctx, t) == movedKnown {
-				return true, movedKnown
-			}
-			return true, moved // the fused step moved it; whatever the deposit did, re-read
-		case Compensating:
-			return true, c.runFused(ctx, t, &fusePlan{at: Compensating, op: OpRefund,
-				ok: []fuseCAS{{to: RolledBack}}})
-		}
-	case t.From == AccountSpot && t.To == AccountFunding:
-		switch t.State {
-		case SourceDone, TargetPending:
-			return true, c.fusedDeposit(ctx, t)
-		}
-	}
-	return false, stayed
-}
-
-// fusedDeposit runs the FUNDING deposit of a SPOT->FUNDING transfer in
-// SOURCE_PENDING (the SPOT withdraw succeeded), SOURCE_DONE or
-// TARGET_PENDING, with the transitions up to it and the one after it.
-func (c *Coordinator) fusedDeposit(ctx context.Context, t *Transfer) move {
-	plan := &fusePlan{at: t.State, op: OpDeposit,
-		ok:   []fuseCAS{{to: Committed}},
-		fail: []fuseCAS{{to: Compensating, msg: "target deposit: ", outcome: true}}}
-	switch t.State {
-	case SourcePending:
-		plan.pre = []fuseCAS{{to: SourceDone}, {to: TargetPending}}
-	case SourceDone:
-		plan.pre = []fuseCAS{{to: TargetPending}}
-	}
-	return c.runFused(ctx, t, plan)
-}
-
-// fusedCompensate is the fused answer to the SPOT target's explicit
-// refusal of a FUNDING->SPOT transfer in TARGET_PENDING: ->COMPENSATING
-// (with the refusal), the FUNDING refund, ->ROLLED_BACK.
-func (c *Coordinator) fusedCompensate(ctx context.Context, t *Transfer, refusal Outcome) move {
-	return c.runFused(ctx, t, &fusePlan{at: TargetPending, op: OpRefund,
-		pre: []fuseCAS{{to: Compensating, msg: "target deposit: " + refusal.String()}},
-		ok:  []fuseCAS{{to: RolledBack}}})
-}
-
 // insertFused stores t in INIT and makes its first move in the same
 // transaction: FUNDING->SPOT ->SOURCE_PENDING, the withdraw and what
 // follows it (as fusedStep from INIT); SPOT->FUNDING ->SOURCE_PENDING,
@@ -190,11 +117,10 @@ func (c *Coordinator) fusedCompensate(ctx context.Context, t *Transfer, refusal 
 // known=true when got is the state this driver just left the transfer in
 // (the caller may step from it without re-reading).
 func (c *Coordinator) insertFused(ctx context.Context, t Transfer) (got Transfer, inserted, known bool, err error) {
-	plan := &fusePlan{insert: &t, at: Init, pre: []fuseCAS{{to: SourcePending}}}
-	if t.From == AccountFunding {
-		plan.op = OpWithdraw
-		plan.ok = []fuseCAS{{to: SourceDone}, {to: TargetPending}}
-		plan.fail = []fuseCAS{{to: Failed, msg: "source withdraw: ", outcome: true}}
+	st, _ := StepAt(Init, t.From.reversible())
+	plan := &fusePlan{insert: &t, at: Init, pre: chainCAS(st.Pre, "", false)}
+	if st.Side(t.From, t.To) == AccountFunding {
+		plan.op, plan.ok, plan.fail = st.Op, chainCAS(st.OK, "", false), chainCAS(st.Fail, st.FailMsg, true)
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
 	defer cancel()

@@ -248,7 +248,8 @@ func TestFusedOnlyWhenFundingIsLocal(t *testing.T) {
 	}{
 		{"batched, same pool", func(c *Config) { c.Funding = h.funding }, true},
 		{"Fuse off", func(c *Config) { c.Funding, c.Fuse = h.funding, false }, false},
-		{"wrapped in Faulty", func(*Config) {}, false},
+		{"FUNDING faults injected below (the harness: Batcher.SetFaults)", func(*Config) {}, true},
+		{"wrapped in Faulty", func(c *Config) { c.Funding = NewFaulty(h.funding) }, false},
 		{"unbatched", func(c *Config) { c.Funding = NewFunding(h.pool) }, false},
 		{"another database", func(c *Config) { c.Funding = NewFundingBatched(other, ob) }, false},
 	} {

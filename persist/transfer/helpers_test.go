@@ -1,8 +1,10 @@
 package transfer
 
 // Test helpers: a throw-away migrated database per test (as in persist's
-// pg_helpers_test.go), a harness wiring a Coordinator over the real FUNDING
-// adapter and a FakeSpot (both wrapped in Faulty), and the conservation check.
+// pg_helpers_test.go), a harness wiring a Coordinator on the one path
+// production runs (a Batcher, fused steps) over the real FUNDING adapter
+// (faults injected inside its transactions) and a FakeSpot (wrapped in
+// Faulty), and the conservation check.
 
 import (
 	"context"
@@ -73,7 +75,7 @@ type harness struct {
 	store   *Store
 	funding *Funding
 	spot    *FakeSpot
-	fundF   *Faulty // wraps funding: the coordinator's FUNDING side
+	fundF   *Faulty // FUNDING faults, injected inside the batch transactions (Batcher.SetFaults)
 	spotF   *Faulty // wraps spot: the coordinator's SPOT side
 	crit    *critCounter
 	coord   *Coordinator
@@ -81,27 +83,47 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness { return newHarnessOn(t, migratedPool(t)) }
 
-// newHarnessOn is newHarness on pool.
+// newHarnessOn is newHarness on pool: the one path production runs, a
+// Batcher with fused steps, FUNDING faults injected below it.
 func newHarnessOn(t *testing.T, pool *pgxpool.Pool) *harness {
 	t.Helper()
-	h := &harness{t: t, pool: pool, store: NewStore(pool), funding: NewFunding(pool), spot: NewFakeSpot(), crit: &critCounter{}}
-	h.fundF, h.spotF = NewFaulty(h.funding), NewFaulty(h.spot)
-	h.coord = h.newCoordinator(nil)
+	h, _ := newHarnessWith(t, pool, BatchOptions{})
 	return h
 }
 
+// newHarnessWith is newHarnessOn with the Batcher's options opt; it
+// returns the Batcher too.
+func newHarnessWith(t *testing.T, pool *pgxpool.Pool, opt BatchOptions) (*harness, *Batcher) {
+	t.Helper()
+	b := NewBatcher(pool, opt)
+	h := &harness{t: t, pool: pool, store: NewStoreBatched(pool, b), funding: NewFundingBatched(pool, b),
+		spot: NewFakeSpot(), crit: &critCounter{}, fundF: NewFaulty(nil)}
+	b.SetFaults(h.fundF)
+	b.Start()
+	t.Cleanup(b.Close) // before the pool closes (cleanups run last-in first-out)
+	h.spotF = NewFaulty(h.spot)
+	h.coord = h.newCoordinator(nil)
+	return h, b
+}
+
 // newCoordinator returns another coordinator on the same sides (a second
-// process, as far as the FSM can tell). mod may adjust its Config.
+// process, as far as the FSM can tell). mod may adjust its Config. On the
+// harness's FUNDING side it fails the test unless the coordinator runs the
+// one (fused) path production runs (a test that wires another FUNDING side
+// tests what that side does, not the path).
 func (h *harness) newCoordinator(mod func(*Config)) *Coordinator {
-	cfg := Config{Store: h.store, Funding: h.fundF, Spot: h.spotF, Assets: lookupAsset,
+	cfg := Config{Store: h.store, Funding: h.funding, Spot: h.spotF, Assets: lookupAsset,
 		MaxWait: 300 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond,
-		Logger: slog.New(h.crit)}
+		Logger: slog.New(h.crit), Fuse: true}
 	if mod != nil {
 		mod(&cfg)
 	}
 	c, err := NewCoordinator(cfg)
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	if cfg.Fuse && cfg.Funding == Side(h.funding) && !c.Fused() {
+		h.t.Fatal("the coordinator under test does not run the fused path production runs")
 	}
 	return c
 }

@@ -145,10 +145,14 @@ func TestInvariantStuckInFlight(t *testing.T) {
 		return r.Transfer.ReqID
 	}
 	var ids []string
-	// SOURCE_PENDING with the withdraw applied (timeouts after the effect):
-	// the funds are gone from the source, the spec's sum does not see them.
-	ids = append(ids, stuck("F->S SOURCE_PENDING", 7, "FUNDING", "SPOT",
-		func() { h.fundF.Inject(OpWithdraw, FaultTimeoutAfterEffect, -1) }, "1", 1_000_000, SourcePending, 1_000_000))
+	// A FUNDING withdraw's COMMIT whose answer was lost: on the fused path
+	// it committed TARGET_PENDING with it (SOURCE_PENDING with the withdraw
+	// applied is never durable); the SPOT deposit stays unknown.
+	ids = append(ids, stuck("F->S TARGET_PENDING, withdraw answer lost", 7, "FUNDING", "SPOT",
+		func() {
+			h.fundF.Inject(OpWithdraw, FaultTimeoutAfterEffect, 1)
+			h.spotF.Inject(OpDeposit, FaultUnknown, -1)
+		}, "1", 1_000_000, TargetPending, 1_000_000))
 	ids = append(ids, stuck("S->F SOURCE_PENDING", 8, "SPOT", "FUNDING",
 		func() { h.spotF.Inject(OpWithdraw, FaultTimeoutAfterEffect, -1) }, "2", 2_000_000, SourcePending, 3_000_000))
 	// SOURCE_PENDING before the withdraw: nothing moved.
@@ -157,8 +161,11 @@ func TestInvariantStuckInFlight(t *testing.T) {
 	// TARGET_PENDING, deposit not applied / applied.
 	ids = append(ids, stuck("F->S TARGET_PENDING", 7, "FUNDING", "SPOT",
 		func() { h.spotF.Inject(OpDeposit, FaultUnknown, -1) }, "8", 8_000_000, TargetPending, 11_000_000))
-	ids = append(ids, stuck("S->F TARGET_PENDING, deposit applied", 8, "SPOT", "FUNDING",
-		func() { h.fundF.Inject(OpDeposit, FaultTimeoutAfterEffect, -1) }, "16", 16_000_000, TargetPending, 11_000_000))
+	// The FUNDING deposit's COMMIT whose answer was lost: it committed
+	// COMMITTED with it (TARGET_PENDING with the deposit applied is never
+	// durable on the fused path).
+	ids = append(ids, stuck("S->F deposit answer lost", 8, "SPOT", "FUNDING",
+		func() { h.fundF.Inject(OpDeposit, FaultTimeoutAfterEffect, -1) }, "16", 16_000_000, Committed, 11_000_000))
 	// COMPENSATING, refund not applied.
 	ids = append(ids, stuck("S->F COMPENSATING", 8, "SPOT", "FUNDING", func() {
 		h.fundF.Inject(OpDeposit, FaultExplicitFail, 1)

@@ -104,7 +104,7 @@ func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 		c.MaxWait, c.CallTimeout, c.SettleWait, c.RetryBase, c.RetryMax = time.Second, time.Second, 3*time.Second,
 			5*time.Millisecond, 100*time.Millisecond
 	}
-	unfused := h.newCoordinator(timing) // FUNDING wrapped in Faulty: the unfused steps, batched store
+	unfused := h.newCoordinator(func(c *Config) { timing(c); c.Funding = fundingOnly{h.funding} }) // the unfused batched steps
 	fused := h.newCoordinator(func(c *Config) { timing(c); c.Funding, c.Fuse = h.funding, true })
 	if !fused.Fused() {
 		t.Fatal("not fused")

@@ -20,99 +20,89 @@ const (
 	movedKnown             // this driver's last write changed it, and the step's *t is the row exactly as committed
 )
 
-// step makes one move of *t. On movedKnown *t is the row as this driver
-// left it (from the write itself, no read): the caller may step on from it.
+// step makes one move of *t: the step of its state in the FSM's program
+// (fsm.go). On movedKnown *t is the row as this driver left it (from the
+// write itself, no read): the caller may step on from it.
 func (c *Coordinator) step(ctx context.Context, t *Transfer) move {
 	// A step is not interrupted by its caller going away; it is bounded.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
 	defer cancel()
-	if handled, m := c.fusedStep(ctx, t); handled {
-		return m
+	st, found := StepAt(t.State, t.From.reversible())
+	if !found {
+		return stayed // terminal: nothing to do
 	}
+	return c.run(ctx, t, st, nil)
+}
+
+// run makes step st of *t. carry is what an earlier call's outcome left to
+// write first (its chain up to st.At), in the same transaction as st's
+// FUNDING call when st calls FUNDING, else by CAS before st's call.
+func (c *Coordinator) run(ctx context.Context, t *Transfer, st Step, carry []fuseCAS) move {
+	pre := append(carry, chainCAS(st.Pre, "", false)...)
+	side := st.Side(t.From, t.To)
+	if side == AccountFunding && c.fusable(*t) {
+		// The transitions, the call and its outcome's transitions: ONE transaction.
+		return c.runFused(ctx, t, &fusePlan{at: t.State, pre: pre, op: st.Op,
+			ok: chainCAS(st.OK, "", false), fail: chainCAS(st.Fail, st.FailMsg, true)})
+	}
+	for _, p := range pre { // persist-before-call
+		if r := c.cas(ctx, t, p.to, p.msg); r != casWon {
+			return r.move()
+		}
+	}
+	o := call(ctx, c.side(side), st.Op, *t)
+	if !st.Moves(o.Kind) {
+		c.unknown(ctx, *t, st.Op, o)
+		return stayed
+	}
+	then := chainCAS(st.OK, "", false)
+	if o.Kind == ExplicitFail {
+		then = chainCAS(st.Fail, st.FailMsg+o.String(), false)
+	}
+	end := then[len(then)-1].to
+	if next, found := StepAt(end, t.From.reversible()); found && next.Side(t.From, t.To) == AccountFunding && c.fusable(*t) {
+		// The outcome is written with the next (FUNDING) call, in its
+		// transaction; should that fail, this call is repeated
+		// (idempotent: it answers its first outcome). A fresh bound.
+		nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
+		defer cancel()
+		return c.run(nctx, t, next, then)
+	}
+	for _, p := range then {
+		if r := c.cas(ctx, t, p.to, p.msg); r != casWon {
+			return r.move()
+		}
+	}
+	c.reached(*t, o)
+	return movedKnown
+}
+
+// chainCAS is the transitions to states, the first with error_message msg
+// (followed by the call's outcome when outcome is set).
+func chainCAS(states []State, msg string, outcome bool) []fuseCAS {
+	out := make([]fuseCAS, len(states))
+	for i, s := range states {
+		out[i].to = s
+		if i == 0 {
+			out[i].msg, out[i].outcome = msg, outcome
+		}
+	}
+	return out
+}
+
+// reached counts and logs a transfer that reached a terminal state.
+func (c *Coordinator) reached(t Transfer, o Outcome) {
 	switch t.State {
-	case Init:
-		if r := c.cas(ctx, t, SourcePending, ""); r != casWon {
-			return r.move()
-		}
-		return c.source(ctx, t)
-	case SourcePending:
-		return c.source(ctx, t)
-	case SourceDone:
-		if r := c.cas(ctx, t, TargetPending, ""); r != casWon {
-			return r.move()
-		}
-		return c.target(ctx, t)
-	case TargetPending:
-		return c.target(ctx, t)
-	case Compensating:
-		return c.refund(ctx, t)
+	case Failed:
+		c.stats.Failed.Add(1)
+		c.log.Info("transfer failed at source", "req_id", t.ReqID, "reason", o.Code)
+	case Committed:
+		c.stats.Committed.Add(1)
+		c.log.Info("transfer committed", "req_id", t.ReqID)
+	case RolledBack:
+		c.stats.RolledBack.Add(1)
+		c.log.Info("transfer rolled back", "req_id", t.ReqID)
 	}
-	return stayed // terminal: nothing to do
-}
-
-// source calls the source withdraw for a transfer in SOURCE_PENDING.
-func (c *Coordinator) source(ctx context.Context, t *Transfer) move {
-	o := call(ctx, c.side(t.From), OpWithdraw, *t)
-	switch o.Kind {
-	case Success:
-		if t.To == AccountFunding && c.fusable(*t) {
-			return c.fusedDeposit(ctx, t) // ->SOURCE_DONE ->TARGET_PENDING, deposit, ... in one transaction
-		}
-		return c.cas(ctx, t, SourceDone, "").move()
-	case ExplicitFail:
-		r := c.cas(ctx, t, Failed, "source withdraw: "+o.String())
-		if r == casWon {
-			c.stats.Failed.Add(1)
-			c.log.Info("transfer failed at source", "req_id", t.ReqID, "reason", o.Code)
-		}
-		return r.move()
-	}
-	c.unknown(ctx, *t, OpWithdraw, o)
-	return stayed
-}
-
-// target calls the target deposit for a transfer in TARGET_PENDING.
-func (c *Coordinator) target(ctx context.Context, t *Transfer) move {
-	o := call(ctx, c.side(t.To), OpDeposit, *t)
-	switch o.Kind {
-	case Success:
-		// The atomic commit: both sides succeeded; this CAS makes it final.
-		r := c.cas(ctx, t, Committed, "")
-		if r == casWon {
-			c.stats.Committed.Add(1)
-			c.log.Info("transfer committed", "req_id", t.ReqID)
-		}
-		return r.move()
-	case ExplicitFail:
-		if !t.From.reversible() {
-			c.log.Log(ctx, LevelCritical, "target refused and source is not reversible: retrying forever",
-				"req_id", t.ReqID, "outcome", o.String())
-			c.note(ctx, *t, "target deposit: "+o.String()+" (source not reversible)")
-			return stayed
-		}
-		if t.From == AccountFunding && c.fusable(*t) {
-			return c.fusedCompensate(ctx, t, o) // ->COMPENSATING, refund, ->ROLLED_BACK in one transaction
-		}
-		return c.cas(ctx, t, Compensating, "target deposit: "+o.String()).move()
-	}
-	c.unknown(ctx, *t, OpDeposit, o)
-	return stayed
-}
-
-// refund calls the source refund for a transfer in COMPENSATING. Nothing
-// but SUCCESS leaves COMPENSATING: the funds are in flight until it does.
-func (c *Coordinator) refund(ctx context.Context, t *Transfer) move {
-	o := call(ctx, c.side(t.From), OpRefund, *t)
-	if o.Kind == Success {
-		r := c.cas(ctx, t, RolledBack, "")
-		if r == casWon {
-			c.stats.RolledBack.Add(1)
-			c.log.Info("transfer rolled back", "req_id", t.ReqID)
-		}
-		return r.move()
-	}
-	c.unknown(ctx, *t, OpRefund, o)
-	return stayed
 }
 
 type casResult uint8

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// legalPairs is spec 2.2 written out independently of state.go.
+// legalPairs is spec 2.2 written out independently of fsm.go.
 var legalPairs = map[[2]State]bool{
 	{Init, SourcePending}:         true,
 	{SourcePending, SourceDone}:   true,
