@@ -14,16 +14,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
@@ -40,11 +35,6 @@ func TestTransferOutageE2ELong(t *testing.T) {
 
 func transferOutageE2E(t *testing.T, length time.Duration, minOutages int64) {
 	x := crashXT(t)
-	u, err := url.Parse(x.pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := strings.TrimPrefix(u.Path, "/")
 	const workers = 16
 	users := make([]uint64, workers)
 	for i := range users {
@@ -72,40 +62,11 @@ func transferOutageE2E(t *testing.T, length time.Duration, minOutages int64) {
 	)
 	ctx, stop := context.WithTimeout(context.Background(), length)
 	defer stop()
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("UBS_OUTAGE_SEED"); v != "" {
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("UBS_OUTAGE_SEED: %v", err)
-		}
-	}
-	t.Logf("seed %d (UBS_OUTAGE_SEED)", seed)
+	seed := pgtest.Seed(t, "UBS_OUTAGE_SEED")
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		rng := rand.New(rand.NewPCG(seed, 0))
-		conn, err := pgx.Connect(ctx, pgtest.AdminURL())
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close(context.Background())
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(300*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond)))): // time to reconnect: the exchange's set-up runs statements
-			}
-			var n int
-			if err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-				WHERE datname = $1 AND pid <> pg_backend_pid() AND pid <> $2) k`, db, mine).Scan(&n); err != nil {
-				if ctx.Err() == nil {
-					t.Error(err)
-				}
-				return
-			}
-			if n > 0 {
-				outages.Add(1)
-			}
-		}
+	wg.Go(func() { // gaps leave time to reconnect: the exchange's set-up runs statements
+		pgtest.KillSessions(ctx, t, x.pg, 300*time.Millisecond, 400*time.Millisecond, rand.New(rand.NewPCG(seed, 0)), &outages,
+			mine)
 	})
 	for w, user := range users {
 		wg.Go(func() {

@@ -14,9 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,58 +38,8 @@ func TestOutageKillSessionsLong(t *testing.T) {
 	runOutage(t, 60*time.Second, 100)
 }
 
-// outageSeed is the seed of an outage run's amounts and kill gaps:
-// UBS_OUTAGE_SEED, else the clock; logged so that a failure names it (the
-// interleaving with the outages is not replayable, the inputs are).
-func outageSeed(t *testing.T) uint64 {
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("UBS_OUTAGE_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("UBS_OUTAGE_SEED: %v", err)
-		}
-		seed = n
-	}
-	t.Logf("seed %d (UBS_OUTAGE_SEED)", seed)
-	return seed
-}
-
-// killer ends every session of db but its own, every 150-450 ms, until
-// ctx ends, and counts the rounds that ended at least one.
-func killer(ctx context.Context, t *testing.T, db string, rng *rand.Rand, outages *atomic.Int64) {
-	conn, err := pgx.Connect(ctx, pgtest.AdminURL())
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	defer conn.Close(context.Background())
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(150*time.Millisecond + time.Duration(rng.Int64N(int64(300*time.Millisecond)))):
-		}
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-			WHERE datname = $1 AND pid <> pg_backend_pid()) k`, db).Scan(&n); err != nil {
-			if ctx.Err() == nil {
-				t.Error(err)
-			}
-			return
-		}
-		if n > 0 {
-			outages.Add(1)
-		}
-	}
-}
-
 func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 	dbURL := pgtest.NewDB(t)
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := strings.TrimPrefix(u.Path, "/")
 	pool := migratedPoolAt(t, dbURL, 16)
 	b := NewBatcher(pool, BatchOptions{})
 	b.Start()
@@ -134,8 +81,11 @@ func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	seed := outageSeed(t)
-	go func() { defer wg.Done(); killer(ctx, t, db, rand.New(rand.NewPCG(seed, 0)), &outages) }()
+	seed := pgtest.Seed(t, "UBS_OUTAGE_SEED")
+	go func() {
+		defer wg.Done()
+		pgtest.KillSessions(ctx, t, dbURL, 150*time.Millisecond, 300*time.Millisecond, rand.New(rand.NewPCG(seed, 0)), &outages)
+	}()
 	for w := range workers {
 		wg.Add(1)
 		go func() {

@@ -12,16 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ubscore/ubscore/core"
@@ -45,11 +40,6 @@ func TestWithdrawOutageKillSessionsLong(t *testing.T) {
 
 func runWithdrawOutage(t *testing.T, length time.Duration, minOutages int64) {
 	dbURL := pgtest.NewDB(t)
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := strings.TrimPrefix(u.Path, "/")
 	bg := context.Background()
 	pool, err := pgxpool.New(bg, dbURL)
 	if err != nil {
@@ -86,42 +76,12 @@ func runWithdrawOutage(t *testing.T, length time.Duration, minOutages int64) {
 	)
 	ctx, stop := context.WithTimeout(bg, length)
 	defer stop()
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("UBS_OUTAGE_SEED"); v != "" {
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("UBS_OUTAGE_SEED: %v", err)
-		}
-	}
-	t.Logf("seed %d (UBS_OUTAGE_SEED)", seed)
+	seed := pgtest.Seed(t, "UBS_OUTAGE_SEED")
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		rng := rand.New(rand.NewPCG(seed, 0))
-		conn, err := pgx.Connect(ctx, pgtest.AdminURL())
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close(bg)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(100*time.Millisecond + time.Duration(rng.Int64N(int64(250*time.Millisecond)))):
-			}
-			var n int
-			if err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-				WHERE datname = $1 AND pid <> pg_backend_pid()) k`, db).Scan(&n); err != nil {
-				if ctx.Err() == nil {
-					t.Error(err)
-				}
-				return
-			}
-			if n > 0 {
-				outages.Add(1)
-			}
-		}
+		pgtest.KillSessions(ctx, t, dbURL, 100*time.Millisecond, 250*time.Millisecond, rand.New(rand.NewPCG(seed, 0)), &outages)
 	}()
 	for w := range workers {
 		wg.Add(1)
