@@ -33,8 +33,8 @@ func (v *rmVenue) finish() {
 	var last map[string]any
 	v.poll("internal transfer COMMITTED", 20*time.Second, func() bool {
 		_, last = v.s.do("GET", "/api/v1/internal_transfer/"+v.xPending, v.s.token(v.xUser, false), nil)
-		if s, _ := last["state"].(string); s != "TARGET_PENDING" && s != "COMMITTED" {
-			v.t.Fatalf("internal transfer %s answered 202 TARGET_PENDING ended %v", v.xPending, last)
+		if s, _ := last["state"].(string); s != rmPendingState && s != "COMMITTED" {
+			v.t.Fatalf("internal transfer %s answered 202 %s ended %v", v.xPending, rmPendingState, last)
 		}
 		return last["state"] == "COMMITTED"
 	})

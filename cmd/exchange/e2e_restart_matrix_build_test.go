@@ -47,7 +47,7 @@ func rmBuild(t *testing.T) *rmVenue {
 				"ref": fmt.Sprintf("rm-%d-%s", u, a[0])})
 		}
 	}
-	// The internal transfer that will sit in TARGET_PENDING is slow to
+	// The internal transfer that will sit in rmPendingState is slow to
 	// answer (~2 s): it runs beside the rest of the build.
 	pending := v.xferStuck()
 	v.spot()
@@ -56,8 +56,8 @@ func rmBuild(t *testing.T) *rmVenue {
 	v.p2p()
 	v.withdrawal()
 	a := <-pending
-	if a.err != nil || a.st != 202 || a.b["state"] != "TARGET_PENDING" {
-		t.Fatalf("S->F transfer with its FUNDING side failing: %d %v %v, want 202 TARGET_PENDING", a.st, a.b, a.err)
+	if a.err != nil || a.st != 202 || a.b["state"] != rmPendingState {
+		t.Fatalf("S->F transfer with its FUNDING side failing: %d %v %v, want 202 %s", a.st, a.b, a.err, rmPendingState)
 	}
 	v.xPending = reqIDOf(t, a.b)
 	v.haltCore()
@@ -213,7 +213,7 @@ func (v *rmVenue) p2p() {
 // xferStuck makes the FUNDING side of rmXfer's transfers fail (a Postgres
 // trigger, as FND-006 does: it stays across restarts), commits one
 // FUNDING->SPOT transfer first, has one refused, and posts a SPOT->FUNDING
-// one whose answer (202 TARGET_PENDING after ~2 s) it returns.
+// one whose answer (202 rmPendingState after ~2 s) it returns.
 func (v *rmVenue) xferStuck() <-chan answer {
 	v.t.Helper()
 	x := newXT(v.t, v.s, v.pg)
@@ -273,3 +273,13 @@ func (v *rmVenue) haltCore() {
 	})
 	v.coreHalted = "NEGATIVE_BALANCE"
 }
+
+// rmPendingState is where a SPOT->FUNDING transfer whose FUNDING deposit
+// keeps failing stays on the one (fused) path that production runs (issue
+// 34): its SPOT withdraw is done, but SOURCE_DONE and TARGET_PENDING become
+// durable only in the same transaction as the FUNDING deposit, so it
+// stays SOURCE_PENDING and each retry repeats the SPOT withdraw, which
+// answers its first outcome by req_id and moves nothing again. (Before
+// issue 34 a fault-injecting server ran the unfused path, which wrote
+// TARGET_PENDING first.)
+const rmPendingState = "SOURCE_PENDING"

@@ -212,11 +212,11 @@ func (v *rmVenue) checkP2P(errorf func(string, ...any)) {
 }
 
 // checkFunding: the internal transfers as told (the pending one still in
-// TARGET_PENDING, its SPOT side done), the withdrawal in flight, both
+// rmPendingState, its SPOT side done), the withdrawal in flight, both
 // users' SPOT and FUNDING balances.
 func (v *rmVenue) checkFunding(errorf func(string, ...any)) {
 	tok := v.s.token(v.xUser, false)
-	for req, state := range map[string]string{v.xCommitted: "COMMITTED", v.xPending: "TARGET_PENDING"} {
+	for req, state := range map[string]string{v.xCommitted: "COMMITTED", v.xPending: rmPendingState} {
 		if st, b := v.s.do("GET", "/api/v1/internal_transfer/"+req, tok, nil); st != 200 || b["state"] != state {
 			errorf("internal transfer %s: %d %v, want %s", req, st, b, state)
 		}

@@ -7,7 +7,7 @@ package main
 // manually halted market, a binary market RESOLVED part-way through its
 // settlement, spec 003 transfers on hold (beside a cancelled and a refused
 // one), a withdrawal in flight on chain, an internal SPOT->FUNDING transfer
-// stuck in TARGET_PENDING, a FROZEN SPOT account, a DISABLED FUNDING
+// stuck before its FUNDING deposit, a FROZEN SPOT account, a DISABLED FUNDING
 // account, and the core halted by an injected fault.
 //
 // It is stopped by SIGKILL, then by SIGTERM. After each start: ready within
@@ -136,7 +136,7 @@ type rmVenue struct {
 
 	xUser       uint64          // the internal-transfer user
 	xCommitted  string          // req_id answered 200 COMMITTED
-	xPending    string          // req_id answered 202 TARGET_PENDING (its FUNDING side fails)
+	xPending    string          // req_id answered 202 rmPendingState (its FUNDING side fails)
 	xTrigger    string          // the Postgres function failing it
 	wUser       uint64          // the withdrawing user
 	wID         string          // withdrawal answered 202 PENDING, in flight on chain
