@@ -1,0 +1,279 @@
+package main
+
+// The venue soak's history checker: what the client was told against what
+// the venue holds, after every restart and at the end.
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// svTerminal are the order statuses that never change again.
+var svTerminal = map[string]bool{"FILLED": true, "CANCELLED": true, "EXPIRED": true, "REJECTED": true}
+
+// check runs the whole history check; lost counts acknowledged operations
+// missing, contra answers the venue contradicts.
+func (v *soak) check(when string) {
+	v.t.Helper()
+	lost := func(format string, args ...any) {
+		v.t.Helper()
+		v.lost++
+		v.t.Errorf(when+": LOST: "+format, args...)
+	}
+	contra := func(format string, args ...any) {
+		v.t.Helper()
+		v.contra++
+		v.t.Errorf(when+": CONTRADICTED: "+format, args...)
+	}
+	v.get200("/health/ready", 0) // the process is up
+	if _, h := v.get200("/api/v1/health/matching", 0); h["core_halted"] == true {
+		v.coreHalted = true // a fault whose answer was lost, or a repair cut short
+		v.resolveFault()
+	}
+	v.checkOrders(lost, contra)
+	v.checkXfers(lost, contra)
+	v.checkWithdrawals(lost, contra)
+	v.checkP2P(lost, contra)
+	v.checkMarkets(contra)
+	if _, inv := v.get200("/admin/v1/invariants", svAdmin); inv["ok"] != true {
+		contra("money not conserved: %v", inv)
+	}
+	if v.t.Failed() {
+		v.t.FailNow()
+	}
+}
+
+// get200 reads path (as user; 0 = no token) and requires 200, retrying a
+// little (a fresh start's feature may still be warming).
+func (v *soak) get200(path string, user uint64) (int, map[string]any) {
+	v.t.Helper()
+	var st int
+	var b map[string]any
+	var err error
+	for i := 0; i < 50; i++ {
+		st, b, err = v.call("GET", path, user, nil)
+		if err == nil && st == 200 {
+			return st, b
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	v.t.Fatalf("GET %s: %d %v %v", path, st, b, err)
+	return 0, nil
+}
+
+// checkOrders: every order answered 200 is there, as answered if it was
+// final, filled at least as far if it was open; no refused order exists.
+func (v *soak) checkOrders(lost, contra func(string, ...any)) {
+	ids := make([]uint64, 0, len(v.orders))
+	for oid := range v.orders {
+		ids = append(ids, oid)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	open := v.openOrders[:0]
+	for _, oid := range ids {
+		told := v.orders[oid]
+		st, o, err := v.call("GET", fmt.Sprint("/api/v1/order/", oid), told.user, nil)
+		if err != nil || st != 200 {
+			lost("order %d (told %s filled %d): %d %v %v", oid, told.status, told.filled, st, o, err)
+			continue
+		}
+		status, _ := o["status"].(string)
+		filled := rmFilled(v.t, o)
+		switch {
+		case svTerminal[told.status] && (status != told.status || filled != told.filled):
+			contra("order %d: told %s filled %d, now %s filled %d", oid, told.status, told.filled, status, filled)
+		case filled < told.filled:
+			contra("order %d: told filled %d, now %d", oid, told.filled, filled)
+		}
+		if !svTerminal[status] {
+			open = append(open, oid)
+		}
+	}
+	v.openOrders = open
+	seen := map[uint64]string{}
+	for _, u := range svTraders {
+		var all strings.Builder
+		for _, p := range []string{"/api/v1/orders", "/api/v1/my-trades"} {
+			_, b := v.get200(p, u)
+			j, _ := json.Marshal(b)
+			all.Write(j)
+		}
+		seen[u] = all.String()
+	}
+	for _, r := range v.refused {
+		if strings.Contains(seen[r.user], `"`+r.cid+`"`) {
+			contra("order %s was refused (%d %s), yet user %d's orders or trades show it", r.cid, r.status, r.code, r.user)
+		}
+	}
+}
+
+// svList reads every page of a paginated list of user (size 100) and
+// returns its entries.
+func (v *soak) svList(path, member string, user uint64) []map[string]any {
+	v.t.Helper()
+	var out []map[string]any
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	for page := 1; page < 1000; page++ {
+		_, b := v.get200(fmt.Sprintf("%s%spage=%d&size=100", path, sep, page), user)
+		items, _ := b[member].([]any)
+		for _, it := range items {
+			out = append(out, it.(map[string]any))
+		}
+		if len(items) < 100 {
+			return out
+		}
+	}
+	return out
+}
+
+// checkXfers: internal transfers as told, by cid.
+func (v *soak) checkXfers(lost, contra func(string, ...any)) {
+	state := map[string]string{}
+	for _, u := range svTraders {
+		for _, e := range v.svList("/api/v1/internal_transfers", "transfers", u) {
+			if c, ok := e["cid"].(string); ok {
+				state[c] = fmt.Sprint(e["state"])
+			}
+		}
+	}
+	for cid, x := range v.xfers {
+		got, ok := state[cid]
+		switch x.told {
+		case "COMMITTED":
+			if got != "COMMITTED" {
+				lost("internal transfer %s of user %d told COMMITTED: %q", cid, x.user, got)
+			}
+		case "ACCEPTED":
+			if !ok {
+				lost("internal transfer %s of user %d told 202 in progress: absent", cid, x.user)
+			}
+		case "FAILED":
+			if ok && got != "FAILED" && got != "ROLLED_BACK" {
+				contra("internal transfer %s of user %d told failed: %s", cid, x.user, got)
+			}
+		case "NONE":
+			if ok {
+				contra("internal transfer %s of user %d told nothing happened: %s", cid, x.user, got)
+			}
+		}
+	}
+}
+
+// checkWithdrawals: every withdrawal answered 202 exists, none refused does.
+func (v *soak) checkWithdrawals(lost, contra func(string, ...any)) {
+	seen := map[string]string{}
+	for _, u := range svTraders {
+		for _, w := range v.svList("/api/v1/withdrawals", "withdrawals", u) {
+			if c, ok := w["cid"].(string); ok {
+				seen[c] = fmt.Sprint(w["state"])
+			}
+		}
+	}
+	for cid, told := range v.wds {
+		got, ok := seen[cid]
+		switch {
+		case told == "ACCEPTED" && !ok:
+			lost("withdrawal %s of user %d answered 202: absent", cid, v.wdUser[cid])
+		case told == "NONE" && ok:
+			contra("withdrawal %s of user %d refused: it exists (%s)", cid, v.wdUser[cid], got)
+		}
+	}
+}
+
+// checkP2P: every spec 003 transfer as told (read from every user's
+// history pages); the ones not told about are at most those whose answer
+// was lost.
+func (v *soak) checkP2P(lost, contra func(string, ...any)) {
+	seen := map[string]string{}
+	for _, h := range v.p2pHandles {
+		for page := 1; page < 1000; page++ {
+			_, b := v.get200(fmt.Sprintf("/transfers?userId=%s&page=%d&size=100", h, page), svAdmin)
+			content, _ := b["content"].([]any)
+			for _, c := range content {
+				m := c.(map[string]any)
+				seen[fmt.Sprint(m["transferId"])] = fmt.Sprint(m["status"])
+			}
+			if len(content) < 100 {
+				break
+			}
+		}
+	}
+	for tid, p := range v.p2p {
+		got, ok := seen[tid]
+		switch {
+		case !ok:
+			lost("spec 003 transfer %s told %s: absent", tid, p.told)
+		case p.told == "CANCELLED" && got != "CANCELLED", p.told == "COMPLETED" && got != "COMPLETED":
+			contra("spec 003 transfer %s told %s: %s", tid, p.told, got)
+		case p.told == "PENDING" && got == "COMPLETED":
+			p.told = "COMPLETED"
+		}
+	}
+	if extra := len(seen) - len(v.p2p); extra > v.p2pMaybe {
+		contra("%d spec 003 transfers no client was told about, %d answers lost", extra, v.p2pMaybe)
+	}
+}
+
+// checkMarkets: binary markets in the status told; health/matching lists
+// every spot market and every live binary one with its status, and
+// ubs_markets counts them.
+func (v *soak) checkMarkets(contra func(string, ...any)) {
+	_, h := v.get200("/api/v1/health/matching", 0)
+	markets, _ := h["markets"].(map[string]any)
+	status := func(key string) string {
+		m, _ := markets[key].(map[string]any)
+		if m == nil {
+			return "absent"
+		}
+		if m["orderbook_loaded"] != true {
+			contra("health/matching market %s: book not loaded: %v", key, m)
+		}
+		return fmt.Sprint(m["status"])
+	}
+	for sym, told := range v.spotMarkets {
+		got := status(sym)
+		if told == "?" {
+			v.spotMarkets[sym] = got
+		} else if got != told {
+			contra("spot market %s: told %s, health/matching says %s", sym, told, got)
+		}
+	}
+	for _, m := range v.binaries {
+		st, b, err := v.call("GET", fmt.Sprint("/api/v1/binary-markets/", m.id), svAdmin, nil)
+		got := fmt.Sprint(b["status"])
+		switch {
+		case err != nil || (st != 200 && !m.unknown):
+			contra("binary market %d told %s: %d %v %v", m.id, m.status, st, b, err)
+			continue
+		case st != 200: // created with its answer lost, and not there
+			m.status, m.unknown = "SETTLED", false // never touched again
+			m.settling = false
+			continue
+		case m.unknown:
+			m.status, m.unknown, m.settling = got, false, b["settling"] == true
+		case got != m.status:
+			contra("binary market %d: told %s, now %s", m.id, m.status, got)
+		}
+		switch m.status {
+		case "ACTIVE", "SUSPENDED", "HALTED":
+			if hs := status(fmt.Sprint(m.id)); hs != m.status {
+				contra("health/matching binary market %d: %s, want %s", m.id, hs, m.status)
+			}
+		}
+	}
+	count := map[string]float64{}
+	for _, m := range markets {
+		count[fmt.Sprint(m.(map[string]any)["status"])]++
+	}
+	for _, s := range []string{"ACTIVE", "SUSPENDED", "HALTED"} {
+		if got := v.s.metric(`ubs_markets{status="` + s + `"}`); got != count[s] {
+			contra(`ubs_markets{status=%q} = %v, health/matching lists %v`, s, got, count[s])
+		}
+	}
+}
