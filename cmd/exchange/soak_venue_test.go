@@ -297,8 +297,10 @@ func (v *soak) start() time.Duration {
 func (v *soak) run() {
 	end := v.started.Add(v.dur)
 	restarts, pgOut, natsOut := 4, 2, 2
-	if !v.short {
-		restarts, pgOut, natsOut = 24, 4, 4
+	if !v.short { // 10 min: 25 restarts, 6 outages of each kind
+		restarts = max(4, int(v.dur/(24*time.Second)))
+		pgOut = max(4, int(v.dur/(90*time.Second)))
+		natsOut = pgOut
 	}
 	if v.nats == nil {
 		natsOut = 0
@@ -373,7 +375,7 @@ func (v *soak) run() {
 // connection through the proxy is cut and new ones refused for a while
 // (it returns how long; 0: already over).
 func (v *soak) pgOutage() time.Duration {
-	if v.r.IntN(2) == 0 {
+	if v.events["outage postgres (pg_terminate_backend)"] <= v.events["outage postgres (connections cut)"] {
 		v.events["outage postgres (pg_terminate_backend)"]++
 		v.log("outage", "postgres sessions terminated")
 		conn := e2eConn(v.t, v.pg)
