@@ -4,8 +4,10 @@ package main
 // the venue holds, after every restart and at the end.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -190,6 +192,25 @@ func (v *soak) checkWithdrawals(lost, contra func(string, ...any)) {
 // history pages); the ones not told about are at most those whose answer
 // was lost.
 func (v *soak) checkP2P(lost, contra func(string, ...any)) {
+	seen := v.p2pSeen()
+	for tid, p := range v.p2p {
+		got, ok := seen[tid]
+		switch {
+		case !ok:
+			lost("spec 003 transfer %s told %s: absent", tid, p.told)
+		case p.told == "CANCELLED" && got != "CANCELLED", p.told == "COMPLETED" && got != "COMPLETED":
+			contra("spec 003 transfer %s told %s: %s", tid, p.told, got)
+		case p.told == "PENDING" && got == "COMPLETED":
+			p.told = "COMPLETED"
+		}
+	}
+	if extra := len(seen) - len(v.p2p); extra > v.p2pMaybe {
+		contra("%d spec 003 transfers no client was told about, %d answers lost", extra, v.p2pMaybe)
+	}
+}
+
+// p2pSeen is every spec 003 transfer in its users' history pages: id -> status.
+func (v *soak) p2pSeen() map[string]string {
 	seen := map[string]string{}
 	for _, h := range v.p2pHandles {
 		for page := 1; page < 1000; page++ {
@@ -204,19 +225,44 @@ func (v *soak) checkP2P(lost, contra func(string, ...any)) {
 			}
 		}
 	}
-	for tid, p := range v.p2p {
-		got, ok := seen[tid]
-		switch {
-		case !ok:
-			lost("spec 003 transfer %s told %s: absent", tid, p.told)
-		case p.told == "CANCELLED" && got != "CANCELLED", p.told == "COMPLETED" && got != "COMPLETED":
-			contra("spec 003 transfer %s told %s: %s", tid, p.told, got)
-		case p.told == "PENDING" && got == "COMPLETED":
-			p.told = "COMPLETED"
-		}
+	return seen
+}
+
+// checkPostgresP2P (once the sink caught up): the spec 003 tables equal
+// what the API answers: every transfer with its status, every balance.
+func (v *soak) checkPostgresP2P() {
+	t := v.t
+	conn := e2eConn(t, v.pg)
+	ctx := context.Background()
+	rows, err := conn.Query(ctx, "SELECT id, status FROM p2p_transfers")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if extra := len(seen) - len(v.p2p); extra > v.p2pMaybe {
-		contra("%d spec 003 transfers no client was told about, %d answers lost", extra, v.p2pMaybe)
+	pg := map[string]string{}
+	for rows.Next() {
+		var id int64
+		var st string
+		if err := rows.Scan(&id, &st); err != nil {
+			t.Fatal(err)
+		}
+		pg[fmt.Sprint(id)] = st
+	}
+	rows.Close()
+	if api := v.p2pSeen(); fmt.Sprint(api) != fmt.Sprint(pg) {
+		v.contra++
+		t.Errorf("p2p_transfers (id -> status) differ from the API's history:\npostgres %v\napi      %v", pg, api)
+	}
+	for _, h := range v.p2pHandles {
+		_, b := v.get200("/balance-service/users/"+h+"/balance", svAdmin)
+		f, _ := b["balance"].(float64)
+		var bal int64
+		if err := conn.QueryRow(ctx, "SELECT balance FROM user_balances WHERE user_id = $1", h).Scan(&bal); err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(math.Round(f * 100)); bal != want {
+			v.contra++
+			t.Errorf("user_balances %s: %d, the API says %v", h, bal, b)
+		}
 	}
 }
 
@@ -245,6 +291,9 @@ func (v *soak) checkMarkets(contra func(string, ...any)) {
 		}
 	}
 	for _, m := range v.binaries {
+		if m.status == "ABSENT" {
+			continue
+		}
 		st, b, err := v.call("GET", fmt.Sprint("/api/v1/binary-markets/", m.id), svAdmin, nil)
 		got := fmt.Sprint(b["status"])
 		switch {
@@ -252,8 +301,7 @@ func (v *soak) checkMarkets(contra func(string, ...any)) {
 			contra("binary market %d told %s: %d %v %v", m.id, m.status, st, b, err)
 			continue
 		case st != 200: // created with its answer lost, and not there
-			m.status, m.unknown = "SETTLED", false // never touched again
-			m.settling = false
+			m.status, m.unknown = "ABSENT", false // never touched again
 			continue
 		case m.unknown:
 			m.status, m.unknown, m.settling = got, false, b["settling"] == true
@@ -275,5 +323,28 @@ func (v *soak) checkMarkets(contra func(string, ...any)) {
 		if got := v.s.metric(`ubs_markets{status="` + s + `"}`); got != count[s] {
 			contra(`ubs_markets{status=%q} = %v, health/matching lists %v`, s, got, count[s])
 		}
+	}
+}
+
+// checkRepeats (at the end: a repeat of an unknown one would apply it):
+// every deposit answered credited and every adjustment answered 200 is in
+// the state: sent again with its tx_ref / ref, it answers that it was
+// applied before ("credited": false, "repeat": true) and nothing moves.
+func (v *soak) checkRepeats() {
+	for _, d := range v.deposits {
+		if st, b, err := v.call("POST", "/admin/v1/deposit", svAdmin, d); err != nil || st != 200 || b["credited"] != false {
+			v.lost++
+			v.t.Errorf("LOST: deposit %v answered credited, sent again: %d %v %v, want credited false", d, st, b, err)
+		}
+	}
+	for _, a := range v.adjusts {
+		if st, b, err := v.call("POST", "/admin/v1/adjust", svAdmin, a); err != nil || st != 200 || b["repeat"] != true {
+			v.lost++
+			v.t.Errorf("LOST: adjustment %v answered 200, sent again: %d %v %v, want repeat true", a, st, b, err)
+		}
+	}
+	if _, inv := v.get200("/admin/v1/invariants", svAdmin); inv["ok"] != true {
+		v.contra++
+		v.t.Errorf("money not conserved after the repeats: %v", inv)
 	}
 }

@@ -69,7 +69,7 @@ type svBinary struct {
 
 // done: a binary market whose life is over (settled, or voided and paid back).
 func (m *svBinary) done() bool {
-	return m.status == "SETTLED" || (m.status == "VOIDED" && !m.settling)
+	return m.status == "SETTLED" || m.status == "ABSENT" || (m.status == "VOIDED" && !m.settling)
 }
 
 // svXfer is what the client was told about an internal transfer (by cid).
@@ -124,9 +124,11 @@ type soak struct {
 	wds         map[string]string // cid -> ACCEPTED, NONE, UNKNOWN
 	wdUser      map[string]uint64
 	coreHalted  bool
-	faults      int      // core faults injected
-	gone        bool     // a request met no process: the restart's stop is under way
-	logFile     *os.File // UBS_SOAK_LOG: every operation, for a rerun's study
+	faults      int              // core faults injected
+	deposits    []map[string]any // the bodies of deposits answered credited
+	adjusts     []map[string]any // the bodies of adjustments answered 200
+	gone        bool             // a request met no process: the restart's stop is under way
+	logFile     *os.File         // UBS_SOAK_LOG: every operation, for a rerun's study
 }
 
 func TestVenueSoak(t *testing.T) {
@@ -450,7 +452,9 @@ func (v *soak) finish() {
 	t := v.t
 	v.settleAll()
 	v.check("at the end")
+	v.checkRepeats()
 	e2eWaitSink(t, v.s, v.pg)
+	v.checkPostgresP2P()
 	v.checkStream()
 	v.s.stopWith(syscall.SIGTERM)
 	stopHash := rmLogHash(t, v.s.Logs(), "exchange: stopped")
@@ -483,6 +487,7 @@ func (v *soak) settleAll() {
 	if v.coreHalted {
 		v.resolveFault()
 	}
+	time.Sleep(time.Second) // the spec 003 holds (300 ms) end: nothing moves while the end is checked
 }
 
 // step is one seeded operation.
@@ -763,9 +768,11 @@ func (v *soak) internalTransfer() {
 func (v *soak) deposit() {
 	u := svTraders[v.r.IntN(len(svTraders))]
 	ref := fmt.Sprintf("sv%d-d%d", v.seed, v.n)
-	st, b, err := v.call("POST", "/admin/v1/deposit", svAdmin, map[string]any{"user_id": u, "asset": "USDT", "amount": "10", "tx_ref": ref})
+	body := map[string]any{"user_id": u, "asset": "USDT", "amount": "10", "tx_ref": ref}
+	st, b, err := v.call("POST", "/admin/v1/deposit", svAdmin, body)
 	if err == nil && st == 200 && b["credited"] == true {
 		v.acked++
+		v.deposits = append(v.deposits, body)
 	}
 	v.log("deposit", "user %d 10 USDT %s: %d %v %v", u, ref, st, b, err)
 }
@@ -774,9 +781,11 @@ func (v *soak) deposit() {
 func (v *soak) adjust() {
 	u := svTraders[v.r.IntN(len(svTraders))]
 	ref := fmt.Sprintf("sv%d-a%d", v.seed, v.n)
-	st, b, err := v.call("POST", "/admin/v1/adjust", svAdmin, map[string]any{"user_id": u, "asset": "USDT", "amount": "5", "ref": ref})
+	body := map[string]any{"user_id": u, "asset": "USDT", "amount": "5", "ref": ref}
+	st, b, err := v.call("POST", "/admin/v1/adjust", svAdmin, body)
 	if err == nil && st == 200 {
 		v.acked++
+		v.adjusts = append(v.adjusts, body)
 	}
 	v.log("adjust", "user %d 5 USDT %s: %d %v %v", u, ref, st, b["code"], err)
 }
