@@ -53,10 +53,11 @@ import (
 var svTraders = []uint64{301, 302, 303, 304}
 
 const (
-	svFaulty   = 309 // the negative balance that halts the core
-	svP2PFirst = 311 // spec 003 users sv-0.. get ids 311..
-	svP2PUsers = 3
-	svAdmin    = 1000
+	svLastBinary = 250 // binary market ids 71..250 (core.MaxMarkets = 256; no API archives one)
+	svFaulty     = 309 // the negative balance that halts the core
+	svP2PFirst   = 311 // spec 003 users sv-0.. get ids 311..
+	svP2PUsers   = 3
+	svAdmin      = 1000
 )
 
 // svBinary is what the client was told about a binary market.
@@ -65,6 +66,7 @@ type svBinary struct {
 	status   string // DRAFT ACTIVE SUSPENDED HALTED RESOLVED VOIDED SETTLED ...
 	unknown  bool   // a lifecycle call's answer was lost: adopt what the venue says
 	settling bool
+	since    time.Time // when it was last seen ACTIVE (its trading time)
 }
 
 // done: a binary market whose life is over (settled, or voided and paid back).
@@ -113,6 +115,8 @@ type soak struct {
 
 	spotMarkets map[string]string // symbol -> status told (ACTIVE, HALTED)
 	orders      map[uint64]rmOrder
+	verified    map[uint64]bool // orders told final and found so
+	final       bool            // the last check: everything is read
 	openOrders  []uint64
 	refused     []rmRefused
 	binaries    []*svBinary
@@ -144,7 +148,7 @@ func newSoak(t *testing.T) *soak {
 	dur := 10 * time.Minute
 	seed := rand.Uint64() % 1_000_000
 	if testing.Short() {
-		dur, seed = 12*time.Second, 32
+		dur, seed = 10*time.Second, 32
 	}
 	if s := os.Getenv("UBS_SOAK_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -162,7 +166,7 @@ func newSoak(t *testing.T) *soak {
 	}
 	v := &soak{t: t, seed: seed, dur: dur, short: testing.Short(), r: rand.New(rand.NewPCG(seed, 32)),
 		byKind: map[string]int{}, events: map[string]int{}, spotMarkets: map[string]string{},
-		orders: map[uint64]rmOrder{}, xfers: map[string]*svXfer{}, p2p: map[string]*svP2P{},
+		orders: map[uint64]rmOrder{}, verified: map[uint64]bool{}, xfers: map[string]*svXfer{}, p2p: map[string]*svP2P{},
 		wds: map[string]string{}, wdUser: map[string]uint64{}, nextBinary: 71}
 	if p := os.Getenv("UBS_SOAK_LOG"); p != "" {
 		f, err := os.Create(p)
@@ -451,6 +455,7 @@ func (v *soak) restart() {
 func (v *soak) finish() {
 	t := v.t
 	v.settleAll()
+	v.final = true
 	v.check("at the end")
 	v.checkRepeats()
 	e2eWaitSink(t, v.s, v.pg)
@@ -661,7 +666,7 @@ func (v *soak) binaryLife() {
 			open = append(open, m)
 		}
 	}
-	if len(open) < 2 {
+	if len(open) < 2 && v.nextBinary <= svLastBinary {
 		m := &svBinary{id: v.nextBinary, status: "DRAFT"}
 		v.nextBinary++
 		st, b, err := v.call("POST", "/admin/v1/binary-markets", svAdmin, map[string]any{"market_id": m.id, "quote": "USDT",
@@ -679,6 +684,10 @@ func (v *soak) binaryLife() {
 		v.log("binary life", "create %d: %d %v", m.id, st, err)
 		return
 	}
+	if len(open) == 0 {
+		v.read()
+		return
+	}
 	m := open[v.r.IntN(len(open))]
 	if m.unknown {
 		v.log("binary life", "market %d: answer lost before, adopting at the next check", m.id)
@@ -690,6 +699,17 @@ func (v *soak) binaryLife() {
 	case "DRAFT":
 		path = "activate"
 	case "ACTIVE":
+		trading := 2 * time.Second // a market trades a while before its life moves on
+		if !v.short {
+			trading = 8 * time.Second
+		}
+		if m.since.IsZero() {
+			m.since = time.Now()
+		}
+		if time.Since(m.since) < trading {
+			v.binaryOrder()
+			return
+		}
 		switch w := v.r.IntN(10); {
 		case w < 2:
 			path = "suspend"
@@ -725,6 +745,9 @@ func (v *soak) binaryLife() {
 			m.unknown = true
 		} else {
 			m.status, m.settling = fmt.Sprint(g["status"]), g["settling"] == true
+			if m.status == "ACTIVE" {
+				m.since = time.Now()
+			}
 		}
 	}
 	v.log("binary life", "market %d %s %v: %d %v %v -> %s", m.id, path, body, st, b["code"], err, m.status)
