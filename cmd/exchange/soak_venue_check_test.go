@@ -303,6 +303,12 @@ func (v *soak) checkMarkets(contra func(string, ...any)) {
 			continue
 		}
 		st, b, err := v.call("GET", fmt.Sprint("/api/v1/binary-markets/", m.id), svAdmin, nil)
+		if m.status == "ARCHIVED" {
+			if err != nil || st != 400 || b["code"] != "NOT_BINARY" {
+				contra("binary market %d told ARCHIVED: %d %v %v", m.id, st, b, err)
+			}
+			continue
+		}
 		got := fmt.Sprint(b["status"])
 		switch {
 		case err != nil || (st != 200 && !m.unknown):

@@ -53,7 +53,7 @@ import (
 var svTraders = []uint64{301, 302, 303, 304}
 
 const (
-	svLastBinary = 250 // binary market ids 71..250 (core.MaxMarkets = 256; no API archives one)
+	svLastBinary = 90  // binary market ids 71..90, archived ones listed again
 	svFaulty     = 309 // the negative balance that halts the core
 	svP2PFirst   = 311 // spec 003 users sv-0.. get ids 311..
 	svP2PUsers   = 3
@@ -71,7 +71,7 @@ type svBinary struct {
 
 // done: a binary market whose life is over (settled, or voided and paid back).
 func (m *svBinary) done() bool {
-	return m.status == "SETTLED" || m.status == "ABSENT" || (m.status == "VOIDED" && !m.settling)
+	return m.status == "SETTLED" || m.status == "ABSENT" || m.status == "ARCHIVED" || (m.status == "VOIDED" && !m.settling)
 }
 
 // svXfer is what the client was told about an internal transfer (by cid).
@@ -148,7 +148,7 @@ func newSoak(t *testing.T) *soak {
 	dur := 10 * time.Minute
 	seed := rand.Uint64() % 1_000_000
 	if testing.Short() {
-		dur, seed = 10*time.Second, 32
+		dur, seed = 12*time.Second, 32
 	}
 	if s := os.Getenv("UBS_SOAK_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -242,6 +242,7 @@ func (v *soak) setup() {
 	v.natsSetup()
 	v.started = time.Now()
 	d := v.start()
+	defer func() { v.started = time.Now() }() // the run's clock starts once the venue is set up
 	t.Logf("first start (migrations included): ready %v", d.Round(time.Millisecond))
 	_, h, _ := v.call("GET", "/api/v1/health/matching", 0, nil)
 	for m := range h["markets"].(map[string]any) {
@@ -291,6 +292,10 @@ func (v *soak) start() time.Duration {
 	v.s = e2eLaunch(v.t, v.dir, v.pgProxy.URL(), v.flags...)
 	v.s.waitReady(60 * time.Second)
 	d := time.Since(t0)
+	if v.ready == nil { // the first start applies the migrations: not a restart to time
+		v.ready = []time.Duration{}
+		return d
+	}
 	v.ready = append(v.ready, d)
 	if d > maxReady {
 		v.t.Errorf("ready %v after the process start, want <= %v", d, maxReady)
@@ -302,7 +307,7 @@ func (v *soak) start() time.Duration {
 // outages at seeded random points, until the duration is over.
 func (v *soak) run() {
 	end := v.started.Add(v.dur)
-	restarts, pgOut, natsOut := 4, 2, 2
+	restarts, pgOut, natsOut := 3, 2, 1
 	if !v.short { // 10 min: 25 restarts, 6 outages of each kind
 		restarts = max(4, int(v.dur/(24*time.Second)))
 		pgOut = max(4, int(v.dur/(90*time.Second)))
@@ -311,20 +316,21 @@ func (v *soak) run() {
 	if v.nats == nil {
 		natsOut = 0
 	}
-	// The disruptions, at seeded points of the run (the last 15% left calm).
+	// The disruptions, at seeded points of the run (the first 5% and the
+	// last 15% left calm).
 	type at struct {
 		f    float64
 		kind string
 	}
 	var plan []at
 	for i := 0; i < restarts; i++ {
-		plan = append(plan, at{(float64(i) + v.r.Float64()*0.8) / float64(restarts) * 0.85, "restart"})
+		plan = append(plan, at{0.05 + (float64(i)+v.r.Float64()*0.8)/float64(restarts)*0.8, "restart"})
 	}
 	for i := 0; i < pgOut; i++ {
-		plan = append(plan, at{(float64(i) + 0.3 + v.r.Float64()*0.4) / float64(pgOut) * 0.85, "pg"})
+		plan = append(plan, at{0.05 + (float64(i)+0.3+v.r.Float64()*0.4)/float64(pgOut)*0.8, "pg"})
 	}
 	for i := 0; i < natsOut; i++ {
-		plan = append(plan, at{(float64(i) + 0.2 + v.r.Float64()*0.6) / float64(natsOut) * 0.85, "nats"})
+		plan = append(plan, at{0.05 + (float64(i)+0.2+v.r.Float64()*0.6)/float64(natsOut)*0.8, "nats"})
 	}
 	sort.Slice(plan, func(i, j int) bool { return plan[i].f < plan[j].f })
 	var pgUp, natsUp time.Time
@@ -468,7 +474,10 @@ func (v *soak) finish() {
 		t.Errorf("at the end: state hash logged at the stop %s, offline %s", stopHash, off)
 	}
 	e2eConverged(t, v.dir, v.pg)
-	r := append([]time.Duration{}, v.ready...)
+	r := append([]time.Duration{0}, v.ready...) // [0]: none at all
+	if len(r) > 1 {
+		r = r[1:]
+	}
 	sort.Slice(r, func(i, j int) bool { return r[i] < r[j] })
 	kinds := make([]string, 0, len(v.byKind))
 	for k, n := range v.byKind {
@@ -480,10 +489,10 @@ func (v *soak) finish() {
 		evs = append(evs, fmt.Sprintf("%s=%d", k, n))
 	}
 	sort.Strings(evs)
-	t.Logf("venue soak report: seed %d, %v; operations %d (%s); restarts and outages: %s; acknowledged %d, lost %d, contradicted %d; ready min/median/max %v/%v/%v over %d starts",
+	t.Logf("venue soak report: seed %d, %v; operations %d (%s); restarts and outages: %s; acknowledged %d, lost %d, contradicted %d; ready min/median/max %v/%v/%v over %d restarts",
 		v.seed, time.Since(v.started).Round(time.Second), v.n, strings.Join(kinds, " "), strings.Join(evs, " "),
 		v.acked, v.lost, v.contra, r[0].Round(time.Millisecond), r[len(r)/2].Round(time.Millisecond),
-		r[len(r)-1].Round(time.Millisecond), len(r))
+		r[len(r)-1].Round(time.Millisecond), len(v.ready))
 }
 
 // settleAll ends the run's binary markets' settlements (so the end state
@@ -666,9 +675,44 @@ func (v *soak) binaryLife() {
 			open = append(open, m)
 		}
 	}
-	if len(open) < 2 && v.nextBinary <= svLastBinary {
-		m := &svBinary{id: v.nextBinary, status: "DRAFT"}
-		v.nextBinary++
+	var finished []*svBinary // to archive
+	free := -1               // an id to list again
+	for i, m := range v.binaries {
+		switch {
+		case m.status == "ARCHIVED" || m.status == "ABSENT":
+			if free < 0 {
+				free = i
+			}
+		case m.done() && !m.unknown:
+			finished = append(finished, m)
+		}
+	}
+	if len(finished) > 0 && v.r.IntN(2) == 0 {
+		m := finished[v.r.IntN(len(finished))]
+		st, b, err := v.call("POST", fmt.Sprintf("/admin/v1/binary-markets/%d/archive", m.id), svAdmin, nil)
+		switch {
+		case err != nil:
+			m.unknown = true
+		case st == 200:
+			m.status = "ARCHIVED"
+			v.acked++
+		default:
+			v.t.Errorf("archive binary market %d (%s): %d %v", m.id, m.status, st, b)
+		}
+		v.log("binary life", "market %d archive: %d %v %v", m.id, st, b["code"], err)
+		return
+	}
+	id := v.nextBinary
+	if id > svLastBinary && free >= 0 {
+		id = v.binaries[free].id
+	}
+	if len(open) < 2 && id <= svLastBinary {
+		if id == v.nextBinary {
+			v.nextBinary++
+		} else {
+			v.binaries = append(v.binaries[:free], v.binaries[free+1:]...)
+		}
+		m := &svBinary{id: id, status: "DRAFT"}
 		st, b, err := v.call("POST", "/admin/v1/binary-markets", svAdmin, map[string]any{"market_id": m.id, "quote": "USDT",
 			"taker_fee_ppm": 2000, "question": fmt.Sprintf("Will soak %d pass step %d?", v.seed, v.n)})
 		switch {
