@@ -34,7 +34,10 @@ func (v *soak) check(when string) {
 	v.get200("/health/ready", 0) // the process is up
 	if _, h := v.get200("/api/v1/health/matching", 0); h["core_halted"] == true {
 		v.coreHalted = true // a fault whose answer was lost, or a repair cut short
-		v.resolveFault()
+	}
+	if v.coreHalted || v.desync != "" { // a fault's cycle cut short by the restart
+		v.waitHalt(2 * time.Second)
+		v.repair()
 	}
 	v.checkOrders(lost, contra)
 	v.checkXfers(lost, contra)

@@ -129,6 +129,7 @@ type soak struct {
 	wdUser      map[string]uint64
 	coreHalted  bool
 	faults      int              // core faults injected
+	desync      string           // the market a drifted level halts (until resolved)
 	deposits    []map[string]any // the bodies of deposits answered credited
 	adjusts     []map[string]any // the bodies of adjustments answered 200
 	gone        bool             // a request met no process: the restart's stop is under way
@@ -248,7 +249,9 @@ func (v *soak) setup() {
 	for m := range h["markets"].(map[string]any) {
 		v.spotMarkets[m] = "ACTIVE"
 	}
-	for _, u := range append(append([]uint64{}, svTraders...), svFaulty) {
+	// 1 BTC: the fault's 2 BTC take it below zero, which the core check finds.
+	v.must("POST", "/admin/v1/adjust", map[string]any{"user_id": svFaulty, "asset": "BTC", "amount": "1", "ref": "sv-faulty"})
+	for _, u := range svTraders {
 		for _, a := range [][2]string{{"USDT", "1000000"}, {"BTC", "10"}, {"ETH", "100"}} {
 			v.must("POST", "/admin/v1/adjust", map[string]any{"user_id": u, "asset": a[0], "amount": a[1], "ref": fmt.Sprintf("sv-%d-%s", u, a[0])})
 			v.must("POST", "/admin/v1/deposit", map[string]any{"user_id": u, "asset": a[0], "amount": a[1], "tx_ref": fmt.Sprintf("sv-%d-%s", u, a[0])})
@@ -498,9 +501,7 @@ func (v *soak) finish() {
 // settleAll ends the run's binary markets' settlements (so the end state
 // has nothing half-done the checks would wait on) and lifts a halted core.
 func (v *soak) settleAll() {
-	if v.coreHalted {
-		v.resolveFault()
-	}
+	v.repair()
 	time.Sleep(time.Second) // the spec 003 holds (300 ms) end: nothing moves while the end is checked
 }
 
@@ -948,37 +949,95 @@ func (v *soak) haltResume() {
 	v.log("operator halt", "%s %s: %d %v %v", m, action, st, b["code"], err)
 }
 
-// fault injects a negative balance; the core check halts the core; the
-// operator repairs the balance and resolves the breaker.
+// fault injects a fault in turn: a negative balance (the core check halts
+// the core; the operator repairs the balance and resolves the core's
+// breaker), a drifted level total of BTC-USDT or of an ACTIVE binary
+// market (ORDERBOOK_DESYNC halts the market; the operator resolves it with
+// a rebuild of the book). The venue is used while halted.
 func (v *soak) fault() {
-	limit := 1
+	limit := 3
 	if !v.short {
-		limit = 6
+		limit = 12
 	}
-	if v.coreHalted || v.faults >= limit {
+	if v.coreHalted || v.desync != "" || v.faults >= limit {
 		v.read()
 		return
 	}
-	st, b, err := v.call("POST", "/admin/v1/faults/core", svAdmin, map[string]any{"fault": "negative_balance", "user_id": svFaulty,
-		"asset": "BTC", "amount": "2"})
-	v.log("fault", "negative_balance user %d 2 BTC: %d %v %v", svFaulty, st, b["code"], err)
-	if err != nil || st != 200 {
+	v.faults++ // before the call: a repair's refs are the fault's own
+	var body map[string]any
+	switch v.faults % 3 {
+	case 1:
+		body = map[string]any{"fault": "negative_balance", "user_id": svFaulty, "asset": "BTC", "amount": "2"}
+		v.coreHalted = true
+	case 2:
+		body = map[string]any{"fault": "level_drift", "market": "BTC-USDT", "side": []string{"BUY", "SELL"}[v.r.IntN(2)], "amount": "0.01"}
+		v.desync = "BTC-USDT"
+	default:
+		for _, m := range v.binaries {
+			if m.status == "ACTIVE" && !m.unknown {
+				body = map[string]any{"fault": "level_drift", "market": fmt.Sprint(m.id), "side": "BUY", "amount": "2"}
+				v.desync = fmt.Sprint(m.id)
+				break
+			}
+		}
+		if body == nil {
+			v.log("fault", "no ACTIVE binary market to drift")
+			return
+		}
+	}
+	st, b, err := v.call("POST", "/admin/v1/faults/core", svAdmin, body)
+	v.log("fault", "%v: %d %v %v", body, st, b["code"], err)
+	if b["code"] == "ORDER_NOT_FOUND" && body["side"] == "BUY" && v.desync == "BTC-USDT" { // no bid level: drift an ask
+		body["side"] = "SELL"
+		st, b, err = v.call("POST", "/admin/v1/faults/core", svAdmin, body)
+		v.log("fault", "%v: %d %v %v", body, st, b["code"], err)
+	}
+	if err == nil && st != 200 { // refused: nothing to repair
+		v.coreHalted, v.desync = false, ""
 		return
 	}
-	v.acked++
-	v.faults++
-	v.coreHalted = true
-	for i := 0; i < 100; i++ {
-		if _, h, err := v.call("GET", "/api/v1/health/matching", 0, nil); err == nil && h["core_halted"] == true {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err == nil {
+		v.acked++
 	}
+	v.waitHalt(5 * time.Second)
 	for i := 0; i < 3; i++ { // the venue answers while halted
 		v.spotOrder()
 		v.p2pCreate()
+		v.binaryOrder()
 	}
-	v.resolveFault()
+	v.repair()
+}
+
+// waitHalt waits until the injected fault's halt shows in health/matching.
+func (v *soak) waitHalt(d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		_, h, err := v.call("GET", "/api/v1/health/matching", 0, nil)
+		if err != nil {
+			return false
+		}
+		if v.coreHalted && h["core_halted"] == true {
+			return true
+		}
+		if m, _ := h["markets"].(map[string]any)[v.desync].(map[string]any); v.desync != "" && m["status"] == "HALTED" {
+			return true
+		}
+	}
+	return false
+}
+
+// repair resolves whichever injected fault is open.
+func (v *soak) repair() {
+	if v.coreHalted {
+		v.resolveFault()
+	}
+	if v.desync != "" {
+		st, b, err := v.call("POST", "/admin/v1/markets/"+v.desync+"/breaker/resolve", svAdmin,
+			map[string]any{"target_status": "ACTIVE", "rebuild": true, "note": "venue soak: drifted level rebuilt"})
+		v.log("fault", "%s resolved with a rebuild: %d %v %v %v", v.desync, st, b["status"], b["code"], err)
+		if err == nil && (st == 200 || b["code"] == "NOT_HALTED") {
+			v.desync = ""
+		}
+	}
 }
 
 // resolveFault repairs the injected negative balance and lifts the core's
@@ -994,7 +1053,7 @@ func (v *soak) resolveFault() {
 	}
 	st, b, err := v.call("POST", "/admin/v1/core/breaker/resolve", svAdmin, map[string]any{"note": "venue soak: repaired"})
 	v.log("fault", "repaired, core breaker resolve: %d %v %v", st, b["code"], err)
-	if err == nil && st == 200 {
+	if err == nil && (st == 200 || b["code"] == "NOT_HALTED") {
 		v.coreHalted = false
 	}
 }
