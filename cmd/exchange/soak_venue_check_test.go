@@ -8,10 +8,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/chaintx/anviltest"
 )
 
 // svTerminal are the order statuses that never change again.
@@ -364,4 +367,49 @@ func (v *soak) checkRepeats() {
 		v.contra++
 		v.t.Errorf("money not conserved after the repeats: %v", inv)
 	}
+}
+
+// checkWithdrawn (at the end): every withdrawal ends, COMPLETED or
+// CANCELLED (refunded), and the chain holds exactly what the COMPLETED ones
+// sent: 0.001 ETH each, at the soak's addresses.
+func (v *soak) checkWithdrawn() {
+	t := v.t
+	var completed int64
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		completed = 0
+		pending := 0
+		for _, u := range svTraders {
+			for _, w := range v.svList("/api/v1/withdrawals", "withdrawals", u) {
+				switch w["state"] {
+				case "PENDING":
+					pending++
+				case "COMPLETED":
+					completed++
+				}
+			}
+		}
+		if pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			v.lost++
+			t.Errorf("%d withdrawals still PENDING 60 s after the end", pending)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	onChain := new(big.Int)
+	for i := 0; i < 8; i++ {
+		b, err := v.node.Balance(anviltest.Addr(0x3200 + i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		onChain.Add(onChain, b)
+	}
+	if want := new(big.Int).Mul(big.NewInt(completed), big.NewInt(1_000_000_000_000_000)); onChain.Cmp(want) != 0 {
+		v.contra++
+		t.Errorf("on chain the withdrawal addresses hold %v wei, want %v (%d withdrawals COMPLETED)", onChain, want, completed)
+	}
+	v.events["withdrawals completed on chain"] = int(completed)
 }

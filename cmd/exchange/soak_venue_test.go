@@ -464,6 +464,7 @@ func (v *soak) restart() {
 func (v *soak) finish() {
 	t := v.t
 	v.settleAll()
+	v.checkWithdrawn()
 	v.final = true
 	v.check("at the end")
 	v.checkRepeats()
