@@ -14,8 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist/chaintx/anviltest"
 )
+
+func coreUser(u uint64) core.UserID    { return core.UserID(u) }
+func coreMarket(m int64) core.MarketID { return core.MarketID(m) }
 
 // svTerminal are the order statuses that never change again.
 var svTerminal = map[string]bool{"FILLED": true, "CANCELLED": true, "EXPIRED": true, "REJECTED": true}
@@ -412,4 +417,62 @@ func (v *soak) checkWithdrawn() {
 		t.Errorf("on chain the withdrawal addresses hold %v wei, want %v (%d withdrawals COMPLETED)", onChain, want, completed)
 	}
 	v.events["withdrawals completed on chain"] = int(completed)
+}
+
+// checkPostgresPositions (after the last stop, the sink caught up): the
+// positions table equals the core's binary positions, recovered offline
+// from the data dir: every position of the core is a row with its
+// volumes, costs and pending sells, and every row of a market the core
+// still lists with something in it is a position of the core.
+func (v *soak) checkPostgresPositions() {
+	t := v.t
+	rec, err := journal.Recover(journal.RecoverConfig{Dir: v.dir, ReadOnly: true, Logger: quietLogger(),
+		Core: core.Config{AllowFaults: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.WAL.Close()
+	p := rec.Proc
+	inCore := map[[2]int64][6]int64{}
+	for _, u := range svTraders {
+		for _, pv := range p.Positions(core.UserID(u), nil) {
+			inCore[[2]int64{int64(pv.Market), int64(pv.User)}] = [6]int64{int64(pv.YesVolume), int64(pv.NoVolume),
+				int64(pv.YesCostSum), int64(pv.NoCostSum), int64(pv.YesPending), int64(pv.NoPending)}
+		}
+	}
+	conn := e2eConn(t, v.pg)
+	rows, err := conn.Query(context.Background(), `SELECT market_id, user_id, yes_volume, no_volume, yes_cost_sum, no_cost_sum,
+		yes_pending_sell, no_pending_sell FROM positions`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var k [2]int64
+		var r [6]int64
+		if err := rows.Scan(&k[0], &k[1], &r[0], &r[1], &r[2], &r[3], &r[4], &r[5]); err != nil {
+			t.Fatal(err)
+		}
+		want, ok := inCore[k]
+		_, live := p.Binary(core.MarketID(k[0]))
+		switch {
+		case ok && want != r:
+			v.contra++
+			t.Errorf("positions market %d user %d: postgres %v, core %v", k[0], k[1], r, want)
+		case ok:
+			seen++
+		case live && r != [6]int64{}:
+			v.contra++
+			t.Errorf("positions market %d user %d: postgres %v, the core has none", k[0], k[1], r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != len(inCore) {
+		v.lost++
+		t.Errorf("positions: %d of the core's %d in postgres", seen, len(inCore))
+	}
+	v.events["positions compared"] = len(inCore)
 }

@@ -149,7 +149,7 @@ func newSoak(t *testing.T) *soak {
 	dur := 10 * time.Minute
 	seed := rand.Uint64() % 1_000_000
 	if testing.Short() {
-		dur, seed = 12*time.Second, 32
+		dur, seed = 8*time.Second, 32
 	}
 	if s := os.Getenv("UBS_SOAK_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -478,6 +478,7 @@ func (v *soak) finish() {
 		t.Errorf("at the end: state hash logged at the stop %s, offline %s", stopHash, off)
 	}
 	e2eConverged(t, v.dir, v.pg)
+	v.checkPostgresPositions()
 	r := append([]time.Duration{0}, v.ready...) // [0]: none at all
 	if len(r) > 1 {
 		r = r[1:]
