@@ -463,7 +463,7 @@ func (v *soak) restart() {
 // report line.
 func (v *soak) finish() {
 	t := v.t
-	v.settleAll()
+	v.quiesce()
 	v.checkWithdrawn()
 	v.final = true
 	v.check("at the end")
@@ -500,9 +500,9 @@ func (v *soak) finish() {
 		r[len(r)-1].Round(time.Millisecond), len(v.ready))
 }
 
-// settleAll ends the run's binary markets' settlements (so the end state
-// has nothing half-done the checks would wait on) and lifts a halted core.
-func (v *soak) settleAll() {
+// quiesce ends what the run left open before the end's checks: a fault's
+// halt is resolved, the spec 003 transfers on hold execute.
+func (v *soak) quiesce() {
 	v.repair()
 	time.Sleep(time.Second) // the spec 003 holds (300 ms) end: nothing moves while the end is checked
 }
