@@ -128,8 +128,9 @@ type soak struct {
 	wds         map[string]string // cid -> ACCEPTED, NONE, UNKNOWN
 	wdUser      map[string]uint64
 	coreHalted  bool
-	faults      int              // core faults injected
-	desync      string           // the market a drifted level halts (until resolved)
+	faults      int    // core faults injected
+	desync      string // the market a drifted level halts (until resolved)
+	lastFault   time.Time
 	deposits    []map[string]any // the bodies of deposits answered credited
 	adjusts     []map[string]any // the bodies of adjustments answered 200
 	gone        bool             // a request met no process: the restart's stop is under way
@@ -961,10 +962,11 @@ func (v *soak) fault() {
 	if !v.short {
 		limit = 12
 	}
-	if v.coreHalted || v.desync != "" || v.faults >= limit {
-		v.read()
+	if v.coreHalted || v.desync != "" || v.faults >= limit || time.Since(v.lastFault) < v.dur/time.Duration(limit+1) {
+		v.read() // spread over the run
 		return
 	}
+	v.lastFault = time.Now()
 	v.faults++ // before the call: a repair's refs are the fault's own
 	var body map[string]any
 	switch v.faults % 3 {
