@@ -101,6 +101,9 @@ func (v *soak) checkOrders(lost, contra func(string, ...any)) {
 		}
 		status, _ := o["status"].(string)
 		filled := rmFilled(v.t, o)
+		if v.final {
+			v.atEnd[oid] = [2]any{status, filled}
+		}
 		switch {
 		case svTerminal[told.status] && (status != told.status || filled != told.filled):
 			contra("order %d: told %s filled %d, now %s filled %d", oid, told.status, told.filled, status, filled)
@@ -475,4 +478,42 @@ func (v *soak) checkPostgresPositions() {
 		t.Errorf("positions: %d of the core's %d in postgres", seen, len(inCore))
 	}
 	v.events["positions compared"] = len(inCore)
+}
+
+// checkPostgresOrders (the sink caught up): every spot order the client was
+// told about is a row of the orders table with the status and filled
+// quantity the API answered at the end.
+func (v *soak) checkPostgresOrders() {
+	t := v.t
+	ids := make([]int64, 0, len(v.spot))
+	for oid := range v.spot {
+		ids = append(ids, int64(oid))
+	}
+	conn := e2eConn(t, v.pg)
+	rows, err := conn.Query(context.Background(), "SELECT order_id, status, filled_quantity FROM orders WHERE order_id = ANY($1)", ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var oid, filled int64
+		var status string
+		if err := rows.Scan(&oid, &status, &filled); err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		if want := v.atEnd[uint64(oid)]; want != [2]any{status, filled} {
+			v.contra++
+			t.Errorf("orders row %d: %s filled %d, the API answered %v", oid, status, filled, want)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != len(ids) {
+		v.lost++
+		t.Errorf("orders: %d of the %d spot orders answered 200 are rows", seen, len(ids))
+	}
+	v.events["orders compared with postgres"] = seen
 }

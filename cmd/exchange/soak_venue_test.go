@@ -115,8 +115,10 @@ type soak struct {
 
 	spotMarkets map[string]string // symbol -> status told (ACTIVE, HALTED)
 	orders      map[uint64]rmOrder
-	verified    map[uint64]bool // orders told final and found so
-	final       bool            // the last check: everything is read
+	verified    map[uint64]bool   // orders told final and found so
+	spot        map[uint64]bool   // the spot orders among them
+	atEnd       map[uint64][2]any // the last check's status and filled quantity of each order
+	final       bool              // the last check: everything is read
 	openOrders  []uint64
 	refused     []rmRefused
 	binaries    []*svBinary
@@ -168,7 +170,7 @@ func newSoak(t *testing.T) *soak {
 	}
 	v := &soak{t: t, seed: seed, dur: dur, short: testing.Short(), r: rand.New(rand.NewPCG(seed, 32)),
 		byKind: map[string]int{}, events: map[string]int{}, spotMarkets: map[string]string{},
-		orders: map[uint64]rmOrder{}, verified: map[uint64]bool{}, xfers: map[string]*svXfer{}, p2p: map[string]*svP2P{},
+		orders: map[uint64]rmOrder{}, verified: map[uint64]bool{}, spot: map[uint64]bool{}, atEnd: map[uint64][2]any{}, xfers: map[string]*svXfer{}, p2p: map[string]*svP2P{},
 		wds: map[string]string{}, wdUser: map[string]uint64{}, nextBinary: 71}
 	if p := os.Getenv("UBS_SOAK_LOG"); p != "" {
 		f, err := os.Create(p)
@@ -338,7 +340,9 @@ func (v *soak) run() {
 	}
 	sort.Slice(plan, func(i, j int) bool { return plan[i].f < plan[j].f })
 	var pgUp, natsUp time.Time
-	for time.Now().Before(end) {
+	// Under load the checks after the restarts eat into the run: it goes on
+	// until every disruption happened, up to twice its duration.
+	for now := time.Now(); now.Before(end) || (len(plan) > 0 && now.Before(end.Add(v.dur))); now = time.Now() {
 		now := time.Now()
 		if v.pgDown && now.After(pgUp) {
 			v.pgProxy.Up()
@@ -470,6 +474,7 @@ func (v *soak) finish() {
 	v.check("at the end")
 	v.checkRepeats()
 	e2eWaitSink(t, v.s, v.pg)
+	v.checkPostgresOrders()
 	v.checkPostgresP2P()
 	v.checkStream()
 	v.s.stopWith(syscall.SIGTERM)
@@ -578,6 +583,9 @@ func (v *soak) placed(kind string, u uint64, cid string, body map[string]any) {
 		oid := id(v.t, b["order_id"])
 		o := rmOrder{user: u, status: b["status"].(string), filled: rmFilled(v.t, b)}
 		v.orders[oid] = o
+		if kind == "spot order" {
+			v.spot[oid] = true
+		}
 		v.acked++
 		if o.status == "NEW" || o.status == "PARTIALLY_FILLED" {
 			v.openOrders = append(v.openOrders, oid)
