@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 DATA    ?= ./data
 
-.PHONY: run chain-node test test-long fuzz bench bench-quick bench-shape-instr bench-micro bench-median bench-wrk lint build clean
+.PHONY: run chain-node test test-long soak fuzz bench bench-quick bench-shape-instr bench-micro bench-median bench-wrk lint build clean
 
 ## build: compile every binary into ./bin
 build:
@@ -43,6 +43,15 @@ test: chain-node
 ## test-long: the long suites (1M-command determinism, many crash rounds, the 1,000-tx leader-kill soak)
 test-long: chain-node
 	$(GO) test -race -tags invariants -timeout 60m $(PKGS)
+
+## soak: the whole-venue soak (issue 32, TestVenueSoak) against the real binary, Postgres, NATS
+## and anvil, with restarts and outages: SEED=N reruns a seed (default: a random one, printed),
+## DURATION=D its length (default 10m). Prints a report line; a failure prints its seed and last operations.
+SEED     ?=
+DURATION ?= 10m
+soak: chain-node
+	UBS_SOAK_SEED=$(SEED) UBS_SOAK_DURATION=$(DURATION) $(GO) test -race -tags invariants -count 1 -timeout 5h \
+	  -run '^TestVenueSoak$$' -v ./cmd/exchange
 
 ## fuzz: run every fuzz target for FUZZTIME each
 FUZZTIME ?= 30s

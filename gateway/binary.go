@@ -216,6 +216,9 @@ func (s *Server) createBinary(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 	if res.Code != core.OK {
 		return coreError(res.Code)
 	}
+	if c.Kind == core.KindArchive { // the market is gone from the core
+		return s.replyJSON(ctx, st, http.StatusOK, map[string]any{"market_id": uint32(id), "status": "ARCHIVED"})
+	}
 	bv, qa, seq, err := s.binaryInfo(id)
 	if err != nil {
 		return err
@@ -223,9 +226,14 @@ func (s *Server) createBinary(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 	return s.replyJSON(ctx, st, http.StatusOK, binaryJSON(bv, qa, seq))
 }
 
-// POST /admin/v1/binary-markets/{market}/{activate|suspend|resume|resolve|settle|void}:
+// POST /admin/v1/binary-markets/{market}/{activate|suspend|resume|resolve|settle|void|archive}:
 // resolve takes {"outcome": "YES"|"NO"}; settle takes {"limit": N} (orders
-// and positions in this slice, default and most core.MaxSettleSlice).
+// and positions in this slice, default and most core.MaxSettleSlice);
+// archive releases the slot of a market whose settlement is done (SETTLED,
+// or VOIDED and no longer settling): its id may be listed again, so
+// core.MaxMarkets bounds the markets alive at once, not every market ever
+// listed (the market's rows stay in Postgres; the answer is
+// {"market_id", "status": "ARCHIVED"}).
 func (s *Server) binaryAction(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	id, ok := parseBinaryID(st.params[0])
 	if !ok {
@@ -246,6 +254,8 @@ func (s *Server) binaryAction(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 		c.Kind = core.KindResumeMarket
 	case "void":
 		c.Kind = core.KindVoid
+	case "archive":
+		c.Kind = core.KindArchive
 	case "resolve":
 		c.Kind = core.KindResolve
 		if !v[0].set {
@@ -284,6 +294,9 @@ func (s *Server) binaryAction(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 		"action", string(st.params[1]), "code", res.Code.String())
 	if res.Code != core.OK {
 		return coreError(res.Code)
+	}
+	if c.Kind == core.KindArchive { // the market is gone from the core
+		return s.replyJSON(ctx, st, http.StatusOK, map[string]any{"market_id": uint32(id), "status": "ARCHIVED"})
 	}
 	bv, qa, seq, err := s.binaryInfo(id)
 	if err != nil {

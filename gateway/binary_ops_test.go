@@ -8,6 +8,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -344,4 +345,36 @@ func TestBinaryOrderAnswersLikeSpot(t *testing.T) {
 		}
 	}
 	h.fails("DELETE", "/api/v1/order/"+takerID, u1, "", 404, "ORDER_NOT_FOUND") // another user's finished order
+}
+
+// TestArchiveBinaryMarketOverHTTP: an operator archives a binary market
+// whose settlement is done (POST .../archive): its id slot is released
+// and may be listed again; a market still live or settling is refused.
+// Before, no endpoint archived one (core.KindArchive was unreachable), so
+// core.MaxMarkets bounded every binary market a venue ever listed: the
+// 255th create answered INVALID_MARKET (found by issue 32's venue soak).
+func TestArchiveBinaryMarketOverHTTP(t *testing.T) {
+	h := newBreakerHarness(t)
+	h.fund(1, "USDT", "100")
+	h.fund(2, "USDT", "100")
+	h.binaryMarket("20", true)
+	h.binaryOrder(h.token(1), "20", "BUY", "YES", "0.60", 10)
+	h.binaryOrder(h.token(2), "20", "BUY", "NO", "0.40", 10)
+	h.fails("POST", "/admin/v1/binary-markets/20/archive", h.admin, "", 400, "INVALID_STATUS") // ACTIVE
+	h.ok("POST", "/admin/v1/binary-markets/20/resolve", h.admin, `{"outcome":"YES"}`)
+	h.fails("POST", "/admin/v1/binary-markets/20/archive", h.admin, "", 400, "INVALID_STATUS") // settling
+	h.fails("POST", "/admin/v1/binary-markets/20/archive", h.token(1), "", 403, "FORBIDDEN")
+	if v := h.ok("POST", "/admin/v1/binary-markets/20/settle", h.admin, ""); v["status"] != "SETTLED" {
+		t.Fatalf("settle: %v", v)
+	}
+	if out := h.ok("POST", "/admin/v1/binary-markets/20/archive", h.admin, ""); fmt.Sprint(out["market_id"]) != "20" || out["status"] != "ARCHIVED" {
+		t.Fatalf("archive: %v", out)
+	}
+	h.fails("GET", "/api/v1/binary-markets/20", h.token(1), "", 400, "NOT_BINARY")
+	h.fails("POST", "/admin/v1/binary-markets/20/archive", h.admin, "", 400, "NOT_BINARY")
+	// The id is free again: a new market with another question.
+	h.ok("POST", "/admin/v1/binary-markets", h.admin, `{"market_id":20,"quote":"USDT","question":"Again?"}`)
+	if v := h.ok("GET", "/api/v1/binary-markets/20", h.token(1), ""); v["status"] != "DRAFT" || v["question"] != "Again?" {
+		t.Fatalf("the id listed again: %v", v)
+	}
 }
