@@ -161,14 +161,26 @@ func e2eCheckAcked(t *testing.T, s *e2eServer, acked map[uint64]ackedOrder) {
 // every user's balances as sums of spot_ledger.
 func e2eConverged(t *testing.T, dataDir, pg string) {
 	t.Helper()
-	var trades, volume int64
+	var trades, volume, trips, resolved int64
+	open := map[core.MarketID]bool{} // breaker trips not resolved yet (0: the core)
+	var brk []core.BreakerChange
 	rec, err := journal.Recover(journal.RecoverConfig{Dir: dataDir, ReadOnly: true, IgnoreSnapshots: true,
 		Core: core.Config{AllowFaults: true}, // as the server that wrote a WAL with injected faults applied them
-		OnCommand: func(_ *core.Command, evs []core.Event) {
+		OnCommand: func(c *core.Command, evs []core.Event) {
 			for i := range evs {
 				if evs[i].Kind == core.EvTrade {
 					trades++
 					volume += int64(evs[i].Qty)
+				}
+			}
+			for _, b := range core.BreakerChanges(c, evs, brk[:0]) {
+				switch {
+				case !b.Resolve:
+					trips++
+					open[b.Market] = true
+				case open[b.Market]: // a resume from SUSPENDED resolves no trip
+					resolved++
+					delete(open, b.Market)
 				}
 			}
 		}})
@@ -213,6 +225,14 @@ func e2eConverged(t *testing.T, dataDir, pg string) {
 	}
 	if seen == 0 {
 		t.Fatal("spot_ledger is empty")
+	}
+	// circuit_breaker_events: a row per trip, resolved by its resolution
+	var rowsN, resolvedN int64
+	if err := conn.QueryRow(ctx, "SELECT count(*), count(resolved_at) FROM circuit_breaker_events").Scan(&rowsN, &resolvedN); err != nil {
+		t.Fatal(err)
+	}
+	if rowsN != trips || resolvedN != resolved {
+		t.Fatalf("circuit_breaker_events: postgres %d trips / %d resolved, WAL %d / %d", rowsN, resolvedN, trips, resolved)
 	}
 	var dupes int64
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM (SELECT trade_id FROM trades GROUP BY 1 HAVING count(*) > 1) d").Scan(&dupes); err != nil {
