@@ -10,12 +10,9 @@ import (
 	"context"
 	"fmt"
 	"math/big"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -202,111 +199,6 @@ func TestE2EReadyWaitsForChainManager(t *testing.T) {
 	s.Stop()
 }
 
-// hangProxy is a TCP proxy (127.0.0.1 only) in front of a chain node that
-// can hang: Hang holds every byte the clients send (connections stay open,
-// nothing is answered), Recover forwards what it held and goes on, as a
-// node that stops answering and later answers the requests it had.
-type hangProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	open   chan struct{} // closed while traffic flows
-	conns  []net.Conn
-}
-
-func newHangProxy(t *testing.T, targetURL string) *hangProxy {
-	t.Helper()
-	u, err := url.Parse(targetURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &hangProxy{ln: ln, target: u.Host, open: make(chan struct{})}
-	close(p.open)
-	go p.accept()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.Recover()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			_ = c.Close()
-		}
-		p.mu.Unlock()
-	})
-	return p
-}
-
-// URL is the node's URL through the proxy.
-func (p *hangProxy) URL() string { return "http://" + p.ln.Addr().String() }
-
-// Hang holds all traffic from now on.
-func (p *hangProxy) Hang() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.open:
-		p.open = make(chan struct{})
-	default:
-	}
-}
-
-// Recover forwards what was held, and everything after.
-func (p *hangProxy) Recover() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.open:
-	default:
-		close(p.open)
-	}
-}
-
-func (p *hangProxy) gate() chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.open
-}
-
-func (p *hangProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
-		go p.pump(s, c)
-		go p.pump(c, s)
-	}
-}
-
-// pump copies src to dst, each chunk once traffic flows.
-func (p *hangProxy) pump(dst, src net.Conn) {
-	defer dst.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			<-p.gate()
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 // TestE2ETxCreateHungNodeUnknown (issue 41 defect 3): POST /admin/v1/tx
 // without a request_id gets one assigned (stored, answered, findable by
 // GET). With the chain node hung, the writer cannot finish in time: the
@@ -322,7 +214,7 @@ func TestE2ETxCreateHungNodeUnknown(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	proxy := newHangProxy(t, node.URL)
+	proxy := anviltest.NewHangProxy(t, node.URL)
 	s := e2eStart(t, t.TempDir(), pg, "--chain-rpc", proxy.URL(), "--chain-key-file", keyFile, "--chain-finality", "1",
 		"--chain-resubmit-interval", "1s", "--chain-create-timeout", "1s", "--invariant-interval", "0")
 	admin := s.token(1000, true)
