@@ -29,10 +29,7 @@ func TestWithdrawalEndToEnd(t *testing.T) {
 	node := anviltest.StartT(t)
 	pg := pgtest.NewDB(t)
 	key, hot := node.NewKey(t)
-	keyFile := filepath.Join(t.TempDir(), "hot.key")
-	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := hotKeyFile(t, key)
 	s := e2eStart(t, t.TempDir(), pg, "--chain-rpc", node.URL, "--chain-key-file", keyFile, "--chain-finality", "2",
 		"--chain-resubmit-interval", "1s", "--invariant-interval", "0")
 	if strings.Contains(s.Logs(), strings.TrimPrefix(key, "0x")) {
@@ -150,10 +147,7 @@ func TestE2EReadyWaitsForChainManager(t *testing.T) {
 	node := anviltest.StartT(t)
 	pg := pgtest.NewDB(t)
 	key, hot := node.NewKey(t)
-	keyFile := filepath.Join(t.TempDir(), "hot.key")
-	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := hotKeyFile(t, key)
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, pg)
 	if err != nil {
@@ -210,10 +204,7 @@ func TestE2ETxCreateHungNodeUnknown(t *testing.T) {
 	node := anviltest.StartT(t)
 	pg := pgtest.NewDB(t)
 	key, hot := node.NewKey(t)
-	keyFile := filepath.Join(t.TempDir(), "hot.key")
-	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := hotKeyFile(t, key)
 	proxy := anviltest.NewHangProxy(t, node.URL)
 	s := e2eStart(t, t.TempDir(), pg, "--chain-rpc", proxy.URL(), "--chain-key-file", keyFile, "--chain-finality", "1",
 		"--chain-resubmit-interval", "1s", "--chain-create-timeout", "1s", "--invariant-interval", "0")
@@ -283,10 +274,7 @@ func TestE2EWithdrawalEmptyWalletRefundedOnce(t *testing.T) {
 	node := anviltest.StartT(t)
 	pg := pgtest.NewDB(t)
 	key, hot := node.NewKey(t)
-	keyFile := filepath.Join(t.TempDir(), "hot.key")
-	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := hotKeyFile(t, key)
 	// The wallet is emptied after the hot wallet check's reading (taken
 	// before readiness; the next one an hour later), so the withdrawal is
 	// accepted and its broadcast refused: the window that check cannot
@@ -350,4 +338,15 @@ func TestE2EWithdrawalEmptyWalletRefundedOnce(t *testing.T) {
 		t.Fatalf("conservation: %d %v", st, inv)
 	}
 	s.Stop()
+}
+
+// hotKeyFile writes the hot wallet's hex private key where --chain-key-file
+// reads it (a file of the test's, mode 0600) and returns its path.
+func hotKeyFile(t *testing.T, key string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hot.key")
+	if err := os.WriteFile(path, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -11,8 +11,6 @@ package main
 import (
 	"fmt"
 	"math/big"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,10 +26,7 @@ func TestWithdrawalGuardsEndToEnd(t *testing.T) {
 	node := anviltest.StartT(t)
 	pg := pgtest.NewDB(t)
 	key, hot := node.NewKey(t)
-	keyFile := filepath.Join(t.TempDir(), "hot.key")
-	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := hotKeyFile(t, key)
 	s := e2eStart(t, t.TempDir(), pg, "--chain-rpc", node.URL, "--chain-key-file", keyFile, "--chain-finality", "2",
 		"--chain-balance-interval", "100ms", "--chain-balance-margin", "0.01", "--chain-withdraw-limits", "ETH:0.5:3",
 		"--invariant-interval", "0")

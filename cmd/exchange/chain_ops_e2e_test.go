@@ -12,8 +12,6 @@ package main
 import (
 	"fmt"
 	"math/big"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +29,7 @@ func TestE2EWithdrawalForeignNonceResolvedOnce(t *testing.T) {
 	if err := node.Automine(false); err != nil {
 		t.Fatal(err)
 	}
-	keyFile := filepath.Join(t.TempDir(), "hot.key")
-	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := hotKeyFile(t, key)
 	s := e2eStart(t, t.TempDir(), pg, "--chain-rpc", node.URL, "--chain-key-file", keyFile, "--chain-finality", "2",
 		"--chain-resubmit-interval", "1s", "--chain-stuck-after", "500ms", "--invariant-interval", "0")
 	x := newXT(t, s, pg)

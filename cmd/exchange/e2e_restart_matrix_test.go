@@ -28,8 +28,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -192,10 +190,7 @@ func (v *rmVenue) ok(want int, method, path string, user uint64, body any) map[s
 func rmAnvil(t *testing.T) (*anviltest.Node, []string) {
 	node := anviltest.StartT(t)
 	key, _ := node.NewKey(t)
-	keyFile := filepath.Join(t.TempDir(), "hot.key")
-	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := hotKeyFile(t, key)
 	if err := node.Automine(false); err != nil {
 		t.Fatal(err)
 	}
