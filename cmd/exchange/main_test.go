@@ -37,7 +37,9 @@ func cleanEnv(extra ...string) []string {
 // raw stdout and stderr.
 func runUntilReady(t *testing.T, bin string, env []string, args ...string) ([]map[string]any, string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	// A port of its own: parallel tests that start a server on the default
+	// 127.0.0.1:8080 collided ("address already in use").
+	cmd := exec.Command(bin, append([]string{"--http", freePort(t)}, args...)...)
 	cmd.Env = env
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
