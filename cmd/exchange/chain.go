@@ -169,7 +169,7 @@ func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*ch
 		return nil, err
 	}
 	margin, _ := parseWei(c.Guard.BalanceMargin) // validated
-	hot := withdraw.NewHotWallet(withdraw.HotWalletConfig{Pool: pool, Chain: client, Address: signer.Address(),
+	hot := withdraw.NewHotWallet(withdraw.HotWalletConfig{Pool: pool, Chain: client, Address: signer.Address(), RPCTimeout: c.RPCTimeout,
 		Interval: c.Guard.BalanceInterval, Margin: margin, Registerer: m.reg, Log: log})
 	svc := withdraw.New(withdraw.Config{Pool: pool, Submitter: signer.Address(), Assets: assets,
 		ParseAddress: evm.ParseAddress, Nudge: mgr.Nudge, Limits: limits, HotWallet: hot})

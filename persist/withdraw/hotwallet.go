@@ -55,8 +55,11 @@ type HotWalletConfig struct {
 	Chain    BalanceChain
 	Address  chaintx.Address // the hot wallet (the withdrawals' submitter)
 	Interval time.Duration   // refresh period (--chain-balance-interval); default 10 s
-	Margin   *big.Int        // wei kept above what is pending (--chain-balance-margin); nil = 0
-	GasLimit uint64          // of a withdrawal tx; default 21000
+	// RPCTimeout bounds each reading's calls (--chain-rpc-timeout, as every
+	// other chain call); default 5 s, and never above Interval.
+	RPCTimeout time.Duration
+	Margin     *big.Int // wei kept above what is pending (--chain-balance-margin); nil = 0
+	GasLimit   uint64   // of a withdrawal tx; default 21000
 	// StaleAfter: a balance older than this is unknown; default 3 x Interval.
 	StaleAfter time.Duration
 	Registerer prometheus.Registerer // nil: metrics not registered
@@ -88,6 +91,9 @@ type HotWallet struct {
 func NewHotWallet(cfg HotWalletConfig) *HotWallet {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 10 * time.Second
+	}
+	if cfg.RPCTimeout <= 0 {
+		cfg.RPCTimeout = 5 * time.Second
 	}
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = 3 * cfg.Interval
@@ -166,7 +172,7 @@ func (h *HotWallet) Refresh(ctx context.Context) error {
 
 // read takes one reading from the node.
 func (h *HotWallet) read(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, min(h.cfg.Interval, 5*time.Second))
+	ctx, cancel := context.WithTimeout(ctx, min(h.cfg.Interval, h.cfg.RPCTimeout))
 	defer cancel()
 	head, err := h.cfg.Chain.Head(ctx)
 	if err != nil {
