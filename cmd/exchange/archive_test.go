@@ -12,6 +12,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
@@ -37,8 +38,6 @@ func TestPGArchiveOrder(t *testing.T) {
 	}
 	migrated.Store(true)
 
-	var cfg Config
-	cfg.Assets, cfg.Markets = defaultInstruments()
 	p := core.New(core.Config{})
 	var recs []persist.Record
 	seq := core.Seq(0)
@@ -49,7 +48,7 @@ func TestPGArchiveOrder(t *testing.T) {
 		recs = append(recs, persist.Record{Cmd: c, Events: evs})
 		return evs
 	}
-	for _, c := range cfg.ConfigCommands() {
+	for _, c := range instruments.Default().Commands() {
 		apply(c)
 	}
 	k := func(s string) core.Key { key, _ := core.KeyFrom(s); return key }
@@ -108,8 +107,6 @@ func TestPGArchiveBinaryHistory(t *testing.T) {
 	migrated.Store(true)
 	a := &pgArchive{pool: pool, timeout: 5 * time.Second, ready: &migrated}
 
-	var cfg Config
-	cfg.Assets, cfg.Markets = defaultInstruments()
 	p := core.New(core.Config{})
 	var recs []persist.Record
 	seq := core.Seq(0)
@@ -123,7 +120,7 @@ func TestPGArchiveBinaryHistory(t *testing.T) {
 		}
 		return evs[len(evs)-1]
 	}
-	for _, c := range cfg.ConfigCommands() {
+	for _, c := range instruments.Default().Commands() {
 		apply(c)
 	}
 	k := func(s string) core.Key { key, _ := core.KeyFrom(s); return key }

@@ -135,7 +135,7 @@ type chainSide struct {
 // withdrawal service; start runs them once the tables exist.
 func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*chainSide, error) {
 	c := cfg.Chain
-	assets, err := c.withdrawAssets(cfg.Assets)
+	assets, err := c.withdrawAssets(cfg.Instruments.Assets)
 	if err != nil {
 		return nil, err
 	}

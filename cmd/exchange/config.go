@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/transfer"
@@ -43,14 +44,9 @@ type Config struct {
 	JWTSecret Secret
 	// ConfigFile is the --config (UBS_CONFIG) JSON file, "" = built-in config.
 	ConfigFile string
-	// Assets and Markets are the instruments: the built-in defaults or those
-	// of ConfigFile, validated (gateway registry rules and the core's own
-	// market-config checks). ConfigCommands installs them in the core.
-	Assets  []gateway.Asset
-	Markets []gateway.MarketSpec
-	// TransferAssets are the assets' internal-transfer settings, one per
-	// asset in Assets' order (nil: transferDefaults for every asset).
-	TransferAssets []transfer.AssetConfig
+	// Instruments are the assets and markets (with their transfer settings):
+	// the built-in defaults or those of ConfigFile (package instruments).
+	Instruments instruments.Config
 
 	// Internal transfers (need Postgres).
 	// FaultInjection serves /admin/v1/faults (--enable-fault-injection; tests
@@ -112,6 +108,9 @@ func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, redacted)
 func (Secret) LogValue() slog.Value         { return slog.StringValue(redacted) }
 func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+
+// transferAssets are the assets' internal-transfer settings (transfers.go).
+func (c Config) transferAssets() []transfer.AssetConfig { return c.Instruments.Transfer() }
 
 // privatePostgresDir is where the private cluster lives (--pg-url "").
 func (c Config) privatePostgresDir() string { return filepath.Join(c.DataDir, "pg") }
@@ -226,9 +225,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	}
 	var err error
 	if cfg.ConfigFile == "" {
-		cfg.Assets, cfg.Markets = defaultInstruments()
-		cfg.TransferAssets = append([]transfer.AssetConfig(nil), defaultTransfer...)
-	} else if cfg.Assets, cfg.Markets, cfg.TransferAssets, err = loadInstruments(cfg.ConfigFile); err != nil {
+		cfg.Instruments = instruments.Default()
+	} else if cfg.Instruments, err = instruments.Load(cfg.ConfigFile); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil

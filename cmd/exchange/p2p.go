@@ -192,7 +192,7 @@ func startP2P(f p2pFlags, pl *journal.Pipeline, b gateway.Backend, reg *gateway.
 
 // p2pScale is the scale of the service's asset (for log lines; 0 when off).
 func p2pScale(cfg Config) uint8 {
-	for _, a := range cfg.Assets {
+	for _, a := range cfg.Instruments.Assets {
 		if a.Symbol == cfg.P2P.Asset {
 			return a.Scale
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist"
@@ -44,7 +45,7 @@ const (
 // ring, fsync, snapshot (Pipeline.Close), let the sink catch up briefly,
 // close Postgres.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	reg, err := gateway.NewRegistry(cfg.Assets, cfg.Markets)
+	reg, err := gateway.NewRegistry(cfg.Instruments.Assets, cfg.Instruments.Markets)
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	m.pl.Store(pl)
 	prot.pl.Store(pl)
 	log.Info("exchange: core recovered", "durable_seq", pl.DurableSeq(), "data_dir", cfg.DataDir)
-	if err := checkInstruments(pl, cfg); err != nil {
+	if err := instruments.Check(pl, cfg.Instruments); err != nil {
 		_ = pl.Close()
 		return err
 	}
@@ -126,14 +127,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		return err
 	}
-	if n, err := installConfig(pl, cfg); err != nil {
+	if n, err := instruments.Install(pl, cfg.Instruments); err != nil {
 		_ = pl.Close()
 		return err
-	} else if err := writeNames(cfg.DataDir, reg); err != nil {
+	} else if err := instruments.WriteNames(cfg.DataDir, reg); err != nil {
 		_ = pl.Close()
 		return fmt.Errorf("exchange: %w", err)
 	} else if n > 0 {
-		log.Info("exchange: default config installed", "assets", len(cfg.Assets), "markets", n, "config_file", cfg.ConfigFile)
+		log.Info("exchange: default config installed", "assets", len(cfg.Instruments.Assets), "markets", n, "config_file", cfg.ConfigFile)
 	}
 
 	sinkCtx, stopSink := context.WithCancel(context.Background())
@@ -431,49 +432,4 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 			return
 		}
 	}
-}
-
-// installConfig installs the configured markets the core does not have
-// yet (all of them on a fresh data dir; the rest after a crash in the middle
-// of a first start), with their assets (configuring an asset again with the
-// same scale is a no-op). It returns how many markets it installed. Markets
-// the core already has are never reconfigured: checkInstruments has refused
-// to start with a config that changes or removes any.
-func installConfig(pl *journal.Pipeline, cfg Config) (int, error) {
-	have := map[core.MarketID]bool{}
-	if err := pl.Read(func(p *core.Processor) error {
-		for _, m := range p.Markets() {
-			have[m.ID] = true
-		}
-		return nil
-	}); err != nil {
-		return 0, err
-	}
-	var cmds []core.Command
-	n := 0
-	for _, c := range cfg.ConfigCommands() {
-		if c.Kind == core.KindConfigMarket {
-			if have[c.Market] {
-				continue
-			}
-			n++
-		}
-		cmds = append(cmds, c)
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	r := journal.NewReply()
-	for _, c := range cmds {
-		if _, err := pl.Submit(&c, r); err != nil {
-			return 0, err
-		}
-		if err := pl.Wait(r); err != nil {
-			return 0, err
-		}
-		if res := r.Result(); res.Code != core.OK {
-			return 0, fmt.Errorf("config: %v: %v", c.Kind, res.Code)
-		}
-	}
-	return n, nil
 }
