@@ -19,13 +19,13 @@ import (
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist"
+	"github.com/ubscore/ubscore/persist/archive"
 )
 
 // Shutdown budgets.
 const (
 	httpDrainTimeout = 10 * time.Second // in-flight requests finish within this
 	sinkDrainTimeout = 5 * time.Second  // the sink may catch up to the final durable seq within this
-	archiveTimeout   = 2 * time.Second  // one Postgres lookup of an old order
 )
 
 // serve runs the exchange until ctx is cancelled (SIGINT or SIGTERM;
@@ -176,7 +176,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		pgh := newPGHealth(pool, log)
 		sinkWG.Go(func() { pgh.run(sinkCtx) })
 		scfg.Degraded = pgh.degraded
-		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated, persisted: sink.PersistedSeqCached}
+		scfg.Archive = &archive.Archive{Pool: pool, Timeout: archive.Timeout, Ready: &migrated, Persisted: sink.PersistedSeqCached}
 		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log); err != nil {
 			stopSink()
 			sinkWG.Wait()
