@@ -21,6 +21,7 @@ import (
 	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist"
+	"github.com/ubscore/ubscore/persist/chainside"
 	"github.com/ubscore/ubscore/persist/transfer"
 )
 
@@ -67,8 +68,8 @@ type Config struct {
 	// (--invariant-interval; 0 = only on GET /admin/v1/invariants).
 	InvariantInterval time.Duration
 
-	// Chain is the chain side: withdrawals and managed txs (chain.go; off without --chain-rpc).
-	Chain chainFlags
+	// Chain is the chain side: withdrawals and managed txs (persist/chainside; off without --chain-rpc).
+	Chain chainside.Config
 	// Runtime protection (spec 004).
 	// CoreCheckInterval is the period of the core's full invariant check on
 	// the read replica (--core-check-interval; 0 = off).
@@ -176,7 +177,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.IntVar(&cfg.TransferPerDay, "transfer-per-day", 100, "internal transfers per user per UTC day (0 = no limit)")
 	fs.BoolVar(&cfg.TransferBatching, "transfer-batching", true, "run the Postgres steps of concurrent internal transfers in shared transactions")
 	fs.DurationVar(&cfg.InvariantInterval, "invariant-interval", 10*time.Second, "period of the FUNDING+SPOT conservation check (0 = on request only)")
-	cfg.Chain.register(fs)
+	registerChain(fs, &cfg.Chain)
 	fs.DurationVar(&cfg.CoreCheckInterval, "core-check-interval", 10*time.Second, "period of the core's full invariant check on the read replica; a violation halts its market or the core (0 = off)")
 	fs.Uint64Var(&cfg.FollowerMaxRetained, "follower-max-retained", uint64(journal.DefaultMaxRetained), "WAL commands kept for a follower (the Postgres sink) that does not advance; past it the follower is released with a CRITICAL alert and its gap recorded")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", persist.DefaultAuditRetention, "how long the wal_events audit rows are kept in Postgres (0 = forever)")
@@ -196,7 +197,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if err := applyEnv(fs, append(append(serverFlags, chainEnv...), publishEnv...), getenv); err != nil {
 		return Config{}, err
 	}
-	if err := cfg.Chain.validate(); err != nil {
+	if err := cfg.Chain.Validate(); err != nil {
 		return Config{}, usageError{err}
 	}
 	if err := cfg.P2P.validate(); err != nil {
@@ -231,6 +232,32 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	}
 	return cfg, nil
 }
+
+// registerChain binds the --chain-* flags to c (defaults: chainside.Default).
+func registerChain(fs *flag.FlagSet, c *chainside.Config) {
+	d := chainside.Default()
+	fs.StringVar(&c.RPC, "chain-rpc", d.RPC, "EVM JSON-RPC URL for withdrawals and managed transactions; empty = chain side off; env UBS_CHAIN_RPC")
+	fs.StringVar(&c.KeyFile, "chain-key-file", d.KeyFile, "file holding the hot wallet's hex private key (needed with --chain-rpc); env UBS_CHAIN_KEY_FILE")
+	fs.Uint64Var(&c.Finality, "chain-finality", d.Finality, "blocks (the receipt's included) before a tx is CONFIRMED / FAILED_FINAL")
+	fs.StringVar(&c.NodeID, "chain-node-id", d.NodeID, "this node's name in the submitter lease, unique per process; empty = host name + random, new at every start (logged)")
+	fs.DurationVar(&c.Lease, "chain-lease", d.Lease, "submitter lease duration (renewed every third of it)")
+	fs.DurationVar(&c.StuckAfter, "chain-stuck-after", d.StuckAfter, "no receipt this long after allocation: STUCK (CRITICAL log, hook)")
+	fs.DurationVar(&c.Resubmit, "chain-resubmit-interval", d.Resubmit, "a pending tx without receipt is broadcast again this often (same nonce and bytes)")
+	fs.DurationVar(&c.ResubmitMax, "chain-resubmit-max-interval", d.ResubmitMax, "a STUCK tx is resent with a delay doubling from --chain-resubmit-interval up to this (one WARN per doubling)")
+	fs.StringVar(&c.StuckAction, "chain-stuck-action", d.StuckAction, "what the hook does with a STUCK tx: NOOP, CANCEL, REPLACE or PLACEHOLDER")
+	fs.StringVar(&c.Assets, "chain-assets", d.Assets, "withdrawable assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],... (MIN/MAX in the asset's decimals)")
+	fs.IntVar(&c.Workers, "chain-workers", d.Workers, "writer workers (hash(submitter) % N)")
+	fs.DurationVar(&c.RPCTimeout, "chain-rpc-timeout", d.RPCTimeout, "deadline of every chain RPC call; a call without an answer by then fails (ubs_chain_rpc_failures_total) and is retried later")
+	fs.DurationVar(&c.Create, "chain-create-timeout", d.Create, "POST /admin/v1/tx waits this long for the writer, then answers 202 UNKNOWN with the request_id")
+	fs.DurationVar(&c.Guard.BalanceInterval, "chain-balance-interval", d.Guard.BalanceInterval,
+		"the hot wallet's balance is read this often in the background (no RPC per request)")
+	fs.StringVar(&c.Guard.BalanceMargin, "chain-balance-margin", d.Guard.BalanceMargin,
+		"native coin (ETH, 18 decimals) the hot wallet keeps above its unpaid txs' value and gas; below it: CRITICAL alert, new withdrawals refused (HOT_WALLET_INSUFFICIENT)")
+	fs.StringVar(&c.Guard.Limits, "chain-withdraw-limits", d.Guard.Limits,
+		"default daily withdrawal limits per user: SYMBOL:DAILY_AMOUNT:DAILY_COUNT,... (UTC day; 0 = no limit; admin endpoints override per user)")
+}
+
+var chainEnv = []envFlag{{"chain-rpc", []string{"UBS_CHAIN_RPC"}}, {"chain-key-file", []string{"UBS_CHAIN_KEY_FILE"}}}
 
 // loadConfig is parseConfig plus the secret: the configured one, or the
 // data dir's jwt.secret (generated, and logged as generated, on first run).

@@ -20,6 +20,7 @@ import (
 	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/archive"
+	"github.com/ubscore/ubscore/persist/chainside"
 )
 
 // Shutdown budgets.
@@ -165,9 +166,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// answer 503 "manager stopped"); holding the lease is not needed
 	// (another node may).
 	var serving atomic.Bool
-	var chain *chainSide // set before serving
+	var chain *chainside.Side // set before serving
 	ready := func() bool {
-		return serving.Load() && (pool == nil || migrated.Load()) && (chain == nil || chain.started.Load())
+		return serving.Load() && (pool == nil || migrated.Load()) && (chain == nil || chain.Started())
 	}
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
 		Observer: m, Metrics: m.handler(), Ready: ready, Breakers: prot.breakers, CoreFaults: cfg.FaultInjection}
@@ -203,13 +204,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = pl.Close()
 		return err
 	}
-	chain, err = startChain(cfg, pool, m, &migrated, log)
+	chain, err = chainside.Start(cfg.Chain, cfg.Instruments.Assets, pool, m.reg, &migrated, log)
 	if err != nil {
 		return abort(err)
 	}
 	if chain != nil {
-		defer chain.close()
-		scfg.Chain = chain.gateway()
+		defer chain.Close()
+		scfg.Chain = chain.Gateway()
 	}
 	p2p, stop, err := startP2P(cfg.P2P, pl, scfg.Backend, reg, p2pm, log)
 	if err != nil {
