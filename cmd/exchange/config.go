@@ -299,39 +299,13 @@ func loadOrCreateSecret(dataDir string, log *slog.Logger) (Secret, error) {
 	if _, err := rand.Read(raw[:]); err != nil {
 		return nil, err
 	}
-	// createOnce's file is 0600 (CreateTemp); the content is the hex text plus "\n".
-	if created, err := createOnce(dataDir, secretFileName, hex.EncodeToString(raw[:])+"\n"); err != nil {
+	// journal.CreateOnce's file is 0600 (CreateTemp); the content is the hex text plus "\n".
+	if created, err := journal.CreateOnce(dataDir, secretFileName, hex.EncodeToString(raw[:])+"\n"); err != nil {
 		return nil, err
 	} else if created {
 		log.Info("exchange: generated a new JWT secret", "file", path)
 	}
 	return readSecretFile(path, log) // ours, or the one a concurrent process linked first
-}
-
-// createOnce writes content to dir/name atomically and exclusively: a synced
-// temp file (mode 0600) linked into place, then the directory synced. It
-// reports false, and changes nothing, when the file already exists (for
-// example because a concurrent process linked first).
-func createOnce(dir, name, content string) (bool, error) {
-	path := filepath.Join(dir, name)
-	tmp, err := os.CreateTemp(dir, name+".tmp*")
-	if err != nil {
-		return false, err
-	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.WriteString(content)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return false, fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
-		return false, nil
-	} else if err != nil {
-		return false, fmt.Errorf("create %s: %w", path, err)
-	}
-	syncDir(dir)
-	return true, nil
 }
 
 func readSecretFile(path string, log *slog.Logger) (Secret, error) {
@@ -347,13 +321,6 @@ func readSecretFile(path string, log *slog.Logger) (Secret, error) {
 		log.Warn("exchange: the JWT secret file is readable by other users; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
 	}
 	return Secret(s), nil
-}
-
-func syncDir(dir string) {
-	if f, err := os.Open(dir); err == nil {
-		_ = f.Sync()
-		_ = f.Close()
-	}
 }
 
 // redactURL is a Postgres URL fit for logs: the password (user info or
