@@ -84,8 +84,8 @@ type Config struct {
 	// in memory for GET /order/{id}, the order history and my-trades; older
 	// ones are read from Postgres (--history-window, 1..gateway.MaxFinishedOrders).
 	HistoryWindow int
-	// P2P is the user-to-user transfer service (spec 003; p2p.go).
-	P2P p2pFlags
+	// P2P is the user-to-user transfer service (spec 003; gateway/p2p_service.go).
+	P2P gateway.P2PServiceConfig
 	// Publish is the event publisher (NATS JetStream; publish.go).
 	Publish publishFlags
 }
@@ -182,7 +182,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.Uint64Var(&cfg.FollowerMaxRetained, "follower-max-retained", uint64(journal.DefaultMaxRetained), "WAL commands kept for a follower (the Postgres sink) that does not advance; past it the follower is released with a CRITICAL alert and its gap recorded")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", persist.DefaultAuditRetention, "how long the wal_events audit rows are kept in Postgres (0 = forever)")
 	fs.IntVar(&cfg.HistoryWindow, "history-window", gateway.MaxFinishedOrders, "finished orders and trades kept in memory for the order history; older ones come from Postgres")
-	cfg.P2P.register(fs)
+	p2p := gateway.DefaultP2PService()
+	fs.StringVar(&cfg.P2P.Asset, "p2p-asset", p2p.Asset, "the asset of the user-to-user transfer service (spec 003: /balance-service, /transfers); empty = service off")
+	fs.DurationVar(&cfg.P2P.Hold, "p2p-hold", p2p.Hold, "how long a user-to-user transfer stays PENDING (cancellable) before it executes")
+	fs.DurationVar(&cfg.P2P.Tick, "p2p-tick", p2p.Tick, "how often the timer executes the due user-to-user transfers")
 	cfg.Publish.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
@@ -200,7 +203,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if err := cfg.Chain.Validate(); err != nil {
 		return Config{}, usageError{err}
 	}
-	if err := cfg.P2P.validate(); err != nil {
+	if err := cfg.P2P.Validate(); err != nil {
 		return Config{}, usageError{err}
 	}
 	if _, _, err := net.SplitHostPort(cfg.HTTPAddr); err != nil {

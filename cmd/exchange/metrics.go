@@ -77,6 +77,12 @@ func newMetrics() *metrics {
 	return m
 }
 
+// read runs fn on the core's read view (false: no core yet, or stopped).
+func (m *metrics) read(fn func(*core.Processor)) bool {
+	pl := m.pl.Load()
+	return pl != nil && pl.Read(func(p *core.Processor) error { fn(p); return nil }) == nil
+}
+
 func (m *metrics) seqOf(get func(*journal.Pipeline) core.Seq) func() float64 {
 	return func() float64 {
 		if pl := m.pl.Load(); pl != nil {

@@ -54,8 +54,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m := newMetrics()
-	p2pm := newP2PMetrics(m, m.pl.Load)
-	p2pView := p2pm.onView(log, p2pScale(cfg))
+	p2pm := gateway.NewP2PMetrics(m.reg, m.read, latencyBuckets)
+	p2pView := p2pm.OnView(log, cfg.P2P.Scale(cfg.Instruments.Assets))
 	hist := &gateway.History{Window: cfg.HistoryWindow}
 	ret := journal.NewRetention(core.Seq(cfg.FollowerMaxRetained), log)
 	prot := newProtection(m, reg, ret, log)
@@ -211,7 +211,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer chain.Close()
 		scfg.Chain = chain.Gateway()
 	}
-	p2p, stop, err := startP2P(cfg.P2P, pl, scfg.Backend, reg, p2pm, log)
+	p2p, stop, err := gateway.StartP2P(cfg.P2P, scfg.Backend, reg, p2pm, log)
+	if errors.Is(err, gateway.ErrP2PAsset) {
+		err = usageError{err}
+	}
 	if err != nil {
 		return abort(err)
 	}
