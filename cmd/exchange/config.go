@@ -20,9 +20,9 @@ import (
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/journal"
-	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/chainside"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/protection"
 )
 
 // Config is the server's resolved configuration. Every setting is a flag
@@ -70,16 +70,11 @@ type Config struct {
 
 	// Chain is the chain side: withdrawals and managed txs (persist/chainside; off without --chain-rpc).
 	Chain chainside.Config
-	// Runtime protection (spec 004).
-	// CoreCheckInterval is the period of the core's full invariant check on
-	// the read replica (--core-check-interval; 0 = off).
-	CoreCheckInterval time.Duration
+	// Protection is the runtime protection (spec 004; package protection).
+	Protection protection.Config
 	// FollowerMaxRetained bounds the WAL kept for a follower that does not
 	// advance, in commands behind the durable seq (--follower-max-retained).
 	FollowerMaxRetained uint64
-	// AuditRetention is how long wal_events rows are kept (--audit-retention;
-	// 0 = forever).
-	AuditRetention time.Duration
 	// HistoryWindow is how many finished orders and trades the server keeps
 	// in memory for GET /order/{id}, the order history and my-trades; older
 	// ones are read from Postgres (--history-window, 1..gateway.MaxFinishedOrders).
@@ -178,9 +173,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.BoolVar(&cfg.TransferBatching, "transfer-batching", true, "run the Postgres steps of concurrent internal transfers in shared transactions")
 	fs.DurationVar(&cfg.InvariantInterval, "invariant-interval", 10*time.Second, "period of the FUNDING+SPOT conservation check (0 = on request only)")
 	registerChain(fs, &cfg.Chain)
-	fs.DurationVar(&cfg.CoreCheckInterval, "core-check-interval", 10*time.Second, "period of the core's full invariant check on the read replica; a violation halts its market or the core (0 = off)")
+	prot := protection.Default()
+	fs.DurationVar(&cfg.Protection.CoreCheckInterval, "core-check-interval", prot.CoreCheckInterval, "period of the core's full invariant check on the read replica; a violation halts its market or the core (0 = off)")
 	fs.Uint64Var(&cfg.FollowerMaxRetained, "follower-max-retained", uint64(journal.DefaultMaxRetained), "WAL commands kept for a follower (the Postgres sink) that does not advance; past it the follower is released with a CRITICAL alert and its gap recorded")
-	fs.DurationVar(&cfg.AuditRetention, "audit-retention", persist.DefaultAuditRetention, "how long the wal_events audit rows are kept in Postgres (0 = forever)")
+	fs.DurationVar(&cfg.Protection.AuditRetention, "audit-retention", prot.AuditRetention, "how long the wal_events audit rows are kept in Postgres (0 = forever)")
 	fs.IntVar(&cfg.HistoryWindow, "history-window", gateway.MaxFinishedOrders, "finished orders and trades kept in memory for the order history; older ones come from Postgres")
 	p2p := gateway.DefaultP2PService()
 	fs.StringVar(&cfg.P2P.Asset, "p2p-asset", p2p.Asset, "the asset of the user-to-user transfer service (spec 003: /balance-service, /transfers); empty = service off")
@@ -212,7 +208,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if cfg.DataDir == "" {
 		return Config{}, usageError{errors.New("--data-dir must not be empty")}
 	}
-	if cfg.CoreCheckInterval < 0 || cfg.AuditRetention < 0 || cfg.FollowerMaxRetained == 0 {
+	if cfg.Protection.CoreCheckInterval < 0 || cfg.Protection.AuditRetention < 0 || cfg.FollowerMaxRetained == 0 {
 		return Config{}, usageError{errors.New("--core-check-interval and --audit-retention must be >= 0, --follower-max-retained > 0")}
 	}
 	if cfg.HistoryWindow < 1 || cfg.HistoryWindow > gateway.MaxFinishedOrders {

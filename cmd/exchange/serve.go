@@ -20,6 +20,7 @@ import (
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/archive"
 	"github.com/ubscore/ubscore/persist/chainside"
+	"github.com/ubscore/ubscore/protection"
 )
 
 // Shutdown budgets.
@@ -58,7 +59,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	p2pView := p2pm.OnView(log, cfg.P2P.Scale(cfg.Instruments.Assets))
 	hist := &gateway.History{Window: cfg.HistoryWindow}
 	ret := journal.NewRetention(core.Seq(cfg.FollowerMaxRetained), log)
-	prot := newProtection(m, reg, ret, log)
+	prot := protection.New(m.reg, m.violations, reg, ret, log)
 
 	var (
 		pool *pgxpool.Pool
@@ -68,7 +69,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Core: core.Config{AllowFaults: cfg.FaultInjection},
 		OnView: func(c *core.Command, evs []core.Event) {
 			hist.Apply(c, evs)
-			prot.breakers.Apply(c, evs)
+			prot.Breakers.Apply(c, evs)
 			m.onView(c, evs)
 			p2pView(c, evs)
 		},
@@ -112,13 +113,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m.pl.Store(pl)
-	prot.pl.Store(pl)
+	prot.SetPipeline(pl)
 	log.Info("exchange: core recovered", "durable_seq", pl.DurableSeq(), "data_dir", cfg.DataDir)
 	if err := instruments.Check(pl, cfg.Instruments); err != nil {
 		_ = pl.Close()
 		return err
 	}
-	if err := warmHistory(ctx, pl, hist, prot.breakers, log); err != nil {
+	if err := warmHistory(ctx, pl, hist, prot.Breakers, log); err != nil {
 		cerr := pl.Close()
 		if ctx.Err() != nil { // SIGTERM during start-up: a graceful stop
 			log.Info("exchange: shutting down during start-up", "cause", context.Cause(ctx).Error())
@@ -170,7 +171,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return serving.Load() && (pool == nil || migrated.Load()) && (chain == nil || chain.Started())
 	}
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
-		Observer: m, Metrics: m.handler(), Ready: ready, Breakers: prot.breakers, CoreFaults: cfg.FaultInjection}
+		Observer: m, Metrics: m.handler(), Ready: ready, Breakers: prot.Breakers, CoreFaults: cfg.FaultInjection}
 	var xfers *transfers
 	if pool != nil {
 		pgh := newPGHealth(pool, log)
@@ -226,7 +227,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return abort(err)
 	}
-	stopProt := prot.start(pl, pool, &migrated, cfg)
+	stopProt := prot.Start(pl, pool, &migrated, cfg.Protection)
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(gateway.NewDeadlineListener(ln, 0)) }()
 	serving.Store(true)
