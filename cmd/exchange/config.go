@@ -11,10 +11,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/ubscore/ubscore/gateway"
@@ -320,22 +318,4 @@ func readSecretFile(path string, log *slog.Logger) (Secret, error) {
 		log.Warn("exchange: the JWT secret file is readable by other users; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
 	}
 	return Secret(s), nil
-}
-
-// redactURL is a Postgres URL fit for logs: the password (user info or
-// ?password=) replaced, a key/value DSN not shown at all.
-func redactURL(s string) string {
-	if !strings.HasPrefix(s, "postgres://") && !strings.HasPrefix(s, "postgresql://") {
-		return "(DSN not shown)"
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL not shown)"
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
 }

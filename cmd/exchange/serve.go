@@ -82,21 +82,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}),
 	}
 	if cfg.PGURL != "" {
-		pcfg, err := pgxpool.ParseConfig(cfg.PGURL)
-		if err != nil {
-			return fmt.Errorf("postgres: %s: %w", redactURL(cfg.PGURL), err)
-		}
-		// synchronous_commit stays on: the WAL retention pin is the sink's
-		// persisted seq, which must be durable in Postgres (with it off, a
-		// Postgres crash could lose commits whose WAL was already released;
-		// measured: it did not raise the sink's throughput here anyway).
-		if plainOnLoopback(cfg.PGURL, &pcfg.ConnConfig.Config, os.Getenv) {
-			log.Info("postgres: server on this machine, TLS off (set sslmode to choose)")
-		}
-		persist.ConfigurePool(pcfg)
-		pool, err = pgxpool.NewWithConfig(ctx, pcfg) // connects lazily: Postgres may be down now
-		if err != nil {
-			return fmt.Errorf("postgres: %s: %w", redactURL(cfg.PGURL), err)
+		if pool, err = persist.OpenPool(ctx, cfg.PGURL, os.Getenv, log); err != nil {
+			return err
 		}
 		defer pool.Close()
 		sink = persist.NewSink(pool, persist.Options{Logger: log})
@@ -174,9 +161,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Observer: m, Metrics: m.handler(), Ready: ready, Breakers: prot.Breakers, CoreFaults: cfg.FaultInjection}
 	var xfers *transfers
 	if pool != nil {
-		pgh := newPGHealth(pool, log)
-		sinkWG.Go(func() { pgh.run(sinkCtx) })
-		scfg.Degraded = pgh.degraded
+		pgh := persist.NewHealth(pool, log)
+		sinkWG.Go(func() { pgh.Run(sinkCtx) })
+		scfg.Degraded = pgh.Degraded
 		scfg.Archive = &archive.Archive{Pool: pool, Timeout: archive.Timeout, Ready: &migrated, Persisted: sink.PersistedSeqCached}
 		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log); err != nil {
 			stopSink()
