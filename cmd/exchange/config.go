@@ -21,6 +21,7 @@ import (
 	"github.com/ubscore/ubscore/persist/chainside"
 	"github.com/ubscore/ubscore/persist/transfer"
 	"github.com/ubscore/ubscore/protection"
+	"github.com/ubscore/ubscore/publish"
 )
 
 // Config is the server's resolved configuration. Every setting is a flag
@@ -79,8 +80,8 @@ type Config struct {
 	HistoryWindow int
 	// P2P is the user-to-user transfer service (spec 003; gateway/p2p_service.go).
 	P2P gateway.P2PServiceConfig
-	// Publish is the event publisher (NATS JetStream; publish.go).
-	Publish publishFlags
+	// Publish is the event publisher (NATS JetStream; package publish).
+	Publish publish.Config
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -180,7 +181,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.StringVar(&cfg.P2P.Asset, "p2p-asset", p2p.Asset, "the asset of the user-to-user transfer service (spec 003: /balance-service, /transfers); empty = service off")
 	fs.DurationVar(&cfg.P2P.Hold, "p2p-hold", p2p.Hold, "how long a user-to-user transfer stays PENDING (cancellable) before it executes")
 	fs.DurationVar(&cfg.P2P.Tick, "p2p-tick", p2p.Tick, "how often the timer executes the due user-to-user transfers")
-	cfg.Publish.register(fs)
+	pub := publish.Default()
+	fs.StringVar(&cfg.Publish.Stream, "nats-stream", pub.Stream, "the JetStream stream the event publisher writes (one writer per stream)")
+	fs.StringVar(&cfg.Publish.Prefix, "nats-subject-prefix", pub.Prefix, "the prefix of the stream's subjects (ubs. gives ubs.transfer.created, ubs.trade, ...)")
+	fs.StringVar(&cfg.Publish.NATSURL, "nats-url", pub.NATSURL, "NATS server (JetStream) the event publisher writes stream "+publish.Stream+" to, e.g. nats://127.0.0.1:4222; empty = publisher off; env UBS_NATS_URL")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -254,7 +258,10 @@ func registerChain(fs *flag.FlagSet, c *chainside.Config) {
 		"default daily withdrawal limits per user: SYMBOL:DAILY_AMOUNT:DAILY_COUNT,... (UTC day; 0 = no limit; admin endpoints override per user)")
 }
 
-var chainEnv = []envFlag{{"chain-rpc", []string{"UBS_CHAIN_RPC"}}, {"chain-key-file", []string{"UBS_CHAIN_KEY_FILE"}}}
+var (
+	chainEnv   = []envFlag{{"chain-rpc", []string{"UBS_CHAIN_RPC"}}, {"chain-key-file", []string{"UBS_CHAIN_KEY_FILE"}}}
+	publishEnv = []envFlag{{"nats-url", []string{"UBS_NATS_URL"}}}
+)
 
 // loadConfig is parseConfig plus the secret: the configured one, or the
 // data dir's jwt.secret (generated, and logged as generated, on first run).

@@ -77,6 +77,14 @@ func newMetrics() *metrics {
 	return m
 }
 
+// durableSeq is the WAL's durable seq (0 before the core is up).
+func (m *metrics) durableSeq() core.Seq {
+	if pl := m.pl.Load(); pl != nil {
+		return pl.DurableSeq()
+	}
+	return 0
+}
+
 // read runs fn on the core's read view (false: no core yet, or stopped).
 func (m *metrics) read(fn func(*core.Processor)) bool {
 	pl := m.pl.Load()

@@ -21,6 +21,7 @@ import (
 	"github.com/ubscore/ubscore/persist/archive"
 	"github.com/ubscore/ubscore/persist/chainside"
 	"github.com/ubscore/ubscore/protection"
+	"github.com/ubscore/ubscore/publish"
 )
 
 // Shutdown budgets.
@@ -74,12 +75,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			p2pView(c, evs)
 		},
 		OnJournalBatch: m.journalBatch,
-		TruncateLimit: ret.TruncateLimit(func() core.Seq {
-			if pl := m.pl.Load(); pl != nil {
-				return pl.DurableSeq()
-			}
-			return 0
-		}),
+		TruncateLimit:  ret.TruncateLimit(m.durableSeq),
 	}
 	if cfg.PGURL != "" {
 		if pool, err = persist.OpenPool(ctx, cfg.PGURL, os.Getenv, log); err != nil {
@@ -94,7 +90,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("postgres: none; orders and balances run from the WAL alone, no SQL read model is written")
 	}
 
-	pub := newPublisher(cfg.Publish, ret, m, log)
+	pub := publish.NewFollower(cfg.Publish, ret, m.reg, m.durableSeq, log)
 	pl, err := journal.Start(jc)
 	if err != nil {
 		return err
@@ -142,7 +138,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}()
 	}
 
-	runPublisher(sinkCtx, pub, pl, &sinkWG)
+	publish.Start(sinkCtx, pub, pl, &sinkWG)
 
 	// Ready (issue 20): recovery done, HTTP serving, and every enabled
 	// feature initialised once: with Postgres, its migrations applied (the
