@@ -17,6 +17,7 @@ import (
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/journal"
+	exmetrics "github.com/ubscore/ubscore/metrics"
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/archive"
 	"github.com/ubscore/ubscore/persist/chainside"
@@ -56,11 +57,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m := newMetrics()
-	p2pm := gateway.NewP2PMetrics(m.reg, m.read, latencyBuckets)
+	p2pm := gateway.NewP2PMetrics(m.Reg, m.Read, exmetrics.LatencyBuckets)
 	p2pView := p2pm.OnView(log, cfg.P2P.Scale(cfg.Instruments.Assets))
 	hist := &gateway.History{Window: cfg.HistoryWindow}
 	ret := journal.NewRetention(core.Seq(cfg.FollowerMaxRetained), log)
-	prot := protection.New(m.reg, m.violations, reg, ret, log)
+	prot := protection.New(m.Reg, m.Violations, reg, ret, log)
 
 	var (
 		pool *pgxpool.Pool
@@ -71,11 +72,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		OnView: func(c *core.Command, evs []core.Event) {
 			hist.Apply(c, evs)
 			prot.Breakers.Apply(c, evs)
-			m.onView(c, evs)
+			m.OnView(c, evs)
 			p2pView(c, evs)
 		},
-		OnJournalBatch: m.journalBatch,
-		TruncateLimit:  ret.TruncateLimit(m.durableSeq),
+		OnJournalBatch: m.JournalBatch,
+		TruncateLimit:  ret.TruncateLimit(m.DurableSeq),
 	}
 	if cfg.PGURL != "" {
 		if pool, err = persist.OpenPool(ctx, cfg.PGURL, os.Getenv, log); err != nil {
@@ -83,19 +84,18 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		defer pool.Close()
 		sink = persist.NewSink(pool, persist.Options{Logger: log})
-		persisted := sink.PersistedSeqCached
-		m.persisted.Store(&persisted)
-		ret.Register("sink", persisted)
+		m.SetPersisted(sink.PersistedSeqCached)
+		ret.Register("sink", sink.PersistedSeqCached)
 	} else {
 		log.Warn("postgres: none; orders and balances run from the WAL alone, no SQL read model is written")
 	}
 
-	pub := publish.NewFollower(cfg.Publish, ret, m.reg, m.durableSeq, log)
+	pub := publish.NewFollower(cfg.Publish, ret, m.Reg, m.DurableSeq, log)
 	pl, err := journal.Start(jc)
 	if err != nil {
 		return err
 	}
-	m.pl.Store(pl)
+	m.SetPipeline(pl)
 	prot.SetPipeline(pl)
 	log.Info("exchange: core recovered", "durable_seq", pl.DurableSeq(), "data_dir", cfg.DataDir)
 	if err := instruments.Check(pl, cfg.Instruments); err != nil {
@@ -154,7 +154,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return serving.Load() && (pool == nil || migrated.Load()) && (chain == nil || chain.Started())
 	}
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
-		Observer: m, Metrics: m.handler(), Ready: ready, Breakers: prot.Breakers, CoreFaults: cfg.FaultInjection}
+		Observer: m, Metrics: m.Handler(), Ready: ready, Breakers: prot.Breakers, CoreFaults: cfg.FaultInjection}
 	var xfers *transfers
 	if pool != nil {
 		pgh := persist.NewHealth(pool, log)
@@ -187,7 +187,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = pl.Close()
 		return err
 	}
-	chain, err = chainside.Start(cfg.Chain, cfg.Instruments.Assets, pool, m.reg, &migrated, log)
+	chain, err = chainside.Start(cfg.Chain, cfg.Instruments.Assets, pool, m.Reg, &migrated, log)
 	if err != nil {
 		return abort(err)
 	}
