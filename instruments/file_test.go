@@ -18,7 +18,7 @@ func TestDefaultConfigCommandsUnchanged(t *testing.T) {
 		{Kind: core.KindConfigAsset, Asset: 1, BaseScale: 6},
 		{Kind: core.KindConfigAsset, Asset: 2, BaseScale: 8},
 		{Kind: core.KindConfigAsset, Asset: 3, BaseScale: 8},
-		{Kind: core.KindConfigAsset, Asset: 4, BaseScale: 2}, // USD (issue 23); data dirs from before get it from startP2P
+		{Kind: core.KindConfigAsset, Asset: 4, BaseScale: 2}, // USD (issue 23); data dirs from before get it from gateway.StartP2P
 		{Kind: core.KindConfigMarket, Market: 1, Cfg: core.MarketCfg{Base: 2, Quote: 1, BaseScale: 8, Tick: 10_000, Lot: 10_000,
 			MinQty: 10_000, MaxQty: 1_000 * 100_000_000, MakerFee: 1_000, TakerFee: 2_000}},
 		{Kind: core.KindConfigMarket, Market: 2, Cfg: core.MarketCfg{Base: 3, Quote: 1, BaseScale: 8, Tick: 10_000, Lot: 10_000,
