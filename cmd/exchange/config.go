@@ -21,6 +21,7 @@ import (
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/stream"
 )
 
 // Config is the server's resolved configuration. Every setting is a flag
@@ -91,6 +92,8 @@ type Config struct {
 	P2P p2pFlags
 	// Publish is the event publisher (NATS JetStream; publish.go).
 	Publish publishFlags
+	// Stream is the WebSocket fan-out, GET /ws (package stream).
+	Stream stream.Flags
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -184,6 +187,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.IntVar(&cfg.HistoryWindow, "history-window", gateway.MaxFinishedOrders, "finished orders and trades kept in memory for the order history; older ones come from Postgres")
 	cfg.P2P.register(fs)
 	cfg.Publish.register(fs)
+	cfg.Stream.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()

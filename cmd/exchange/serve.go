@@ -18,6 +18,7 @@ import (
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist"
+	"github.com/ubscore/ubscore/stream"
 )
 
 // Shutdown budgets.
@@ -218,6 +219,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	scfg.P2P = p2p
 	srv := gateway.NewServer(scfg)
 	hs := srv.HTTPServer()
+	ws := stream.New(cfg.Stream.Config(reg, auth, pl, log)) // GET /ws: a follower of the WAL
+	if err := ws.Register(m.reg); err != nil {
+		return abort(err)
+	}
+	sinkWG.Go(func() { ws.Run(sinkCtx) })
+	hs.Handler = ws.Wrap(hs.Handler)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return abort(err)
@@ -240,6 +247,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Error("exchange: http server failed", "err", err)
 	}
 	serving.Store(false)
+	ws.Close(httpDrainTimeout) // every socket gets 1001 (fasthttp's shutdown leaves hijacked ones open)
 	sctx, cancel := context.WithTimeout(context.Background(), httpDrainTimeout)
 	if err := hs.ShutdownWithContext(sctx); err != nil {
 		log.Warn("exchange: http shutdown", "err", err)
