@@ -83,7 +83,8 @@ func (h *Hub) Handler(ctx *fasthttp.RequestCtx) {
 		}
 		cl = &c
 	}
-	c := &conn{h: h, out: make(chan []byte, h.cfg.Buffer), done: make(chan struct{}), subs: map[subKey]*privSub{}}
+	c := &conn{h: h, out: make(chan []byte, h.cfg.Buffer), done: make(chan struct{}), closing: make(chan struct{}),
+		subs: map[subKey]*privSub{}}
 	if cl != nil {
 		c.claims = *cl
 	}
@@ -125,14 +126,19 @@ type subKey struct {
 // conn is one socket. Its reader runs on the upgrade's goroutine, its
 // writer on its own; the hub only ever enqueues (never blocks on it).
 type conn struct {
-	h      *Hub
-	ws     *websocket.Conn
-	out    chan []byte
-	done   chan struct{} // closed when the reader has ended
-	dead   atomic.Bool
-	once   sync.Once
-	claims gateway.Claims // under h.mu (UserID 0: none)
-	subs   map[subKey]*privSub
+	h  *Hub
+	ws *websocket.Conn // used only by run and its writer (fasthttp reuses it after run returns)
+	// closing is closed by kill; the writer then sends the close frame
+	// (killCode, killReason) and closes the socket.
+	closing    chan struct{}
+	killCode   int
+	killReason string
+	out        chan []byte
+	done       chan struct{} // closed when the reader has ended
+	dead       atomic.Bool
+	once       sync.Once
+	claims     gateway.Claims // under h.mu (UserID 0: none)
+	subs       map[subKey]*privSub
 }
 
 func (c *conn) isDead() bool { return c.dead.Load() }
@@ -180,14 +186,9 @@ func (c *conn) sendWait(msg []byte, d time.Duration) bool {
 // kill closes the socket with code (once); the reader then cleans up.
 func (c *conn) kill(code int, reason string) {
 	c.once.Do(func() {
+		c.killCode, c.killReason = code, reason
 		c.dead.Store(true)
-		go func() {
-			if c.ws != nil {
-				_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason),
-					time.Now().Add(time.Second))
-				_ = c.ws.Close()
-			}
-		}()
+		close(c.closing)
 	})
 }
 
@@ -244,7 +245,8 @@ func (c *conn) run() {
 	// stalled reader fills the queue (and is closed) within about
 	// sendBuffer bytes, and 10,000 stalled sockets cannot pin 4 MB each.
 	setSendBuffer(c.ws.NetConn(), sendBuffer)
-	go c.writer()
+	wrote := make(chan struct{})
+	go func() { defer close(wrote); c.writer() }()
 	c.ws.SetReadLimit(MaxMessageBytes)
 	_ = c.ws.SetReadDeadline(time.Now().Add(idleLimit))
 	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(idleLimit)) })
@@ -258,6 +260,7 @@ func (c *conn) run() {
 	}
 	c.dead.Store(true)
 	close(c.done)
+	<-wrote
 	_ = c.ws.Close()
 	h.mu.Lock()
 	delete(h.conns, c)
@@ -295,6 +298,7 @@ func (c *conn) writer() {
 					c.h.met.slow.Add(1)
 				}
 				c.kill(CloseSlow, "slow consumer: write timed out")
+				_ = c.ws.Close()
 				return
 			}
 		case now := <-t.C:
@@ -302,10 +306,17 @@ func (c *conn) writer() {
 				lastPing = now
 				if err := c.ws.WriteControl(websocket.PingMessage, nil, now.Add(c.h.cfg.WriteTimeout)); err != nil {
 					c.kill(CloseSlow, "slow consumer: ping timed out")
+					_ = c.ws.Close()
 					return
 				}
 			}
 			c.h.expire(c)
+		case <-c.closing:
+			// Within a second: a stalled reader's socket may take nothing more.
+			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.killCode, c.killReason),
+				time.Now().Add(time.Second))
+			_ = c.ws.Close() // the reader's ReadMessage fails: run cleans up
+			return
 		case <-c.done:
 			return
 		}
@@ -374,10 +385,12 @@ func (h *Hub) subscribe(c *conn, r *Request) *Error {
 	if _, dup := c.subs[k]; dup {
 		return badReq(CodeAlreadySubscribed, "already subscribed to this channel")
 	}
-	if len(c.subs) >= h.cfg.MaxSubs {
-		return badReq(CodeTooManySubs, "at most "+strconv.Itoa(h.cfg.MaxSubs)+" subscriptions per socket")
-	}
+	full := len(c.subs) >= h.cfg.MaxSubs
+	tooMany := badReq(CodeTooManySubs, "at most "+strconv.Itoa(h.cfg.MaxSubs)+" subscriptions per socket")
 	if !r.Channel.Private() {
+		if full {
+			return tooMany
+		}
 		s := h.streams[k.s]
 		if s == nil {
 			s = &mstream{key: k.s}
@@ -401,6 +414,9 @@ func (h *Hub) subscribe(c *conn, r *Request) *Error {
 	}
 	if !h.cfg.Now().Before(c.claims.ExpiresAt) {
 		return badReq(CodeTokenExpired, "the token has expired")
+	}
+	if full {
+		return tooMany
 	}
 	if r.Channel == ChFunding {
 		return h.subscribeFunding(c, r)

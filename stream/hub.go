@@ -160,7 +160,7 @@ type privSub struct {
 	replaying bool
 	pending   [][]byte // live messages held while replaying
 	active    bool
-	gone      bool
+	gone      atomic.Bool // unsubscribed (a replay in flight stops)
 }
 
 // Run follows the WAL from its durable end until ctx ends (or the
@@ -533,7 +533,7 @@ func diffLevels(dst, old, nw []core.PriceLevel, desc bool) []core.PriceLevel {
 // a replay of since+1..delivered from the WAL, then live.
 func (h *Hub) activate(n namer) {
 	for _, ps := range h.pwait {
-		if ps.gone || ps.c.isDead() {
+		if ps.gone.Load() || ps.c.isDead() {
 			continue
 		}
 		d := h.delivered
@@ -649,13 +649,16 @@ func (h *Hub) replay(ps *privSub, from, to core.Seq) {
 			pb.build(r.Cmd, r.Events, want, n)
 		}
 		for i := range pb.msgs {
-			if !ps.c.sendWait(pb.msgs[i].data, h.cfg.WriteTimeout) {
+			if ps.gone.Load() || !ps.c.sendWait(pb.msgs[i].data, h.cfg.WriteTimeout) {
 				return
 			}
 		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if ps.gone.Load() {
+		return
+	}
 	for _, m := range ps.pending {
 		ps.c.send(m)
 	}
@@ -663,7 +666,8 @@ func (h *Hub) replay(ps *privSub, from, to core.Seq) {
 }
 
 func (h *Hub) unsubscribePriv(ps *privSub) {
-	ps.gone, ps.active = true, false
+	ps.gone.Store(true)
+	ps.active = false
 	list := h.users[ps.user]
 	for i, x := range list {
 		if x == ps {

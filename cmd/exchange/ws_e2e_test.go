@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -260,12 +261,14 @@ type privateLog struct {
 	seen map[string]bool   // channel/seq
 	// balances: asset -> [available, frozen] (snapshot + deltas)
 	bal   map[string][2]int64
-	fills map[uint64]int64 // order id -> filled quantity (units) from TRADE events
-	ids   map[uint64]bool  // order ids seen
-	n     int              // messages taken
+	fills map[uint64]int64    // order id -> filled quantity (units) from TRADE events
+	ids   map[uint64]bool     // order ids seen
+	xfers map[uint64][]string // transfer id -> statuses in order
+	pos   map[string][2]int64 // binary market -> [yes, no] shares (the last POSITION)
+	n     int                 // messages taken
 }
 
-var wsScales = map[string]int{"BTC": 8, "USDT": 6, "ETH": 8}
+var wsScales = map[string]int{"BTC": 8, "USDT": 6, "ETH": 8, "USD": 2}
 
 func (p *privateLog) take(t *testing.T, msgs []map[string]any) {
 	t.Helper()
@@ -302,6 +305,13 @@ func (p *privateLog) take(t *testing.T, msgs []map[string]any) {
 				a := e["asset"].(string)
 				b := p.bal[a]
 				p.bal[a] = [2]int64{b[0] + dec(t, e["d_available"], wsScales[a]), b[1] + dec(t, e["d_frozen"], wsScales[a])}
+			case "transfers":
+				x := id(t, e["transfer_id"])
+				p.xfers[x] = append(p.xfers[x], e["status"].(string))
+			case "positions":
+				if e["event"] == "POSITION" {
+					p.pos[e["market"].(string)] = [2]int64{int64(e["yes"].(float64)), int64(e["no"].(float64))}
+				}
 			case "orders":
 				oid := id(t, e["order_id"])
 				p.ids[oid] = true
@@ -319,7 +329,7 @@ func (p *privateLog) take(t *testing.T, msgs []map[string]any) {
 
 func newPrivateLog() *privateLog {
 	return &privateLog{last: map[string]uint64{}, seen: map[string]bool{}, bal: map[string][2]int64{},
-		fills: map[uint64]int64{}, ids: map[uint64]bool{}}
+		fills: map[uint64]int64{}, ids: map[uint64]bool{}, xfers: map[uint64][]string{}, pos: map[string][2]int64{}}
 }
 
 // TestWSStreams runs the WebSocket streams against the real binary, on one
@@ -331,9 +341,10 @@ func newPrivateLog() *privateLog {
 // answered; an expired token closes the private channels; SIGTERM closes
 // every socket with 1001.
 func TestWSStreams(t *testing.T) {
+	wsFlags := []string{"--ws-buffer", "256", "--p2p-hold", "1s"}
 	t.Parallel()
 	dir := t.TempDir()
-	s := e2eStart(t, dir, "", "--ws-buffer", "256")
+	s := e2eStart(t, dir, "", wsFlags...)
 	admin := s.token(1000, true)
 	const users = 6
 	tok := map[uint64]string{}
@@ -363,7 +374,7 @@ func TestWSStreams(t *testing.T) {
 
 	// User 1's private stream (token on connect), and user 7's, who never trades.
 	priv := wsDial(t, s.addr, tok[1], true)
-	for _, ch := range []string{"balances", "orders", "transfers"} {
+	for _, ch := range []string{"balances", "orders", "transfers", "positions"} {
 		priv.subscribe(map[string]any{"channel": ch})
 	}
 	other := wsDial(t, s.addr, "", true)
@@ -393,6 +404,28 @@ func TestWSStreams(t *testing.T) {
 	exp := wsDial(t, s.addr, short, true)
 	exp.subscribe(map[string]any{"channel": "orders"})
 
+	// Spec 003 transfers between users 1 and 2 (the hold is 1 s): created,
+	// one cancelled, the others completed.
+	for i, h := range []string{"wsone", "wstwo"} {
+		if st, b := s.do("POST", "/balance-service/users", admin, fmt.Sprintf(`{"userId":%q,"initialBalance":100,"id":%d}`, h, i+1)); st != 200 {
+			t.Fatalf("p2p user: %d %v", st, b)
+		}
+	}
+	myXfers := map[uint64]string{}
+	transfer := func(cancel bool) {
+		st, b := s.do("POST", "/transfers", tok[1], `{"fromUserId":"wsone","toUserId":"wstwo","amount":1.5}`)
+		if st != 200 {
+			t.Fatalf("transfer: %d %v", st, b)
+		}
+		x := uint64(b["transferId"].(float64))
+		myXfers[x] = "PENDING,COMPLETED"
+		if cancel {
+			if st, b := s.do("POST", fmt.Sprint("/transfers/", x, "/cancel"), tok[1], nil); st != 200 {
+				t.Fatalf("cancel transfer: %d %v", st, b)
+			}
+			myXfers[x] = "PENDING,CANCELLED"
+		}
+	}
 	myOrders := map[uint64]bool{}
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(36, 1))
@@ -482,6 +515,22 @@ func TestWSStreams(t *testing.T) {
 				t.Fatalf("user 1's %s: snapshot + deltas %v, GET /balances %v", a, plog.bal[a], want[a])
 			}
 		}
+		for x, want := range myXfers {
+			if got := strings.Join(plog.xfers[x], ","); got != want {
+				t.Fatalf("transfer %d: the stream says %s, want %s", x, got, want)
+			}
+		}
+		if len(plog.xfers) != len(myXfers) {
+			t.Fatalf("transfers %v, made %v", plog.xfers, myXfers)
+		}
+		_, ps := s.do("GET", "/api/v1/positions", tok[1], nil)
+		for _, p := range ps["positions"].([]any) {
+			p := p.(map[string]any)
+			m := fmt.Sprint(id(t, p["market_id"]))
+			if got := plog.pos[m]; fmt.Sprint(got[0], got[1]) != fmt.Sprint(p["yes_volume"], p["no_volume"]) {
+				t.Fatalf("position in %s: the stream says %v, GET /positions %v", m, got, p)
+			}
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		for oid := range plog.ids {
@@ -511,17 +560,21 @@ func TestWSStreams(t *testing.T) {
 		}
 	}
 
+	transfer(false)
+	transfer(true)
 	place(600)
+	transfer(false)
 	// A forced reconnect: the private stream resumes with since.
 	plog.take(t, priv.all())
 	_ = priv.c.Close()
 	place(300)
 	priv = wsDial(t, s.addr, tok[1], true)
-	for _, ch := range []string{"balances", "orders"} {
+	for _, ch := range []string{"balances", "orders", "transfers", "positions"} {
 		priv.subscribe(map[string]any{"channel": ch, "since": plog.last[ch]})
 	}
 	plog.n = 0
 	place(600)
+	time.Sleep(1500 * time.Millisecond) // the transfers' hold passes: they execute
 	checkBooks(s, pub)
 	checkPrivate(s, priv)
 	if len(other.all()) != 3 { // two answers and the balances snapshot
@@ -559,9 +612,9 @@ func TestWSStreams(t *testing.T) {
 	// SIGKILL, restart on the same data dir: the private stream resumes with since.
 	plog.take(t, priv.all())
 	s.Kill()
-	s = e2eStart(t, dir, "", "--ws-buffer", "256")
+	s = e2eStart(t, dir, "", wsFlags...)
 	priv = wsDial(t, s.addr, tok[1], true)
-	for _, ch := range []string{"balances", "orders"} {
+	for _, ch := range []string{"balances", "orders", "transfers", "positions"} {
 		priv.subscribe(map[string]any{"channel": ch, "since": plog.last[ch]})
 	}
 	plog.n = 0
