@@ -84,9 +84,10 @@ func (h *Hub) Handler(ctx *fasthttp.RequestCtx) {
 		cl = &c
 	}
 	c := &conn{h: h, out: make(chan []byte, h.cfg.Buffer), done: make(chan struct{}), closing: make(chan struct{}),
-		subs: map[subKey]*privSub{}}
+		ctl: make(chan ctlFrame, 4), subs: map[subKey]*privSub{}}
 	if cl != nil {
 		c.claims = *cl
+		c.expires.Store(cl.ExpiresAt.UnixNano())
 	}
 	h.mu.Lock()
 	switch {
@@ -131,6 +132,7 @@ type conn struct {
 	// closing is closed by kill; the writer then sends the close frame
 	// (killCode, killReason) and closes the socket.
 	closing    chan struct{}
+	ctl        chan ctlFrame
 	killCode   int
 	killReason string
 	out        chan []byte
@@ -138,6 +140,7 @@ type conn struct {
 	dead       atomic.Bool
 	once       sync.Once
 	claims     gateway.Claims // under h.mu (UserID 0: none)
+	expires    atomic.Int64   // claims.ExpiresAt in unix ns (0: no token), read without h.mu
 	subs       map[subKey]*privSub
 }
 
@@ -250,6 +253,21 @@ func (c *conn) run() {
 	c.ws.SetReadLimit(MaxMessageBytes)
 	_ = c.ws.SetReadDeadline(time.Now().Add(idleLimit))
 	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(idleLimit)) })
+	// The writer alone writes: the reader's answers go through ctl.
+	c.ws.SetPingHandler(func(data string) error {
+		select {
+		case c.ctl <- ctlFrame{op: framePong, payload: []byte(data)}:
+		default: // a client pinging faster than it reads: skip the pong
+		}
+		return c.ws.SetReadDeadline(time.Now().Add(idleLimit))
+	})
+	c.ws.SetCloseHandler(func(code int, _ string) error {
+		select {
+		case c.ctl <- ctlFrame{op: frameClose, payload: websocket.FormatCloseMessage(code, "")}:
+		default:
+		}
+		return nil
+	})
 	for {
 		_, data, err := c.ws.ReadMessage()
 		if err != nil {
@@ -285,15 +303,61 @@ func setSendBuffer(nc net.Conn, n int) {
 	}
 }
 
+// WebSocket frame opcodes the writer sends (RFC 6455 §5.2), FIN set.
+const (
+	frameText  = 0x81
+	frameClose = 0x88
+	framePing  = 0x89
+	framePong  = 0x8a
+)
+
+// appendFrame appends one unmasked server frame (RFC 6455 §5.2).
+func appendFrame(b []byte, op byte, payload []byte) []byte {
+	b = append(b, op)
+	switch n := len(payload); {
+	case n < 126:
+		b = append(b, byte(n))
+	case n <= 0xffff:
+		b = append(b, 126, byte(n>>8), byte(n))
+	default:
+		b = append(b, 127, byte(n>>56), byte(n>>48), byte(n>>40), byte(n>>32), byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+	return append(b, payload...)
+}
+
+// maxWrite bounds the bytes of queued messages the writer sends in one
+// write: it takes every message waiting (a frame's depth, trades and
+// ticker) and writes their frames with one system call.
+const maxWrite = 64 << 10
+
+// writer is the only goroutine that writes to the socket (the reader's
+// ping and close handlers hand their answers to it through ctl): it
+// frames the queued messages itself, many per write.
 func (c *conn) writer() {
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	nc := c.ws.NetConn()
+	var buf []byte
+	write := func(op byte, m []byte, d time.Duration) bool {
+		buf = appendFrame(buf[:0], op, m)
+		for op == frameText && len(buf) < maxWrite {
+			select {
+			case m := <-c.out:
+				buf = appendFrame(buf, frameText, m)
+				continue
+			default:
+			}
+			break
+		}
+		_ = nc.SetWriteDeadline(time.Now().Add(d))
+		_, err := nc.Write(buf)
+		return err == nil
+	}
 	lastPing := time.Now()
 	for {
 		select {
 		case m := <-c.out:
-			_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
-			if err := c.ws.WriteMessage(websocket.TextMessage, m); err != nil {
+			if !write(frameText, m, c.h.cfg.WriteTimeout) {
 				if !c.dead.Load() {
 					c.h.met.slow.Add(1)
 				}
@@ -301,10 +365,16 @@ func (c *conn) writer() {
 				_ = c.ws.Close()
 				return
 			}
+		case f := <-c.ctl:
+			if !write(f.op, f.payload, c.h.cfg.WriteTimeout) {
+				c.kill(CloseSlow, "slow consumer: write timed out")
+				_ = c.ws.Close()
+				return
+			}
 		case now := <-t.C:
 			if now.Sub(lastPing) >= pingEvery {
 				lastPing = now
-				if err := c.ws.WriteControl(websocket.PingMessage, nil, now.Add(c.h.cfg.WriteTimeout)); err != nil {
+				if !write(framePing, nil, c.h.cfg.WriteTimeout) {
 					c.kill(CloseSlow, "slow consumer: ping timed out")
 					_ = c.ws.Close()
 					return
@@ -313,14 +383,19 @@ func (c *conn) writer() {
 			c.h.expire(c)
 		case <-c.closing:
 			// Within a second: a stalled reader's socket may take nothing more.
-			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.killCode, c.killReason),
-				time.Now().Add(time.Second))
+			write(frameClose, websocket.FormatCloseMessage(c.killCode, c.killReason), time.Second)
 			_ = c.ws.Close() // the reader's ReadMessage fails: run cleans up
 			return
 		case <-c.done:
 			return
 		}
 	}
+}
+
+// ctlFrame is a control frame the reader asks the writer to send.
+type ctlFrame struct {
+	op      byte
+	payload []byte
 }
 
 // handle answers one client message.
@@ -407,6 +482,7 @@ func (h *Hub) subscribe(c *conn, r *Request) *Error {
 		}
 		if cl.ExpiresAt.After(c.claims.ExpiresAt) {
 			c.claims = cl
+			c.expires.Store(cl.ExpiresAt.UnixNano())
 		}
 	}
 	if c.claims.UserID == 0 {
@@ -470,6 +546,9 @@ func (h *Hub) unsubscribePub(c *conn, k subKey) {
 
 // expire closes c's private channels once its token has expired.
 func (h *Hub) expire(c *conn) {
+	if e := c.expires.Load(); e == 0 || h.cfg.Now().UnixNano() < e {
+		return // no token, or not expired: no lock taken (every socket checks every second)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c.claims.UserID == 0 || h.cfg.Now().Before(c.claims.ExpiresAt) {
@@ -488,6 +567,7 @@ func (h *Hub) expire(c *conn) {
 		c.send(append(b, '}'))
 	}
 	c.claims = gateway.Claims{}
+	c.expires.Store(0)
 }
 
 // Close closes every socket with 1001 (going away) and refuses new ones;

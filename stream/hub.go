@@ -19,7 +19,7 @@ const (
 	DefaultMaxConns     = 10_000
 	DefaultMaxSubs      = 64
 	DefaultBuffer       = 4096
-	DefaultFrame        = 10 * time.Millisecond
+	DefaultFrame        = 100 * time.Millisecond
 	DefaultWriteTimeout = 5 * time.Second
 	// DepthLevels is how many price levels per side a depth stream keeps
 	// (gateway.MaxDepthLimit: the deepest GET /api/v1/depth).
