@@ -341,7 +341,7 @@ func newPrivateLog() *privateLog {
 // answered; an expired token closes the private channels; SIGTERM closes
 // every socket with 1001.
 func TestWSStreams(t *testing.T) {
-	wsFlags := []string{"--ws-buffer", "256", "--p2p-hold", "1s"}
+	wsFlags := []string{"--ws-buffer", "256", "--ws-frame", "10ms", "--p2p-hold", "1s"}
 	t.Parallel()
 	dir := t.TempDir()
 	s := e2eStart(t, dir, "", wsFlags...)
