@@ -579,6 +579,9 @@ func (h *Hub) Close(d time.Duration) {
 	for c := range h.conns {
 		c.kill(CloseGoingAway, "server shutting down")
 	}
+	if h.fundingCh != nil {
+		close(h.fundingCh)
+	}
 	h.mu.Unlock()
 	done := make(chan struct{})
 	go func() { h.wg.Wait(); close(done) }()

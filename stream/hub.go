@@ -12,6 +12,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/persist/transfer"
 )
 
 // Defaults of Config.
@@ -77,7 +78,10 @@ type Hub struct {
 	running atomic.Bool
 	ctx     context.Context
 	replays chan struct{}
-	wg      sync.WaitGroup // connections and replays
+	// funding channel (funding.go): nil until SetFunding
+	funding   FundingSource
+	fundingCh chan transfer.Transfer
+	wg        sync.WaitGroup // connections and replays
 }
 
 // New returns a hub for cfg.

@@ -171,13 +171,21 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
 		Observer: m, Metrics: m.handler(), Ready: ready, Breakers: prot.breakers, CoreFaults: cfg.FaultInjection}
+	ws := stream.New(cfg.Stream.Config(reg, auth, pl, log)) // GET /ws: a follower of the WAL
+	if err := ws.Register(m.reg); err != nil {
+		stopSink()
+		sinkWG.Wait()
+		_ = pl.Close()
+		return err
+	}
+	sinkWG.Go(func() { ws.Run(sinkCtx) })
 	var xfers *transfers
 	if pool != nil {
 		pgh := newPGHealth(pool, log)
 		sinkWG.Go(func() { pgh.run(sinkCtx) })
 		scfg.Degraded = pgh.degraded
 		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated, persisted: sink.PersistedSeqCached}
-		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log); err != nil {
+		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log, ws.FundingCommitted); err != nil {
 			stopSink()
 			sinkWG.Wait()
 			_ = pl.Close()
@@ -186,6 +194,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		xfers.register(m)
 		xfers.start()
 		scfg.Transfers = xfers
+		ws.SetFunding(xfers)
 		if xfers.faults != nil {
 			scfg.Faults = xfers.faults
 		}
@@ -219,11 +228,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	scfg.P2P = p2p
 	srv := gateway.NewServer(scfg)
 	hs := srv.HTTPServer()
-	ws := stream.New(cfg.Stream.Config(reg, auth, pl, log)) // GET /ws: a follower of the WAL
-	if err := ws.Register(m.reg); err != nil {
-		return abort(err)
-	}
-	sinkWG.Go(func() { ws.Run(sinkCtx) })
 	hs.Handler = ws.Wrap(hs.Handler)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
+	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/stream"
 )
 
@@ -638,5 +639,59 @@ func TestWSStreams(t *testing.T) {
 		if !errors.As(c.err, &ce) || ce.Code != websocket.CloseGoingAway {
 			t.Fatalf("socket closed with %v, want 1001", c.err)
 		}
+	}
+}
+
+// TestWSFunding: the funding channel (FUNDING lives in Postgres): a
+// snapshot of the caller's FUNDING balances on subscribe, then each state
+// change of their internal transfers with the balances after it; nothing
+// of another user's.
+func TestWSFunding(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.NewDB(t)
+	s := e2eStart(t, t.TempDir(), pg)
+	admin := s.token(1000, true)
+	for _, u := range []uint64{5, 6} {
+		if st, b := s.do("POST", "/admin/v1/deposit", admin, map[string]any{"user_id": u, "asset": "USDT", "amount": "1000",
+			"tx_ref": fmt.Sprint("ws-funding-", u)}); st != 200 {
+			t.Fatalf("deposit: %d %v", st, b)
+		}
+	}
+	usdt := func(m map[string]any) int64 {
+		for _, b := range m["balances"].([]any) {
+			if b := b.(map[string]any); b["asset"] == "USDT" {
+				return dec(t, b["available"], 6)
+			}
+		}
+		return -1
+	}
+	mine, other := wsDial(t, s.addr, s.token(5, false), true), wsDial(t, s.addr, s.token(6, false), true)
+	mine.subscribe(map[string]any{"channel": "funding"})
+	other.subscribe(map[string]any{"channel": "funding"})
+	snap := mine.waitFor("funding snapshot", 20*time.Second, func(m map[string]any) bool { return m["type"] == "snapshot" })
+	if usdt(snap) != 1000_000000 {
+		t.Fatalf("snapshot %v", snap)
+	}
+	for _, x := range []struct {
+		from, to, amount string
+		after            int64
+	}{{"FUNDING", "SPOT", "100", 900_000000}, {"SPOT", "FUNDING", "40", 940_000000}} {
+		st, b := s.do("POST", "/api/v1/internal_transfer", s.token(5, false), map[string]any{"from": x.from, "to": x.to,
+			"asset": "USDT", "amount": x.amount})
+		if st != 200 || b["state"] != "COMMITTED" {
+			t.Fatalf("transfer: %d %v", st, b)
+		}
+		tid := fmt.Sprint(b["transfer_id"])
+		m := mine.waitFor("COMMITTED "+tid, 20*time.Second, func(m map[string]any) bool {
+			tr, _ := m["transfer"].(map[string]any)
+			return tr != nil && fmt.Sprint(tr["transfer_id"]) == tid && tr["state"] == "COMMITTED"
+		})
+		if usdt(m) != x.after {
+			t.Fatalf("%s->%s: FUNDING USDT after COMMITTED %d, want %d: %v", x.from, x.to, usdt(m), x.after, m)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := len(other.all()); n != 2 { // the answer and its snapshot
+		t.Fatalf("user 6 got %v", other.all())
 	}
 }
