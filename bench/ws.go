@@ -39,12 +39,14 @@ import (
 //   - half: with the fan-out on, an open loop at half of this round's
 //     "off" rate: messages delivered per second (over every socket) and
 //     the latency from an order's acknowledgement (its durable answer) to
-//     the arrival of the first depth diff covering its seq, on two
-//     sampled sockets.
+//     the arrival of the depth diff covering its seq, on the first
+//     wsSampled sockets;
+//   - off again (the machine drifts: the round's "off" is the mean of the
+//     two, its ratio on/off).
 //
-// The report gives the medians over the rounds; Ratio = on/off (target >=
-// 0.9). The subscribers' own reading runs on the same cores as the
-// pipeline (no separate client machine here).
+// The report gives the medians over the rounds (target ratio >= 0.9). The
+// subscribers run in a child process (WSConfig.ClientCmd) but on the same
+// cores as the pipeline: no separate client machine here.
 
 // WSConfig configures RunWS.
 type WSConfig struct {
@@ -287,8 +289,11 @@ type WSClientReport struct {
 	Samples [][3]int64 `json:"samples"`
 }
 
+// wsSampled is how many sockets record latencies (the first ones).
+const wsSampled = 8
+
 // DialWSClients opens n subscribers (depth and trades of BTC-USD) to addr
-// and waits for every depth snapshot; sockets 0 and 1 are sampled.
+// and waits for every depth snapshot; the first wsSampled record latencies.
 func DialWSClients(addr string, n int) (*WSClientSet, error) {
 	cs := &WSClientSet{subs: make([]*wsSub, n)}
 	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second}
@@ -298,7 +303,7 @@ func DialWSClients(addr string, n int) (*WSClientSet, error) {
 			cs.Close()
 			return nil, fmt.Errorf("bench ws: subscriber %d: %w", i, err)
 		}
-		cs.subs[i] = &wsSub{c: c, sample: i < 2}
+		cs.subs[i] = &wsSub{c: c, sample: i < wsSampled}
 		for _, ch := range []string{"depth", "trades"} {
 			if err := c.WriteMessage(websocket.TextMessage, []byte(`{"op":"subscribe","channel":"`+ch+`","market":"BTC-USD"}`)); err != nil {
 				cs.Close()
