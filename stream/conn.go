@@ -28,6 +28,8 @@ const (
 	pingEvery = 20 * time.Second // a WebSocket ping; a client that answers nothing for idleLimit is closed
 	idleLimit = 60 * time.Second
 	tick      = time.Second // token expiry is checked this often
+	// slotWrite bounds one write while holding a write slot.
+	slotWrite = time.Second
 	// sendBuffer is each socket's kernel send buffer (SO_SNDBUF).
 	sendBuffer = 64 << 10
 )
@@ -349,8 +351,15 @@ func (c *conn) writer() {
 			}
 			break
 		}
-		_ = nc.SetWriteDeadline(time.Now().Add(d))
+		// At most writeSlots sockets write at once: the others wait parked,
+		// not runnable, so a frame's thousand writes do not queue the
+		// pipeline's goroutines behind them in the scheduler. Holding a
+		// slot, a write that cannot finish within slotWrite is a slow
+		// consumer's (its socket's buffers are full).
+		c.h.slots <- struct{}{}
+		_ = nc.SetWriteDeadline(time.Now().Add(min(d, slotWrite)))
 		_, err := nc.Write(buf)
+		<-c.h.slots
 		return err == nil
 	}
 	lastPing := time.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,7 @@ type Hub struct {
 	running atomic.Bool
 	ctx     context.Context
 	replays chan struct{}
+	slots   chan struct{} // write slots (conn.writer): at most 2 x GOMAXPROCS sockets write at once
 	// funding channel (funding.go): nil until SetFunding
 	funding   FundingSource
 	fundingCh chan transfer.Transfer
@@ -113,7 +115,7 @@ func New(cfg Config) *Hub {
 	}
 	return &Hub{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, streams: map[skey]*mstream{},
 		byMarket: map[core.MarketID][]*mstream{}, users: map[core.UserID][]*privSub{},
-		replays: make(chan struct{}, maxReplays), ctx: context.Background()}
+		replays: make(chan struct{}, maxReplays), slots: make(chan struct{}, 2*runtime.GOMAXPROCS(0)), ctx: context.Background()}
 }
 
 // skey names a public stream: a market, and an outcome for a binary market.
