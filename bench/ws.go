@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -146,8 +147,21 @@ func RunWS(cfg WSConfig) (WSResult, error) {
 	res.OfferedPerSec = med(func(r WSRound) float64 { return r.OfferedPerSec })
 	res.AchievedPerSec = med(func(r WSRound) float64 { return r.AchievedPerSec })
 	res.DeliveredMsgPerSec = med(func(r WSRound) float64 { return r.DeliveredMsgPerSec })
-	res.LatencyP50ms = med(func(r WSRound) float64 { return r.LatencyP50ms })
-	res.LatencyP99ms = med(func(r WSRound) float64 { return r.LatencyP99ms })
+	// Latencies: the rounds whose sampled sockets recorded any (a round
+	// whose sampled sockets were dropped, or whose frames came after the
+	// wait, has none).
+	var lat []WSRound
+	for _, r := range res.Rounds {
+		if r.LatencyP99ms > 0 {
+			lat = append(lat, r)
+		}
+	}
+	if len(lat) > 0 {
+		slices.SortFunc(lat, func(a, b WSRound) int { return cmp.Compare(a.LatencyP50ms, b.LatencyP50ms) })
+		res.LatencyP50ms = lat[len(lat)/2].LatencyP50ms
+		slices.SortFunc(lat, func(a, b WSRound) int { return cmp.Compare(a.LatencyP99ms, b.LatencyP99ms) })
+		res.LatencyP99ms = lat[len(lat)/2].LatencyP99ms
+	}
 	for _, r := range res.Rounds {
 		res.Dropped += r.Dropped
 	}
