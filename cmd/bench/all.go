@@ -41,6 +41,7 @@ type allProfile struct {
 	transferModes string
 	sweep         []string // sweep flags beyond http's
 	sink          []string // sink flags (closed loop: the full pipeline rate)
+	ws            []string // bench ws flags
 }
 
 var profiles = map[string]allProfile{
@@ -59,6 +60,7 @@ var profiles = map[string]allProfile{
 		transferModes: "fsm,fsm_batched,fsm_fused",
 		sweep:         []string{"--fractions", "0.1,0.25,0.5,0.75,0.9,1.0,1.1,1.2", "--duration", "8s", "--warmup", "1s"},
 		sink:          []string{"--commands", "300000"},
+		ws:            []string{"--subscribers", "1000", "--duration", "3s", "--rounds", "3"},
 	},
 	// quick: about a minute.
 	"quick": {name: "quick",
@@ -75,6 +77,7 @@ var profiles = map[string]allProfile{
 		transferModes: "fsm_batched,fsm_fused",
 		sweep:         []string{"--fractions", "0.1,0.5,0.9,1.2", "--duration", "1500ms", "--warmup", "300ms"},
 		sink:          []string{"--commands", "100000"},
+		ws:            []string{"--quick"},
 	},
 	// tiny: the harness's own test (seconds).
 	"tiny": {name: "tiny",
@@ -91,6 +94,7 @@ var profiles = map[string]allProfile{
 		transferModes: "fsm_fused",
 		sweep:         []string{"--fractions", "0.5,1.2", "--duration", "300ms", "--warmup", "100ms"},
 		sink:          []string{"--commands", "20000", "--users", "500", "--seed-per-book", "50"},
+		ws:            []string{"--subscribers", "20", "--producers", "8", "--duration", "300ms", "--rounds", "1"},
 	},
 }
 
@@ -278,6 +282,7 @@ func (e *allEnv) runSteps() {
 	e.exchangeStep("sweep", append(append([]string{"sweep"}, p.http...), p.sweep...))
 	e.step("transfer", e.noPG, append([]string{"transfer", "--pg-url", e.pgURL, "--modes", p.transferModes, "--json"},
 		p.transfer...))
+	e.step("ws", "", append([]string{"ws", "--json"}, p.ws...))
 	e.step("sink", e.noPG, append([]string{"sink", "--pg-url", e.pgURL, "--seed", seed, "--json"}, p.sink...))
 	e.step("pg-baseline", e.noPG, append([]string{"pg-baseline", "--pg-url", e.pgURL, "--json"}, p.transfer...))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ubscore/ubscore/persist/transfer"
 	"github.com/ubscore/ubscore/protection"
 	"github.com/ubscore/ubscore/publish"
+	"github.com/ubscore/ubscore/stream"
 )
 
 // Config is the server's resolved configuration. Every setting is a flag
@@ -82,6 +83,8 @@ type Config struct {
 	P2P gateway.P2PServiceConfig
 	// Publish is the event publisher (NATS JetStream; package publish).
 	Publish publish.Config
+	// Stream is the WebSocket fan-out, GET /ws (package stream).
+	Stream stream.Flags
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -185,6 +188,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.StringVar(&cfg.Publish.Stream, "nats-stream", pub.Stream, "the JetStream stream the event publisher writes (one writer per stream)")
 	fs.StringVar(&cfg.Publish.Prefix, "nats-subject-prefix", pub.Prefix, "the prefix of the stream's subjects (ubs. gives ubs.transfer.created, ubs.trade, ...)")
 	fs.StringVar(&cfg.Publish.NATSURL, "nats-url", pub.NATSURL, "NATS server (JetStream) the event publisher writes stream "+publish.Stream+" to, e.g. nats://127.0.0.1:4222; empty = publisher off; env UBS_NATS_URL")
+	cfg.Stream.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()
