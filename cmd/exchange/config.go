@@ -64,9 +64,6 @@ type Config struct {
 	// UTC day; 0 disables one (--transfer-rate-per-second, --transfer-per-day).
 	TransferPerSecond int
 	TransferPerDay    int
-	// TransferBatching runs the steps of concurrent transfers in shared
-	// Postgres transactions (--transfer-batching, default on).
-	TransferBatching bool
 	// InvariantInterval is the period of the conservation check (MON-003)
 	// (--invariant-interval; 0 = only on GET /admin/v1/invariants).
 	InvariantInterval time.Duration
@@ -175,7 +172,6 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.DurationVar(&cfg.TransferStaleAfter, "transfer-stale-after", time.Minute, "the recovery worker resumes non-terminal transfers not updated for this long")
 	fs.IntVar(&cfg.TransferPerSecond, "transfer-rate-per-second", 10, "internal-transfer requests per user per second (0 = no limit)")
 	fs.IntVar(&cfg.TransferPerDay, "transfer-per-day", 100, "internal transfers per user per UTC day (0 = no limit)")
-	fs.BoolVar(&cfg.TransferBatching, "transfer-batching", true, "run the Postgres steps of concurrent internal transfers in shared transactions")
 	fs.DurationVar(&cfg.InvariantInterval, "invariant-interval", 10*time.Second, "period of the FUNDING+SPOT conservation check (0 = on request only)")
 	cfg.Chain.register(fs)
 	fs.DurationVar(&cfg.CoreCheckInterval, "core-check-interval", 10*time.Second, "period of the core's full invariant check on the read replica; a violation halts its market or the core (0 = off)")

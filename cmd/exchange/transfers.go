@@ -56,19 +56,15 @@ var _ gateway.TransferService = (*transfers)(nil)
 func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated *atomic.Bool, log *slog.Logger) (*transfers, error) {
 	t := &transfers{log: log, assets: map[string]transfer.AssetConfig{}, migrated: migrated,
 		forget: newOpsForgetter(pool, pl, log)}
-	if cfg.TransferBatching {
-		// Steps of concurrent transfers share transactions (one writer:
-		// with more, racing drivers' batches can deadlock and rerun).
-		t.batcher = transfer.NewBatcher(pool, transfer.BatchOptions{Writers: 1})
-		t.store, t.funding = transfer.NewStoreBatched(pool, t.batcher), transfer.NewFundingBatched(pool, t.batcher)
-	} else {
-		t.store, t.funding = transfer.NewStore(pool), transfer.NewFunding(pool)
-	}
+	// Steps of concurrent transfers share transactions (one writer: with
+	// more, racing drivers' batches can deadlock and rerun).
+	t.batcher = transfer.NewBatcher(pool, transfer.BatchOptions{Writers: 1})
+	t.store, t.funding = transfer.NewStore(t.batcher), transfer.NewFunding(t.batcher)
 	for _, a := range cfg.transferAssets() {
 		t.assets[a.Symbol] = a
 		t.assetIDs = append(t.assetIDs, a.ID)
 	}
-	var fundingSide, spotSide transfer.Side = t.funding, &spotAdapter{pl: pl, timeout: spotCallTimeout}
+	var spotSide transfer.Side = &spotAdapter{pl: pl, timeout: spotCallTimeout}
 	if cfg.FaultInjection {
 		crash := func() {
 			logging.Critical(context.Background(), log, "fault injection: killing the process (crash test)")
@@ -80,22 +76,7 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 		// the *Funding production runs. The SPOT side is wrapped.
 		f, s := transfer.NewFaulty(nil), transfer.NewFaulty(spotSide)
 		f.Crash, s.Crash = crash, crash
-		if t.batcher != nil {
-			t.batcher.SetFaults(f)
-		} else {
-			f = transfer.NewFaulty(fundingSide)
-			f.Crash = crash
-			// What a previous process performed must never be refused by an
-			// injected explicit failure after a restart (a crash test would
-			// then compensate an effect that happened).
-			f.Performed = func(ctx context.Context, op transfer.Op, reqID string) (bool, error) {
-				var done bool
-				err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM transfer_operations
-					WHERE req_id = $1 AND adapter = 'funding' AND op = $2)`, reqID, string(op)).Scan(&done)
-				return done, err
-			}
-			fundingSide = f
-		}
+		t.batcher.SetFaults(f)
 		// What a previous process performed must never be refused by an
 		// injected explicit failure after a restart.
 		s.Performed = func(_ context.Context, op transfer.Op, reqID string) (bool, error) {
@@ -132,16 +113,16 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 		}
 		rate = rl.Rate
 	}
-	coord, err := transfer.NewCoordinator(transfer.Config{Store: t.store, Funding: fundingSide, Spot: spotSide,
+	coord, err := transfer.NewCoordinator(transfer.Config{Store: t.store, Funding: t.funding, Spot: spotSide,
 		Assets: func(sym string) (transfer.AssetConfig, bool) { a, ok := t.assets[sym]; return a, ok },
-		Rate:   rate, Limits: limits, Logger: log, Fuse: cfg.TransferBatching})
+		Rate:   rate, Limits: limits, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	t.coord = coord
 	// Fused: a FUNDING operation and the CAS transitions around it commit in
 	// one transaction (needs the batcher; fault injection runs it too).
-	log.Info("internal transfers", "batching", cfg.TransferBatching, "fused", coord.Fused(),
+	log.Info("internal transfers", "batching", true, "fused", true,
 		"fault_injection", cfg.FaultInjection, "stale_after", cfg.TransferStaleAfter.String())
 	t.worker = transfer.NewWorker(coord, transfer.WorkerConfig{StaleAfter: cfg.TransferStaleAfter})
 	t.periodic = cfg.InvariantInterval > 0

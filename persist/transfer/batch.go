@@ -143,10 +143,9 @@ type reqKind uint8
 
 const (
 	kindGet     reqKind = iota // Store.Get
-	kindInsert                 // Store.Insert
 	kindCAS                    // Store.Transition
 	kindNote                   // Store.NoteRetry
-	kindFunding                // Funding.Withdraw / Deposit / Refund
+	kindFunding                // a FUNDING operation alone (the adapter's tests: export_test.go)
 	kindFused                  // a fused step: CAS transitions around one FUNDING operation (batch_fused.go)
 )
 
@@ -155,12 +154,11 @@ const (
 type batchReq struct {
 	kind   reqKind
 	ctx    context.Context // the caller's: not run if it is done before its batch starts
-	reqID  string          // all but insert
-	insert Transfer        // insert only (batchInsertable)
-	from   State           // CAS: the expected state; note: the state the note applies in
-	to     State           // CAS only
+	reqID  string
+	from   State // CAS: the expected state; note: the state the note applies in
+	to     State // CAS only
 	msg    string
-	op     Op // funding only, with user, asset and amount (checkParams passed)
+	op     Op // funding, fused: with user, asset and amount (decideOne checks them)
 	user   UserID
 	asset  AssetID
 	amount Units
@@ -176,8 +174,8 @@ type batchAnswer struct {
 	out      Outcome  // funding, fused (won): SUCCESS, EXPLICIT_FAIL or UNKNOWN (never recorded)
 	state    State    // fused (won): the state the transfer was left in
 	cas      int      // fused (won): CAS transitions made
-	transfer Transfer // get; insert when inserted; CAS (won): the row as moved; fused: as inserted, then as its last transition left it
-	inserted bool     // insert, fused with plan.insert: false = the user's cid was taken
+	transfer Transfer // get; CAS (won): the row as moved; fused: as inserted, then as its last transition left it
+	inserted bool     // fused with plan.insert: false = the user's cid was taken
 	err      error    // get: ErrNotFound; any kind: the batch failed
 }
 

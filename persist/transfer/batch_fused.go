@@ -148,7 +148,7 @@ func queueFusedLocks(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) (trip2 b
 			ans[i].won = true // inserted below, by this transaction: nobody else can see it, let alone move it
 			trip2 = trip2 || r.plan.op != ""
 		case r.plan.insert != nil:
-			trip2 = true
+			trip2 = trip2 || r.plan.op != "" || len(r.plan.pre) > 0 // else nothing to move: Store.Insert
 		default:
 			idx = append(idx, i)
 			trip2 = true

@@ -12,7 +12,7 @@ import (
 //
 //	reads    Get: one SELECT for all; it runs before any write of the
 //	         batch, so it sees committed rows only, as a Get alone would
-//	inserts  Insert (and fused steps that insert): one multi-row INSERT ... ON CONFLICT (user_id, cid) WHERE cid IS NOT NULL DO NOTHING
+//	inserts  fused steps that insert (Store.Insert is one): one multi-row INSERT ... ON CONFLICT (user_id, cid) WHERE cid IS NOT NULL DO NOTHING
 //	CAS      Transition: one multi-row compare-and-set per round (below)
 //	notes    NoteRetry: likewise
 //
@@ -91,14 +91,9 @@ func batchInsertable(t Transfer) bool {
 func queueInserts(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 	var c insertCols
 	for i, r := range reqs {
-		t := r.insert
-		switch {
-		case r.kind == kindFused && r.plan.insert != nil && !r.plan.direct():
-			t = *r.plan.insert // batchInsertable: checked by the caller
-		case r.kind != kindInsert:
-			continue
+		if r.kind == kindFused && r.plan.insert != nil && !r.plan.direct() {
+			c.add(i, *r.plan.insert, Init, "") // batchInsertable: checked by the caller
 		}
-		c.add(i, t, Init, "")
 	}
 	if len(c.ids) == 0 {
 		return
@@ -106,11 +101,10 @@ func queueInserts(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 	// The rest meet a transfer with the same (user, cid): inserted = false.
 	b.Queue(insertSQL, c.ids, c.cids, c.users, c.assets, c.amounts, c.types, c.froms, c.tos).Query(
 		eachTransfer(c.at, func(i int, t Transfer) {
-			ans[i].transfer, ans[i].inserted = t, true
-			// A fused step's own row: no other transaction can see it, let
+			// The step's own row: no other transaction can see it, let
 			// alone move it, before this one commits. It is in INIT and
 			// this request holds it, as queueFusedLocks would report.
-			ans[i].won = reqs[i].kind == kindFused
+			ans[i].transfer, ans[i].inserted, ans[i].won = t, true, true
 		}))
 }
 

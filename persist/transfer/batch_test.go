@@ -219,7 +219,7 @@ func TestBatchFailedStatementIsolatesRequests(t *testing.T) {
 		t.Fatalf("after the failed batch: balance %d (want 1000), state %s (want SOURCE_PENDING)", bal, st)
 	}
 	// Through the adapter API the error is an unknown outcome, never a refusal.
-	fb := NewFundingBatched(h.pool, b)
+	fb := NewFunding(b)
 	wantOutcome(t, "withdraw in a failing batch", fb.Withdraw(ctx, a, 7, usdt, 300), Unknown, "")
 	if _, err := h.pool.Exec(ctx, `DROP TRIGGER boom ON transfer_operations`); err != nil {
 		t.Fatal(err)
@@ -280,11 +280,15 @@ func TestBatchRecordRaceRunsAgain(t *testing.T) {
 	}
 }
 
-// TestBatchAndOneTransactionPathsShareIdempotency: first calls of the same
-// operations race through both paths at once; each moves the balance once.
-func TestBatchAndOneTransactionPathsShareIdempotency(t *testing.T) {
+// TestTwoBatchersShareIdempotency: first calls of the same operations race
+// through two Batchers on one database at once (two processes, each with
+// its writer); each operation moves the balance once.
+func TestTwoBatchersShareIdempotency(t *testing.T) {
 	h, b := newBatchedHarness(t, BatchOptions{})
-	plain := NewFunding(h.pool)
+	ob := NewBatcher(h.pool, BatchOptions{})
+	ob.Start()
+	t.Cleanup(ob.Close)
+	other := NewFunding(ob)
 	ctx := context.Background()
 	h.deposit(7, usdt, 10_000)
 	ids := make([]string, 20)
@@ -293,13 +297,13 @@ func TestBatchAndOneTransactionPathsShareIdempotency(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	var bad atomic.Int32
-	for _, f := range []*Funding{plain, h.funding, plain, h.funding} {
+	for _, f := range []*Funding{other, h.funding, other, h.funding} {
 		for _, id := range ids {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				o := f.Withdraw(ctx, id, 7, usdt, 100)
-				for o.Kind == Unknown { // a loser of the record race (plain path): retry
+				for o.Kind == Unknown { // a batch that lost the record race batchAttempts times: retry
 					o = f.Withdraw(ctx, id, 7, usdt, 100)
 				}
 				if o.Kind != Success {
@@ -315,8 +319,8 @@ func TestBatchAndOneTransactionPathsShareIdempotency(t *testing.T) {
 	if bal := h.fundingBalance(7, usdt); bal != 8_000 {
 		t.Fatalf("balance %d, want 8000 (20 withdraws of 100, once each)", bal)
 	}
-	if b.Stats().Batches.Load() == 0 {
-		t.Fatal("no batch ran")
+	if b.Stats().Batches.Load() == 0 || ob.Stats().Batches.Load() == 0 {
+		t.Fatal("a Batcher ran no batch")
 	}
 }
 
@@ -325,7 +329,7 @@ func TestBatcherBoundsAndLifecycle(t *testing.T) {
 	ctx := context.Background()
 	h.deposit(7, usdt, 1000)
 	b := NewBatcher(h.pool, BatchOptions{MaxQueue: 2})
-	f := NewFundingBatched(h.pool, b)
+	f := NewFunding(b)
 
 	// A caller that gives up before its batch starts: answered with its
 	// context's error, and its request never runs.
@@ -360,7 +364,7 @@ func TestBatcherBoundsAndLifecycle(t *testing.T) {
 	}
 	b.Close()
 	b.Close() // idempotent
-	s := NewStoreBatched(h.pool, b)
+	s := NewStore(b)
 	tr := h.insertAt(7, AccountFunding, AccountSpot, usdt, 10, Init)
 	if _, err := s.Transition(ctx, tr.ReqID, Init, SourcePending, ""); !errors.Is(err, ErrBatcherClosed) {
 		t.Fatalf("CAS after Close: %v", err)

@@ -79,7 +79,7 @@ func TestWithdrawalSoakAcrossLeaderKills(t *testing.T) {
 	svc := withdraw.New(withdraw.Config{Pool: pool, Submitter: hot, ParseAddress: evm.ParseAddress,
 		Nudge:  func(a chaintx.Address) { mu.Lock(); cur.Nudge(a); mu.Unlock() },
 		Assets: []withdraw.Asset{{Symbol: "ETH", ID: eth, Scale: 8, ChainDecimals: 18}}})
-	if _, err := transfer.NewFunding(pool).ExternalDeposit(ctx, "soak", 1, eth, 100_000_000_000); err != nil {
+	if _, err := transfer.NewFunding(transfer.NewBatcher(pool, transfer.BatchOptions{})).ExternalDeposit(ctx, "soak", 1, eth, 100_000_000_000); err != nil {
 		t.Fatal(err)
 	}
 	sctx, stopSettler := context.WithCancel(ctx)

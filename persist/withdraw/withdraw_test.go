@@ -86,7 +86,7 @@ func setup(t *testing.T) *fx {
 	svc := withdraw.New(withdraw.Config{Pool: pool, Submitter: signer.Address(), ParseAddress: evm.ParseAddress, Nudge: m.Nudge,
 		Assets: []withdraw.Asset{{Symbol: "ETH", ID: eth, Scale: 8, ChainDecimals: 18, Min: 1000, Max: 1_000_000_000}}})
 	f := &fx{t: t, pool: pool, node: node, m: m, store: store, svc: svc, log: log}
-	if _, err := transfer.NewFunding(pool).ExternalDeposit(ctx, "dep-1", 1, eth, 100_000_000); err != nil { // 1 ETH
+	if _, err := transfer.NewFunding(transfer.NewBatcher(pool, transfer.BatchOptions{})).ExternalDeposit(ctx, "dep-1", 1, eth, 100_000_000); err != nil { // 1 ETH
 		t.Fatal(err)
 	}
 	f.conserved()
