@@ -18,6 +18,7 @@ import (
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist"
+	transferservice "github.com/ubscore/ubscore/persist/transfer/service"
 )
 
 // Shutdown budgets.
@@ -170,24 +171,25 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
 		Observer: m, Metrics: m.handler(), Ready: ready, Breakers: prot.breakers, CoreFaults: cfg.FaultInjection}
-	var xfers *transfers
+	var xfers *transferservice.Service
 	if pool != nil {
 		pgh := newPGHealth(pool, log)
 		sinkWG.Go(func() { pgh.run(sinkCtx) })
 		scfg.Degraded = pgh.degraded
 		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated, persisted: sink.PersistedSeqCached}
-		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log); err != nil {
+		forget := newOpsForgetter(pool, pl, log)
+		if xfers, err = transferservice.New(transferservice.Config{Pool: pool, Pipeline: pl, Migrated: &migrated,
+			Assets: cfg.transferAssets(), PerSecond: cfg.TransferPerSecond, PerDay: cfg.TransferPerDay,
+			StaleAfter: cfg.TransferStaleAfter, InvariantInterval: cfg.InvariantInterval, FaultInjection: cfg.FaultInjection,
+			Jobs: []func(context.Context){func(ctx context.Context) { forget.run(ctx, spotOpsForgetEvery) }}, Logger: log}); err != nil {
 			stopSink()
 			sinkWG.Wait()
 			_ = pl.Close()
 			return err
 		}
-		xfers.register(m)
-		xfers.start()
-		scfg.Transfers = xfers
-		if xfers.faults != nil {
-			scfg.Faults = xfers.faults
-		}
+		xfers.Register(m.reg)
+		xfers.Start()
+		scfg.Transfers, scfg.Faults = xfers, xfers.Faults()
 	} else if cfg.FaultInjection {
 		log.Warn("--enable-fault-injection ignored: internal transfers need Postgres")
 	}
@@ -195,7 +197,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	abort := func(err error) error { // stops what runs so far
 		stopP2P()
 		if xfers != nil {
-			xfers.close()
+			xfers.Close()
 		}
 		stopSink()
 		sinkWG.Wait()
@@ -251,7 +253,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	stopProt()
 	stopP2P()
 	if xfers != nil {
-		xfers.close()
+		xfers.Close()
 	}
 	// Every answered command is durable now; let the sink catch up while
 	// the WAL is still open, then close the core.
@@ -439,6 +441,10 @@ func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink
 // same scale is a no-op). It returns how many markets it installed. Markets
 // the core already has are never reconfigured: checkInstruments has refused
 // to start with a config that changes or removes any.
+// spotCallTimeout is how long the SPOT adapter of internal transfers waits
+// for the core (forget.go waits it out).
+const spotCallTimeout = transferservice.SpotCallTimeout
+
 func installConfig(pl *journal.Pipeline, cfg Config) (int, error) {
 	have := map[core.MarketID]bool{}
 	if err := pl.Read(func(p *core.Processor) error {

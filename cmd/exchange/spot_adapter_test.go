@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,12 +8,13 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
-	"github.com/ubscore/ubscore/persist/transfer"
+	transferservice "github.com/ubscore/ubscore/persist/transfer/service"
 )
 
 // startSpot starts a pipeline with the built-in instruments (closed when
-// the test ends) and a SPOT adapter over it.
-func startSpot(t *testing.T, cc core.Config) (*journal.Pipeline, *spotAdapter) {
+// the test ends) and a SPOT adapter over it (its own tests are in
+// persist/transfer/service).
+func startSpot(t *testing.T, cc core.Config) (*journal.Pipeline, *transferservice.SpotAdapter) {
 	t.Helper()
 	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true, Logger: quietLogger(), Core: cc})
 	if err != nil {
@@ -26,96 +26,7 @@ func startSpot(t *testing.T, cc core.Config) (*journal.Pipeline, *spotAdapter) {
 	if _, err := installConfig(pl, cfg); err != nil {
 		t.Fatal(err)
 	}
-	return pl, &spotAdapter{pl: pl, timeout: 5 * time.Second}
-}
-
-// TestSpotAdapter: the SPOT side of internal transfers over the real
-// pipeline — success, idempotent repeats, certain refusals as EXPLICIT_FAIL,
-// a refund that undoes a withdraw once, and the account state from the view.
-func TestSpotAdapter(t *testing.T) {
-	_, a := startSpot(t, core.Config{})
-	ctx := context.Background()
-	const user, usdt = core.UserID(5), core.AssetID(1)
-	want := func(what string, got transfer.Outcome, kind transfer.OutcomeKind, code string) {
-		t.Helper()
-		if got.Kind != kind || (code != "" && got.Code != code) {
-			t.Fatalf("%s: %v, want %v(%s)", what, got, kind, code)
-		}
-	}
-	bal := func() core.Units {
-		st, err := a.AccountState(ctx, user, usdt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.Available
-	}
-	want("deposit", a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100), transfer.Success, "")
-	want("deposit repeat", a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100), transfer.Success, "")
-	if b := bal(); b != 100 {
-		t.Fatalf("balance after a repeated deposit: %d, want 100", b)
-	}
-	want("withdraw too much", a.Withdraw(ctx, "01JWD000000000000000000001", user, usdt, 1000), transfer.ExplicitFail, "INSUFFICIENT_BALANCE")
-	want("withdraw", a.Withdraw(ctx, "01JWD000000000000000000002", user, usdt, 60), transfer.Success, "")
-	want("refund", a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60), transfer.Success, "")
-	want("refund repeat", a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60), transfer.Success, "")
-	if b := bal(); b != 100 {
-		t.Fatalf("balance after withdraw + refund (repeated): %d, want 100", b)
-	}
-	want("refund without withdraw", a.Refund(ctx, "01JWD000000000000000000009", user, usdt, 5), transfer.ExplicitFail, "REFUND_WITHOUT_WITHDRAW")
-	st, err := a.AccountState(ctx, user, usdt)
-	if err != nil || !st.Exists || st.Status != transfer.Active {
-		t.Fatalf("account state %+v %v", st, err)
-	}
-	if st, _ := a.AccountState(ctx, 99, usdt); st.Exists || st.Available != 0 {
-		t.Fatalf("unknown user: %+v", st)
-	}
-}
-
-// TestSpec5_SpotAdapterWhileCoreHalted: while the core is halted a new
-// deposit or withdraw is a recorded CORE_HALTED refusal, hence
-// EXPLICIT_FAIL (the transfer compensates instead of retrying forever, and
-// its retry gets the same answer); a refund is refused unrecorded, hence
-// retried until the core is resolved; the account state says CORE_HALTED
-// so new transfers are refused before FUNDING moves.
-func TestSpec5_SpotAdapterWhileCoreHalted(t *testing.T) {
-	pl, a := startSpot(t, core.Config{AllowFaults: true})
-	ctx := context.Background()
-	const user, usdt = core.UserID(5), core.AssetID(1)
-	if o := a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100); o.Kind != transfer.Success {
-		t.Fatal(o)
-	}
-	if o := a.Withdraw(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Success {
-		t.Fatal(o)
-	}
-	r := journal.NewReply()
-	trip := core.Command{Kind: core.KindBreakerTrip, Flags: uint8(core.ReasonManualHalt)}
-	if _, err := pl.Submit(&trip, r); err != nil || pl.Wait(r) != nil || r.Result().Code != core.OK {
-		t.Fatalf("trip: %v %v", err, r.Result().Code)
-	}
-	for i := 0; i < 2; i++ {
-		if o := a.Deposit(ctx, "01JDEP00000000000000000003", user, usdt, 7); o.Kind != transfer.ExplicitFail || o.Code != "CORE_HALTED" {
-			t.Fatalf("deposit while halted (try %d): %v", i, o)
-		}
-	}
-	if o := a.Withdraw(ctx, "01JWD000000000000000000004", user, usdt, 7); o.Kind != transfer.ExplicitFail {
-		t.Fatalf("withdraw while halted: %v", o)
-	}
-	if o := a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Unknown || o.Code != "CORE_HALTED" {
-		t.Fatalf("refund while halted: %v", o)
-	}
-	if st, err := a.AccountState(ctx, user, usdt); err != nil || st.Unavailable != transfer.CodeCoreHalted {
-		t.Fatalf("account state %+v %v", st, err)
-	}
-	resume := core.Command{Kind: core.KindResumeCore, User: 1000}
-	if _, err := pl.Submit(&resume, r); err != nil || pl.Wait(r) != nil || r.Result().Code != core.OK {
-		t.Fatalf("resume: %v %v", err, r.Result().Code)
-	}
-	if o := a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Success {
-		t.Fatalf("refund after the resolution: %v", o)
-	}
-	if o := a.Deposit(ctx, "01JDEP00000000000000000003", user, usdt, 7); o.Kind != transfer.ExplicitFail {
-		t.Fatalf("the recorded refusal changed: %v", o)
-	}
+	return pl, transferservice.NewSpotAdapter(pl, 5*time.Second)
 }
 
 // TestCheckInstruments: the data dir's instruments against --config: the

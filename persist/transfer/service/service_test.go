@@ -1,0 +1,130 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/persist"
+	"github.com/ubscore/ubscore/persist/pgtest"
+	"github.com/ubscore/ubscore/persist/transfer"
+)
+
+// syncBuffer is a log sink safe for the service's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServiceRunsTheOnePathWithFaults (issue 34): the service a server
+// wires, with fault injection on, logs the one path and runs it: a FUNDING
+// fault armed through /admin/v1/faults' injector fires inside the fused
+// transaction of the transfer's first step (the injected refusal is
+// recorded in transfer_operations with FAILED, as only a fault inside the
+// batch transaction can be), a SPOT fault around the SPOT adapter, and a
+// transfer without faults commits; the metrics are exported.
+func TestServiceRunsTheOnePathWithFaults(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := persist.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	pl, _ := startSpot(t, core.Config{})
+	var logs syncBuffer
+	var migrated atomic.Bool
+	migrated.Store(true)
+	var jobRan atomic.Bool
+	usdt := transfer.AssetConfig{ID: 1, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000,
+		Status: transfer.AssetActive, InternalTransferEnabled: true}
+	s, err := New(Config{Pool: pool, Pipeline: pl, Migrated: &migrated, Assets: []transfer.AssetConfig{usdt},
+		StaleAfter: time.Second, FaultInjection: true, Jobs: []func(context.Context){func(context.Context) { jobRan.Store(true) }},
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	var start map[string]any
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "internal transfers" {
+			start = rec
+		}
+	}
+	if start["path"] != Path || start["fused"] != true || start["fault_injection"] != true {
+		t.Fatalf("start log %v, want path %s with fault injection", start, Path)
+	}
+	reg := prometheus.NewRegistry()
+	s.Register(reg)
+	if n, err := reg.Gather(); err != nil || len(n) < 10 {
+		t.Fatalf("metrics: %d families, %v", len(n), err)
+	}
+
+	const user = core.UserID(9)
+	if _, err := s.Deposit(ctx, "dep-1", user, 1, 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	caller := transfer.Caller{Authenticated: true, UserID: user}
+	create := func(from, to string) transfer.Transfer {
+		t.Helper()
+		r, err := s.Create(ctx, caller, transfer.Request{From: from, To: to, Asset: "USDT", Amount: "0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Transfer
+	}
+	if err := s.Faults().Inject("funding", "withdraw", "explicit_fail", 1); err != nil {
+		t.Fatal(err)
+	}
+	refused := create("FUNDING", "SPOT")
+	var rec string
+	if err := pool.QueryRow(ctx, `SELECT result || '(' || COALESCE(code, '') || ')' FROM transfer_operations
+		WHERE req_id = $1 AND op = 'withdraw'`, refused.ReqID).Scan(&rec); err != nil || refused.State != transfer.Failed ||
+		rec != "EXPLICIT_FAIL(INJECTED)" {
+		t.Fatalf("an injected FUNDING refusal: %s, record %q (%v); want FAILED with the refusal recorded in its transaction",
+			refused.State, rec, err)
+	}
+	if err := s.Faults().Inject("spot", "deposit", "explicit_fail", 1); err != nil {
+		t.Fatal(err)
+	}
+	if back := create("FUNDING", "SPOT"); back.State != transfer.RolledBack {
+		t.Fatalf("an injected SPOT refusal: %s, want ROLLED_BACK", back.State)
+	}
+	if ok := create("FUNDING", "SPOT"); ok.State != transfer.Committed {
+		t.Fatalf("without faults: %s, want COMMITTED", ok.State)
+	}
+	if b, err := s.FundingBalances(ctx, user); err != nil || b[1].Available != 900_000 {
+		t.Fatalf("FUNDING %+v %v, want 900000 (one transfer moved)", b, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !jobRan.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) { // Config.Jobs run once the tables exist
+			t.Fatal("Config.Jobs did not run")
+		}
+	}
+}
