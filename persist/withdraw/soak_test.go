@@ -29,6 +29,7 @@ import (
 	"github.com/ubscore/ubscore/persist/chaintx/pgstore"
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/invariant"
 	"github.com/ubscore/ubscore/persist/withdraw"
 )
 
@@ -166,7 +167,7 @@ func TestWithdrawalSoakAcrossLeaderKills(t *testing.T) {
 			t.Fatalf("withdrawal %d: address holds %v wei, want %v (on chain exactly once)", ids[i], bal, want)
 		}
 	}
-	rep, err := transfer.CheckInvariant(ctx, pool, noSpot{}, nil)
+	rep, err := invariant.CheckInvariant(ctx, pool, noSpot{}, nil)
 	if err != nil || !rep.OK {
 		t.Fatalf("conservation: %+v %v", rep.Assets, err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/ubscore/ubscore/persist/chaintx/pgstore"
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/invariant"
 	"github.com/ubscore/ubscore/persist/withdraw"
 )
 
@@ -35,8 +36,8 @@ const eth core.AssetID = 3
 
 type noSpot struct{}
 
-func (noSpot) SpotSnapshot(context.Context, []string) (transfer.SpotSnapshot, error) {
-	return transfer.SpotSnapshot{}, nil
+func (noSpot) SpotSnapshot(context.Context, []string) (invariant.SpotSnapshot, error) {
+	return invariant.SpotSnapshot{}, nil
 }
 
 type fx struct {
@@ -104,7 +105,7 @@ func (f *fx) funding() int64 {
 // conserved runs the conservation check: funding + spot + in flight + withdrawn == deposits + adjustments.
 func (f *fx) conserved() {
 	f.t.Helper()
-	rep, err := transfer.CheckInvariant(context.Background(), f.pool, noSpot{}, []core.AssetID{eth})
+	rep, err := invariant.CheckInvariant(context.Background(), f.pool, noSpot{}, []core.AssetID{eth})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/invariant"
 )
 
 // SpotCallTimeout is how long the SPOT adapter waits for the core's
@@ -72,7 +73,7 @@ type Service struct {
 	funding  *transfer.Funding
 	coord    *transfer.Coordinator
 	worker   *transfer.Worker
-	monitor  *transfer.InvariantMonitor
+	monitor  *invariant.InvariantMonitor
 	assets   map[string]transfer.AssetConfig
 	migrated *atomic.Bool
 	faults   *faultSet // nil without fault injection
@@ -161,7 +162,7 @@ func New(cfg Config) (*Service, error) {
 		"stale_after", cfg.StaleAfter.String())
 	t.worker = transfer.NewWorker(coord, transfer.WorkerConfig{StaleAfter: cfg.StaleAfter})
 	t.periodic = cfg.InvariantInterval > 0
-	if t.monitor, err = transfer.NewInvariantMonitor(transfer.MonitorConfig{Pool: pool,
+	if t.monitor, err = invariant.NewInvariantMonitor(invariant.MonitorConfig{Pool: pool,
 		Spot: &spotReader{pl: pl, assets: assetIDs}, Assets: assetIDs, Interval: cfg.InvariantInterval, Logger: log}); err != nil {
 		return nil, err
 	}
@@ -283,7 +284,7 @@ type invariantJSON struct {
 	OK        bool                 `json:"ok"`
 	Halted    bool                 `json:"transfers_halted"`
 	Assets    []assetInvariantJSON `json:"assets"`
-	Anomalies []transfer.Anomaly   `json:"anomalies"`
+	Anomalies []invariant.Anomaly  `json:"anomalies"`
 	Moving    int                  `json:"moving_transfers"`
 	Checked   time.Time            `json:"checked_at"`
 	Failures  int64                `json:"violations_total"`
@@ -312,7 +313,7 @@ func (t *Service) Invariants(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := invariantJSON{OK: rep.OK, Halted: t.monitor.Halted(), Anomalies: append([]transfer.Anomaly{}, rep.Anomalies...), Moving: rep.Moving,
+	out := invariantJSON{OK: rep.OK, Halted: t.monitor.Halted(), Anomalies: append([]invariant.Anomaly{}, rep.Anomalies...), Moving: rep.Moving,
 		Checked: rep.At.UTC(), Failures: t.monitor.Violations(), Assets: []assetInvariantJSON{}}
 	for _, a := range rep.Assets {
 		name := fmt.Sprintf("#%d", a.Asset)
@@ -369,9 +370,9 @@ type spotReader struct {
 	assets []core.AssetID
 }
 
-func (r *spotReader) SpotSnapshot(_ context.Context, reqIDs []string) (transfer.SpotSnapshot, error) {
-	snap := transfer.SpotSnapshot{Total: map[core.AssetID]core.Units{}, Adjustments: map[core.AssetID]core.Units{},
-		Ops: make(map[string]transfer.SpotOps, len(reqIDs))}
+func (r *spotReader) SpotSnapshot(_ context.Context, reqIDs []string) (invariant.SpotSnapshot, error) {
+	snap := invariant.SpotSnapshot{Total: map[core.AssetID]core.Units{}, Adjustments: map[core.AssetID]core.Units{},
+		Ops: make(map[string]invariant.SpotOps, len(reqIDs))}
 	keys := make([]core.Key, len(reqIDs))
 	for i, id := range reqIDs {
 		k, ok := core.KeyFrom(id)
@@ -389,7 +390,7 @@ func (r *spotReader) SpotSnapshot(_ context.Context, reqIDs []string) (transfer.
 			return ok && code == core.OK
 		}
 		for i, k := range keys {
-			snap.Ops[reqIDs[i]] = transfer.SpotOps{Withdrawn: applied(core.KindSpotWithdraw, k),
+			snap.Ops[reqIDs[i]] = invariant.SpotOps{Withdrawn: applied(core.KindSpotWithdraw, k),
 				Deposited: applied(core.KindSpotDeposit, k), Refunded: applied(core.KindSpotRefund, k)}
 		}
 		return nil

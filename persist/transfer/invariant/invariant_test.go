@@ -1,4 +1,4 @@
-package transfer
+package invariant
 
 // These tests prove the conservation check (spec 7.2, MON-003) exact: OK
 // after normal, failed and rolled-back transfers (INV-001..003), with funds
@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"github.com/ubscore/ubscore/persist/transfer"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
@@ -24,7 +25,7 @@ import (
 // checkOK runs CheckInvariant over every asset and fails unless it is OK.
 func (h *harness) checkOK() InvariantReport {
 	h.t.Helper()
-	rep, err := CheckInvariant(context.Background(), h.pool, h.spot, nil)
+	rep, err := CheckInvariant(context.Background(), h.pool, FakeSpotReader{h.spot}, nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func describe(rep InvariantReport) string {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // assetOf returns the report's line for asset.
-func assetOf(t *testing.T, rep InvariantReport, asset AssetID) AssetBalance {
+func assetOf(t *testing.T, rep InvariantReport, asset transfer.AssetID) AssetBalance {
 	t.Helper()
 	for _, a := range rep.Assets {
 		if a.Asset == asset {
@@ -61,7 +62,7 @@ func assetOf(t *testing.T, rep InvariantReport, asset AssetID) AssetBalance {
 	return AssetBalance{}
 }
 
-func wantInFlight(t *testing.T, rep InvariantReport, asset AssetID, inFlight, fsm int64) {
+func wantInFlight(t *testing.T, rep InvariantReport, asset transfer.AssetID, inFlight, fsm int64) {
 	t.Helper()
 	a := assetOf(t, rep, asset)
 	if a.InFlight.Int64() != inFlight || a.InFlightFSM.Int64() != fsm {
@@ -82,23 +83,23 @@ func TestInvariantAfterNormalFailedRolledBack(t *testing.T) {
 	}
 	for _, step := range []struct {
 		name string
-		run  func() Result
-		want State
+		run  func() transfer.Result
+		want transfer.State
 	}{
-		{"commit F->S", func() Result { return h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "2.5", "") }, Committed},
-		{"commit S->F", func() Result { return h.create(h.coord, 7, "SPOT", "FUNDING", "BTC", "3", "") }, Committed},
-		{"source refuses", func() Result {
-			h.fundF.Inject(OpWithdraw, FaultExplicitFail, 1)
+		{"commit F->S", func() transfer.Result { return h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "2.5", "") }, transfer.Committed},
+		{"commit S->F", func() transfer.Result { return h.create(h.coord, 7, "SPOT", "FUNDING", "BTC", "3", "") }, transfer.Committed},
+		{"source refuses", func() transfer.Result {
+			h.fundF.Inject(transfer.OpWithdraw, transfer.FaultExplicitFail, 1)
 			return h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "1", "")
-		}, Failed},
-		{"target refuses, F->S rolled back", func() Result {
-			h.spotF.Inject(OpDeposit, FaultExplicitFail, 1)
+		}, transfer.Failed},
+		{"target refuses, F->S rolled back", func() transfer.Result {
+			h.spotF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
 			return h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "1", "")
-		}, RolledBack},
-		{"target refuses, S->F rolled back", func() Result {
-			h.fundF.Inject(OpDeposit, FaultExplicitFail, 1)
+		}, transfer.RolledBack},
+		{"target refuses, S->F rolled back", func() transfer.Result {
+			h.fundF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
 			return h.create(h.coord, 7, "SPOT", "FUNDING", "USDT", "0.5", "")
-		}, RolledBack},
+		}, transfer.RolledBack},
 	} {
 		if r := step.run(); r.Transfer.State != step.want {
 			t.Fatalf("%s: state %s, want %s", step.name, r.Transfer.State, step.want)
@@ -128,7 +129,7 @@ func TestInvariantStuckInFlight(t *testing.T) {
 	h.deposit(8, usdt, 1)
 	h.spot.Credit(8, usdt, 100_000_000)
 	var fsm int64
-	stuck := func(name string, user UserID, from, to string, inject func(), amount string, units int64, want State, inFlight int64) string {
+	stuck := func(name string, user transfer.UserID, from, to string, inject func(), amount string, units int64, want transfer.State, inFlight int64) string {
 		t.Helper()
 		inject()
 		r := h.create(h.coord, user, from, to, "USDT", amount, "")
@@ -150,27 +151,27 @@ func TestInvariantStuckInFlight(t *testing.T) {
 	// applied is never durable); the SPOT deposit stays unknown.
 	ids = append(ids, stuck("F->S TARGET_PENDING, withdraw answer lost", 7, "FUNDING", "SPOT",
 		func() {
-			h.fundF.Inject(OpWithdraw, FaultTimeoutAfterEffect, 1)
-			h.spotF.Inject(OpDeposit, FaultUnknown, -1)
-		}, "1", 1_000_000, TargetPending, 1_000_000))
+			h.fundF.Inject(transfer.OpWithdraw, transfer.FaultTimeoutAfterEffect, 1)
+			h.spotF.Inject(transfer.OpDeposit, transfer.FaultUnknown, -1)
+		}, "1", 1_000_000, transfer.TargetPending, 1_000_000))
 	ids = append(ids, stuck("S->F SOURCE_PENDING", 8, "SPOT", "FUNDING",
-		func() { h.spotF.Inject(OpWithdraw, FaultTimeoutAfterEffect, -1) }, "2", 2_000_000, SourcePending, 3_000_000))
+		func() { h.spotF.Inject(transfer.OpWithdraw, transfer.FaultTimeoutAfterEffect, -1) }, "2", 2_000_000, transfer.SourcePending, 3_000_000))
 	// SOURCE_PENDING before the withdraw: nothing moved.
 	ids = append(ids, stuck("F->S SOURCE_PENDING, not applied", 7, "FUNDING", "SPOT",
-		func() { h.fundF.Inject(OpWithdraw, FaultNetworkError, -1) }, "4", 4_000_000, SourcePending, 3_000_000))
+		func() { h.fundF.Inject(transfer.OpWithdraw, transfer.FaultNetworkError, -1) }, "4", 4_000_000, transfer.SourcePending, 3_000_000))
 	// TARGET_PENDING, deposit not applied / applied.
 	ids = append(ids, stuck("F->S TARGET_PENDING", 7, "FUNDING", "SPOT",
-		func() { h.spotF.Inject(OpDeposit, FaultUnknown, -1) }, "8", 8_000_000, TargetPending, 11_000_000))
+		func() { h.spotF.Inject(transfer.OpDeposit, transfer.FaultUnknown, -1) }, "8", 8_000_000, transfer.TargetPending, 11_000_000))
 	// The FUNDING deposit's COMMIT whose answer was lost: it committed
 	// COMMITTED with it (TARGET_PENDING with the deposit applied is never
 	// durable on the fused path).
 	ids = append(ids, stuck("S->F deposit answer lost", 8, "SPOT", "FUNDING",
-		func() { h.fundF.Inject(OpDeposit, FaultTimeoutAfterEffect, -1) }, "16", 16_000_000, Committed, 11_000_000))
+		func() { h.fundF.Inject(transfer.OpDeposit, transfer.FaultTimeoutAfterEffect, -1) }, "16", 16_000_000, transfer.Committed, 11_000_000))
 	// COMPENSATING, refund not applied.
 	ids = append(ids, stuck("S->F COMPENSATING", 8, "SPOT", "FUNDING", func() {
-		h.fundF.Inject(OpDeposit, FaultExplicitFail, 1)
-		h.spotF.Inject(OpRefund, FaultPending, -1)
-	}, "32", 32_000_000, Compensating, 43_000_000))
+		h.fundF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
+		h.spotF.Inject(transfer.OpRefund, transfer.FaultPending, -1)
+	}, "32", 32_000_000, transfer.Compensating, 43_000_000))
 	// Every stuck transfer finishes: nothing in flight, still exact.
 	for _, id := range ids {
 		if tr, err := h.coord.Drive(context.Background(), id); err != nil || !tr.State.Terminal() {
@@ -190,19 +191,19 @@ func TestInvariantMovingBetweenReads(t *testing.T) {
 	h.deposit(8, usdt, 1)
 	h.spot.Credit(8, usdt, 100_000_000)
 	// Two transfers stuck before their effects, then released after C.
-	h.spotF.Inject(OpDeposit, FaultNetworkError, -1)
+	h.spotF.Inject(transfer.OpDeposit, transfer.FaultNetworkError, -1)
 	a := h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "1", "").Transfer // TARGET_PENDING, deposit not applied
 	h.spotF.Clear()
-	h.spotF.Inject(OpWithdraw, FaultNetworkError, -1)
+	h.spotF.Inject(transfer.OpWithdraw, transfer.FaultNetworkError, -1)
 	b := h.create(h.coord, 8, "SPOT", "FUNDING", "USDT", "2", "").Transfer // SOURCE_PENDING, withdraw not applied
 	h.spotF.Clear()
-	if a.State != TargetPending || b.State != SourcePending {
+	if a.State != transfer.TargetPending || b.State != transfer.SourcePending {
 		t.Fatalf("states %s %s", a.State, b.State)
 	}
 	var snap SpotSnapshot
 	asked, mark, err := underTransfersLock(ctx, h.pool, func(asked []string) error {
 		var err error
-		snap, err = h.spot.SpotSnapshot(ctx, asked)
+		snap, err = FakeSpotReader{h.spot}.SpotSnapshot(ctx, asked)
 		return err
 	})
 	if err != nil {
@@ -213,14 +214,14 @@ func TestInvariantMovingBetweenReads(t *testing.T) {
 	}
 	// Between C and P: the asked ones finish, new ones start and finish or stop half-way.
 	for _, id := range []string{a.ReqID, b.ReqID} {
-		if tr, err := h.coord.Drive(ctx, id); err != nil || tr.State != Committed {
+		if tr, err := h.coord.Drive(ctx, id); err != nil || tr.State != transfer.Committed {
 			t.Fatalf("drive: %s %v", tr.State, err)
 		}
 	}
 	h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "4", "")
 	h.create(h.coord, 8, "SPOT", "FUNDING", "USDT", "8", "")
-	h.fundF.Inject(OpDeposit, FaultNetworkError, -1)
-	if r := h.create(h.coord, 8, "SPOT", "FUNDING", "USDT", "16", ""); r.Transfer.State != TargetPending {
+	h.fundF.Inject(transfer.OpDeposit, transfer.FaultNetworkError, -1)
+	if r := h.create(h.coord, 8, "SPOT", "FUNDING", "USDT", "16", ""); r.Transfer.State != transfer.TargetPending {
 		t.Fatalf("state %s", r.Transfer.State)
 	}
 	h.fundF.Clear()
@@ -238,7 +239,7 @@ func TestInvariantMovingBetweenReads(t *testing.T) {
 
 // slowSpot widens the race windows around the core read.
 type slowSpot struct {
-	*FakeSpot
+	*transfer.FakeSpot
 	rnd *lockedRand
 }
 
@@ -255,7 +256,7 @@ func (l *lockedRand) IntN(n int) int {
 
 func (s slowSpot) SpotSnapshot(ctx context.Context, ids []string) (SpotSnapshot, error) {
 	time.Sleep(time.Duration(s.rnd.IntN(1000)) * time.Microsecond)
-	snap, err := s.FakeSpot.SpotSnapshot(ctx, ids)
+	snap, err := FakeSpotReader{s.FakeSpot}.SpotSnapshot(ctx, ids)
 	time.Sleep(time.Duration(s.rnd.IntN(1000)) * time.Microsecond)
 	return snap, err
 }
@@ -274,7 +275,7 @@ func TestInvariantConcurrent(t *testing.T) {
 	rnd := &lockedRand{r: rand.New(rand.NewPCG(seed, 0))}
 	h := newHarness(t)
 	const users = 8
-	for u := UserID(1); u <= users; u++ {
+	for u := transfer.UserID(1); u <= users; u++ {
 		h.deposit(u, usdt, 1_000_000_000)
 		h.deposit(u, btc, 1_000_000_000)
 		h.spot.Credit(u, usdt, 1_000_000_000)
@@ -285,19 +286,19 @@ func TestInvariantConcurrent(t *testing.T) {
 	if testing.Short() {
 		perUser = 10
 	}
-	faults := []Fault{FaultExplicitFail, FaultTimeoutAfterEffect, FaultTimeoutBeforeEffect, FaultUnknown}
+	faults := []transfer.Fault{transfer.FaultExplicitFail, transfer.FaultTimeoutAfterEffect, transfer.FaultTimeoutBeforeEffect, transfer.FaultUnknown}
 	var done atomic.Bool
 	var wg sync.WaitGroup
-	for u := UserID(1); u <= users; u++ {
+	for u := transfer.UserID(1); u <= users; u++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perUser; i++ {
 				if rnd.IntN(4) == 0 { // a fault for whichever transfer calls next
-					side := []*Faulty{h.fundF, h.spotF}[rnd.IntN(2)]
-					op, f := []Op{OpWithdraw, OpDeposit, OpRefund}[rnd.IntN(3)], faults[rnd.IntN(len(faults))]
-					if op == OpRefund && f == FaultExplicitFail {
-						f = FaultUnknown // a refused refund would stay COMPENSATING forever
+					side := []*transfer.Faulty{h.fundF, h.spotF}[rnd.IntN(2)]
+					op, f := []transfer.Op{transfer.OpWithdraw, transfer.OpDeposit, transfer.OpRefund}[rnd.IntN(3)], faults[rnd.IntN(len(faults))]
+					if op == transfer.OpRefund && f == transfer.FaultExplicitFail {
+						f = transfer.FaultUnknown // a refused refund would stay COMPENSATING forever
 					}
 					side.Inject(op, f, 1)
 				}
@@ -306,9 +307,9 @@ func TestInvariantConcurrent(t *testing.T) {
 					from, to = to, from
 				}
 				asset := []string{"USDT", "BTC"}[rnd.IntN(2)]
-				_, err := h.coord.Create(context.Background(), Caller{Authenticated: true, UserID: u},
-					Request{From: from, To: to, Asset: asset, Amount: "0.0" + itoa(int64(1+rnd.IntN(9)))})
-				var e *Error
+				_, err := h.coord.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: u},
+					transfer.Request{From: from, To: to, Asset: asset, Amount: "0.0" + itoa(int64(1+rnd.IntN(9)))})
+				var e *transfer.Error
 				if err != nil && !errors.As(err, &e) {
 					t.Error(err)
 					return
@@ -387,16 +388,16 @@ func TestInvariantConcurrent(t *testing.T) {
 func TestInvariantFreezesTransfersDuringSpotRead(t *testing.T) {
 	h := newHarness(t)
 	h.deposit(7, usdt, 1_000_000)
-	h.spotF.Inject(OpDeposit, FaultNetworkError, -1)
+	h.spotF.Inject(transfer.OpDeposit, transfer.FaultNetworkError, -1)
 	tr := h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "0.1", "").Transfer
 	var insertErr, casErr error
 	probe := spotFunc(func(ctx context.Context, ids []string) (SpotSnapshot, error) {
 		pctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		_, _, insertErr = h.store.Insert(pctx, Transfer{ReqID: newID(t, h), UserID: 7, From: AccountFunding,
-			To: AccountSpot, Asset: usdt, Amount: 1})
-		_, casErr = h.store.Transition(pctx, tr.ReqID, TargetPending, Compensating, "")
-		return h.spot.SpotSnapshot(ctx, ids)
+		_, _, insertErr = h.store.Insert(pctx, transfer.Transfer{ReqID: newID(t, h), UserID: 7, From: transfer.AccountFunding,
+			To: transfer.AccountSpot, Asset: usdt, Amount: 1})
+		_, casErr = h.store.Transition(pctx, tr.ReqID, transfer.TargetPending, transfer.Compensating, "")
+		return FakeSpotReader{h.spot}.SpotSnapshot(ctx, ids)
 	})
 	rep, err := CheckInvariant(context.Background(), h.pool, probe, nil)
 	if err != nil || !rep.OK {
@@ -405,7 +406,7 @@ func TestInvariantFreezesTransfersDuringSpotRead(t *testing.T) {
 	if !errors.Is(insertErr, context.DeadlineExceeded) || !errors.Is(casErr, context.DeadlineExceeded) {
 		t.Fatalf("insert %v, CAS %v during the core read: want both blocked", insertErr, casErr)
 	}
-	if h.get(tr.ReqID).State != TargetPending {
+	if h.get(tr.ReqID).State != transfer.TargetPending {
 		t.Fatal("state changed during the core read")
 	}
 }
@@ -425,7 +426,7 @@ func TestInvariantViolationHaltsMonitor(t *testing.T) {
 	h.deposit(7, usdt, 5_000_000)
 	h.deposit(7, btc, 5_000_000)
 	h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "1", "")
-	m, err := NewInvariantMonitor(MonitorConfig{Pool: h.pool, Spot: h.spot, Logger: slog.New(h.crit)})
+	m, err := NewInvariantMonitor(MonitorConfig{Pool: h.pool, Spot: FakeSpotReader{h.spot}, Logger: slog.New(h.crit)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,16 +476,16 @@ func TestInvariantViolationRolledBackAndDeposited(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	h.deposit(7, usdt, 5_000_000)
-	h.spotF.Inject(OpDeposit, FaultExplicitFail, 1)
+	h.spotF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
 	tr := h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "2", "").Transfer
-	if tr.State != RolledBack {
+	if tr.State != transfer.RolledBack {
 		t.Fatalf("state %s", tr.State)
 	}
 	h.checkOK()
-	if o := h.spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != Success { // behind the FSM's back
+	if o := h.spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != transfer.Success { // behind the FSM's back
 		t.Fatalf("deposit %s", o)
 	}
-	rep, err := CheckInvariant(ctx, h.pool, h.spot, []AssetID{usdt})
+	rep, err := CheckInvariant(ctx, h.pool, FakeSpotReader{h.spot}, []transfer.AssetID{usdt})
 	if err != nil || rep.OK || len(rep.Assets) != 1 || rep.Assets[0].Diff.Int64() != 2_000_000 {
 		t.Fatalf("%v %s", err, describe(rep))
 	}
@@ -497,17 +498,17 @@ func TestInvariantAnomalyWhileMoving(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	h.deposit(7, usdt, 5_000_000)
-	h.spotF.Inject(OpDeposit, FaultExplicitFail, 1)
-	h.fundF.Inject(OpRefund, FaultNetworkError, -1)
+	h.spotF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
+	h.fundF.Inject(transfer.OpRefund, transfer.FaultNetworkError, -1)
 	tr := h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "2", "").Transfer
-	if tr.State != Compensating {
+	if tr.State != transfer.Compensating {
 		t.Fatalf("state %s", tr.State)
 	}
 	wantInFlight(t, h.checkOK(), usdt, 2_000_000, 2_000_000)
-	if o := h.spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != Success {
+	if o := h.spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != transfer.Success {
 		t.Fatalf("deposit %s", o)
 	}
-	rep, err := CheckInvariant(ctx, h.pool, h.spot, nil)
+	rep, err := CheckInvariant(ctx, h.pool, FakeSpotReader{h.spot}, nil)
 	if err != nil || rep.OK {
 		t.Fatalf("%v %s", err, describe(rep))
 	}
@@ -537,7 +538,7 @@ func TestInvariantCheckErrors(t *testing.T) {
 	// Run checks at once and stops with its context.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ok, _ := NewInvariantMonitor(MonitorConfig{Pool: h.pool, Spot: h.spot, Interval: time.Hour})
+	ok, _ := NewInvariantMonitor(MonitorConfig{Pool: h.pool, Spot: FakeSpotReader{h.spot}, Interval: time.Hour})
 	ran := make(chan error, 1)
 	go func() { ran <- ok.Run(ctx) }()
 	waitFor(t, "first check", func() bool { _, _, have := ok.Last(); return have })
