@@ -10,15 +10,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// A Batcher is the Postgres path of Store and Funding shared by many
-// transfers: callers queue Get, Insert, CAS transitions, retry notes and
-// FUNDING operations, and a writer goroutine runs whatever is queued as
-// ONE transaction of one or two round trips (batch_tx.go), then answers
-// every caller. Postgres pays one commit (one WAL flush) per batch instead
-// of one per step, and the steps of concurrent transfers share round trips.
+// A Batcher is the Postgres path of Store and Funding, the only one:
+// callers queue Get, CAS transitions, retry notes and fused steps (a
+// FUNDING operation with the transitions around it; an Insert is one),
+// and a writer goroutine runs whatever is queued as ONE transaction of one
+// or two round trips (batch_tx.go), then answers every caller. A single
+// request is a batch of one. Postgres pays one commit (one WAL flush) per
+// batch instead of one per step, and the steps of concurrent transfers
+// share round trips.
 //
-// Equivalence with the one-transaction path, the rules this file and its
-// companions keep:
+// The rules this file and its companions keep:
 //   - every caller gets exactly one answer, the one its request would have
 //     had alone, executed at some point between its call and its answer
 //     (the requests of one batch are concurrent, so any order of them is
@@ -33,9 +34,8 @@ import (
 //   - no request can fail the others for a business reason: every
 //     decision (CAS lost, a refusal) is data, never a SQL error.
 //
-// Opt in with NewStoreBatched / NewFundingBatched; NewStore and NewFunding
-// keep the one-transaction path. Both paths may run at once on one
-// database: they share the idempotency records and the row locks.
+// Several Batchers (processes) may run at once on one database: they share
+// the idempotency records and the row locks.
 type Batcher struct {
 	pool *pgxpool.Pool
 	opt  BatchOptions
@@ -181,7 +181,7 @@ type batchAnswer struct {
 
 // do queues r and waits for its answer or the end of r.ctx. A caller that
 // stops waiting gets r.ctx's error: its request may still run (an unknown
-// outcome, exactly as a cancelled one-transaction call).
+// outcome, as any cancelled call to a database).
 func (b *Batcher) do(r *batchReq) batchAnswer {
 	r.done = make(chan batchAnswer, 1)
 	if err := b.enqueue(r); err != nil {

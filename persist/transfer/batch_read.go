@@ -5,15 +5,15 @@ import (
 	"errors"
 )
 
-// The Batcher's reader: Funding.AccountState of a batched Funding (Create's
+// The Batcher's reader: Funding.AccountState (Create's
 // pre-check of the FUNDING side, spec 1.5.4-1.5.5) is a read of committed
 // rows, locking nothing, so it need not wait for a writer's transaction.
 // A reader goroutine of its own takes every AccountState queued (up to
 // MaxBatch) and answers them all from ONE statement on a pooled connection
 // (one snapshot), the way the writers share round trips: one statement per
 // batch instead of one round trip per call, on one backend instead of one
-// per caller. Each answer is the one the one-statement path
-// (Funding.accountState) gives on the same committed rows.
+// per caller. Each answer is the one a statement of its own would give
+// on the same committed rows.
 
 // accountReq is one AccountState call.
 type accountReq struct {
@@ -28,7 +28,7 @@ type accountAnswer struct {
 	err error
 }
 
-// accountsSQL is accountState for many (user, asset) at once, in the order
+// accountsSQL reads many (user, asset) at once, in the order
 // of its arrays: the row if it exists (one primary-key probe), else whether
 // the user has any FUNDING row (an account).
 const accountsSQL = `SELECT b.available, b.status,
@@ -139,7 +139,7 @@ func (b *Batcher) queryAccounts(ctx context.Context, users []int64, assets []int
 			return errors.New("transfer: account read returned too many rows")
 		}
 		st := AccountState{Exists: exists, Status: Active}
-		if status != nil && available != nil { // the row: as accountState reports it
+		if status != nil && available != nil { // the row
 			st.Available, st.Status = Units(*available), AccountStatus(*status)
 		}
 		ans[n].st = st

@@ -22,7 +22,7 @@ import (
 // multi-row UPDATEs are left to the planner: on a table of production size
 // with statistics it probes the primary key too (a just-created table
 // whose statistics say "tiny" while it grows is scanned instead, by the
-// one-transaction path's statements as well, until autoanalyze passes).
+// statements of a single request as well, until autoanalyze passes).
 
 // queueStore queues the Store's statements of reqs.
 func queueStore(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {

@@ -6,7 +6,7 @@ package transfer
 // once; explicit refusals sit next to successes without disturbing them;
 // racing CAS requests are won once; a transaction that fails answers every
 // caller with an error and changes nothing; a record raced by a concurrent
-// one-transaction call makes the batch run again and answer the recorded
+// transaction of another process makes the batch run again and answer the recorded
 // outcome; and the queue is bounded, cancellable and closable.
 
 import (
@@ -89,7 +89,7 @@ func TestBatchRepeatsKeepFirstOutcome(t *testing.T) {
 	if b := h.fundingBalance(7, usdt); b != 10_000 {
 		t.Fatalf("balance %d, want 10000 (withdraw and refund once each)", b)
 	}
-	// Later, one at a time, through the plain path: the same first outcomes.
+	// Later, one at a time (batches of one): the same first outcomes.
 	wantOutcome(t, "plain repeat", h.funding.Withdraw(context.Background(), c, 7, usdt, 5000), ExplicitFail, CodeInsufficientBalance)
 	wantOutcome(t, "plain repeat", h.funding.Refund(context.Background(), a, 7, usdt, 300), Success, "")
 	if b := h.fundingBalance(7, usdt); b != 10_000 {
@@ -185,7 +185,7 @@ func TestBatchCASRaceWonOnce(t *testing.T) {
 // rolls back with no effect and its requests run again one by one: the
 // ones that fail alone get an error (UNKNOWN for funding) and change
 // nothing, the others (a CAS of another transfer) take effect, as each
-// would have on the one-transaction path; the failed requests later get
+// would have in a batch of its own; the failed requests later get
 // their true outcomes.
 func TestBatchFailedStatementIsolatesRequests(t *testing.T) {
 	h := newHarness(t)
@@ -231,7 +231,7 @@ func TestBatchFailedStatementIsolatesRequests(t *testing.T) {
 	}
 }
 
-// TestBatchRecordRaceRunsAgain: a one-transaction deposit into a row that
+// TestBatchRecordRaceRunsAgain: another process's deposit into a row that
 // does not exist yet (nothing to lock) commits the same (req_id, op) while
 // the batch writes it. The batch must not apply it twice: it rolls back,
 // runs again, and answers the recorded first outcome.

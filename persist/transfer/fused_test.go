@@ -299,10 +299,10 @@ func TestFusedLostInOneBatch(t *testing.T) {
 		fusedReq(x, Init),          // a racing driver: lost
 		fusedReq(x, SourcePending), // lost too (the first fused step of x owns it)
 		fusedReq(y, Init),          // y is elsewhere: lost, no effect
-		&batchReq{kind: kindCAS, reqID: z.ReqID, from: Init, to: SourcePending}, // an unfused driver moves z first
+		&batchReq{kind: kindCAS, reqID: z.ReqID, from: Init, to: SourcePending}, // a CAS of another driver moves z first
 		fusedReq(z, Init), // lost
 		fusedReq(w, SourcePending),
-		fundingReq(OpWithdraw, x.ReqID, 7, usdt, 100), // an unfused repeat of x's withdraw: the fused outcome
+		fundingReq(OpWithdraw, x.ReqID, 7, usdt, 100), // a repeat of x's withdraw alone: the fused outcome
 	)
 	type want struct {
 		won   bool
