@@ -184,7 +184,7 @@ type batchAnswer struct {
 // outcome, as any cancelled call to a database).
 func (b *Batcher) do(r *batchReq) batchAnswer {
 	r.done = make(chan batchAnswer, 1)
-	if err := b.enqueue(r); err != nil {
+	if err := push(b, b.queue, r); err != nil {
 		return batchAnswer{err: err}
 	}
 	select {
@@ -195,34 +195,34 @@ func (b *Batcher) do(r *batchReq) batchAnswer {
 	}
 }
 
-func (b *Batcher) enqueue(r *batchReq) error {
+// push queues r on ch (the writers' or the reader's) unless the Batcher
+// is closed or ch is full.
+func push[T any](b *Batcher, ch chan<- T, r T) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.closed {
 		return ErrBatcherClosed
 	}
 	select {
-	case b.queue <- r:
+	case ch <- r:
 		return nil
 	default:
 		return ErrBatcherFull
 	}
 }
 
-// write is one writer: it takes the first waiting request, everything else
-// queued behind it up to MaxBatch (requests that arrive while a batch runs
-// form the next one: no timer, no added latency when idle), and runs them.
-func (b *Batcher) write() {
-	defer b.wg.Done()
-	w := &batchWriter{pool: b.pool, timeout: b.opt.Timeout, stats: &b.stats, faults: b.faults}
-	defer w.release()
-	batch := make([]*batchReq, 0, b.opt.MaxBatch)
-	for r := range b.queue {
+// drain hands run, until ch is closed, each batch it takes from ch: the
+// first waiting request and everything queued behind it up to max
+// (requests that arrive while a batch runs form the next one: no timer, no
+// added latency when idle).
+func drain[T any](ch <-chan T, max int, run func([]T)) {
+	batch := make([]T, 0, max)
+	for r := range ch {
 		batch = append(batch[:0], r)
 	fill:
-		for len(batch) < b.opt.MaxBatch {
+		for len(batch) < max {
 			select {
-			case r, ok := <-b.queue:
+			case r, ok := <-ch:
 				if !ok {
 					break fill
 				}
@@ -231,7 +231,15 @@ func (b *Batcher) write() {
 				break fill
 			}
 		}
-		w.run(batch)
+		run(batch)
 		clear(batch) // drop references to answered requests
 	}
+}
+
+// write is one writer: it runs each batch of requests as one transaction.
+func (b *Batcher) write() {
+	defer b.wg.Done()
+	w := &batchWriter{pool: b.pool, timeout: b.opt.Timeout, stats: &b.stats, faults: b.faults}
+	defer w.release()
+	drain(b.queue, b.opt.MaxBatch, w.run)
 }

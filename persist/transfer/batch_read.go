@@ -41,7 +41,7 @@ const accountsSQL = `SELECT b.available, b.status,
 // account queues one AccountState and waits for its answer or ctx's end.
 func (b *Batcher) account(ctx context.Context, user UserID, asset AssetID) (AccountState, error) {
 	r := &accountReq{ctx: ctx, user: user, asset: asset, done: make(chan accountAnswer, 1)}
-	if err := b.enqueueRead(r); err != nil {
+	if err := push(b, b.reads, r); err != nil {
 		return AccountState{}, err
 	}
 	select {
@@ -52,41 +52,10 @@ func (b *Batcher) account(ctx context.Context, user UserID, asset AssetID) (Acco
 	}
 }
 
-func (b *Batcher) enqueueRead(r *accountReq) error {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
-		return ErrBatcherClosed
-	}
-	select {
-	case b.reads <- r:
-		return nil
-	default:
-		return ErrBatcherFull
-	}
-}
-
-// read is the reader: as write, without a timer, for AccountState calls.
+// read is the reader: as write, for AccountState calls.
 func (b *Batcher) read() {
 	defer b.wg.Done()
-	batch := make([]*accountReq, 0, b.opt.MaxBatch)
-	for r := range b.reads {
-		batch = append(batch[:0], r)
-	fill:
-		for len(batch) < b.opt.MaxBatch {
-			select {
-			case r, ok := <-b.reads:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		b.readBatch(batch)
-		clear(batch)
-	}
+	drain(b.reads, b.opt.MaxBatch, b.readBatch)
 }
 
 // readBatch answers every request of batch exactly once.

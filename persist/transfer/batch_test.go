@@ -35,7 +35,7 @@ func oneBatch(t *testing.T, b *Batcher, reqs ...*batchReq) []batchAnswer {
 			r.ctx = context.Background()
 		}
 		r.done = make(chan batchAnswer, 1)
-		if err := b.enqueue(r); err != nil {
+		if err := push(b, b.queue, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -256,7 +256,7 @@ func TestBatchRecordRaceRunsAgain(t *testing.T) {
 	b := stoppedBatcher(t, h, BatchOptions{})
 	r := fundingReq(OpDeposit, id, 7, usdt, 500)
 	r.ctx, r.done = ctx, make(chan batchAnswer, 1)
-	if err := b.enqueue(r); err != nil {
+	if err := push(b, b.queue, r); err != nil {
 		t.Fatal(err)
 	}
 	b.Start()
@@ -337,18 +337,18 @@ func TestBatcherBoundsAndLifecycle(t *testing.T) {
 	id := newID(t, h)
 	r := fundingReq(OpWithdraw, id, 7, usdt, 100)
 	r.ctx, r.done = gone, make(chan batchAnswer, 1)
-	if err := b.enqueue(r); err != nil {
+	if err := push(b, b.queue, r); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
 	// The queue is bounded: it refuses instead of growing.
 	waiting := fundingReq(OpWithdraw, newID(t, h), 7, usdt, 1)
 	waiting.ctx, waiting.done = ctx, make(chan batchAnswer, 1)
-	if err := b.enqueue(waiting); err != nil {
+	if err := push(b, b.queue, waiting); err != nil {
 		t.Fatal(err)
 	}
 	wantOutcome(t, "full queue", f.Withdraw(ctx, newID(t, h), 7, usdt, 1), Unknown, "")
-	if err := b.enqueue(fundingReq(OpWithdraw, newID(t, h), 7, usdt, 1)); !errors.Is(err, ErrBatcherFull) {
+	if err := push(b, b.queue, fundingReq(OpWithdraw, newID(t, h), 7, usdt, 1)); !errors.Is(err, ErrBatcherFull) {
 		t.Fatalf("enqueue on a full queue: %v", err)
 	}
 	b.Start()
