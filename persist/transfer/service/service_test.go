@@ -1,11 +1,8 @@
 package service
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,23 +17,24 @@ import (
 	"github.com/ubscore/ubscore/persist/transfer"
 )
 
-// syncBuffer is a log sink safe for the service's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// startLog keeps the attributes of the service's start record.
+type startLog struct {
+	mu    sync.Mutex
+	attrs map[string]any
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+func (h *startLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *startLog) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r.Message == "internal transfers" {
+		h.attrs = map[string]any{}
+		r.Attrs(func(a slog.Attr) bool { h.attrs[a.Key] = a.Value.Any(); return true })
+	}
+	return nil
 }
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func (h *startLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *startLog) WithGroup(string) slog.Handler      { return h }
 
 // TestServiceRunsTheOnePathWithFaults (issue 34): the service a server
 // wires, with fault injection on, logs the one path and runs it: a FUNDING
@@ -56,7 +54,7 @@ func TestServiceRunsTheOnePathWithFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl, _ := startSpot(t, core.Config{})
-	var logs syncBuffer
+	logs := &startLog{}
 	var migrated atomic.Bool
 	migrated.Store(true)
 	var jobRan atomic.Bool
@@ -64,19 +62,15 @@ func TestServiceRunsTheOnePathWithFaults(t *testing.T) {
 		Status: transfer.AssetActive, InternalTransferEnabled: true}
 	s, err := New(Config{Pool: pool, Pipeline: pl, Migrated: &migrated, Assets: []transfer.AssetConfig{usdt},
 		StaleAfter: time.Second, FaultInjection: true, Jobs: []func(context.Context){func(context.Context) { jobRan.Store(true) }},
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		Logger: slog.New(logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Start()
 	t.Cleanup(s.Close)
-	var start map[string]any
-	for _, line := range strings.Split(logs.String(), "\n") {
-		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "internal transfers" {
-			start = rec
-		}
-	}
+	logs.mu.Lock()
+	start := logs.attrs
+	logs.mu.Unlock()
 	if start["path"] != Path || start["fused"] != true || start["fault_injection"] != true {
 		t.Fatalf("start log %v, want path %s with fault injection", start, Path)
 	}
