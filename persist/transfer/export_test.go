@@ -28,3 +28,27 @@ func (f *Funding) apply(ctx context.Context, op Op, reqID string, user UserID, a
 	}
 	return a.out
 }
+
+// The FSM's program read as chains of states, for its exhaustive tests
+// (fsm_step_test.go); the executor writes them as fused plans (fusePlan.chain).
+
+// Then is the chain of transitions the step makes once its call answered
+// k: Pre, then OK or Fail (only Pre for an outcome that says nothing).
+func (st Step) Then(k OutcomeKind) []State {
+	out := append([]State(nil), st.Pre...)
+	switch k {
+	case Success:
+		out = append(out, st.OK...)
+	case ExplicitFail:
+		out = append(out, st.Fail...)
+	}
+	return out
+}
+
+// End is the state a chain leaves a transfer in that starts at `at`.
+func End(at State, chain []State) State {
+	if len(chain) == 0 {
+		return at
+	}
+	return chain[len(chain)-1]
+}
