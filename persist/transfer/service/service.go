@@ -30,6 +30,7 @@ import (
 	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist/transfer"
 	"github.com/ubscore/ubscore/persist/transfer/invariant"
+	"github.com/ubscore/ubscore/persist/transfer/ratelimit"
 )
 
 // SpotCallTimeout is how long the SPOT adapter waits for the core's
@@ -144,7 +145,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	var rate func(context.Context, core.UserID, core.AssetID) transfer.RateState
 	if limits.PerSecond > 0 || limits.PerDay > 0 || len(amountLimited) > 0 {
-		rl, err := transfer.NewRateLimiter(transfer.RateLimiterConfig{Limits: limits, Usage: t.store, Logger: log,
+		rl, err := ratelimit.New(ratelimit.Config{Limits: limits, Usage: t.store, Logger: log,
 			AmountLimited: amountLimited})
 		if err != nil {
 			return nil, err
