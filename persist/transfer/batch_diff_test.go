@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // diffSide is one database of the differential test.
@@ -179,7 +181,7 @@ func TestBatchMatchesRequestsAlone(t *testing.T) {
 	}
 	t.Logf("seed %d (UBS_BATCH_SEED replays it)", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	ids := NewULIDGen()
+	ids := ulid.NewGen()
 	newID := func() string {
 		id, err := ids.New()
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // The Store's requests in round trip 1, in this order:
@@ -84,7 +86,7 @@ const insertSQL = `INSERT INTO transfers_tb
 func batchInsertable(t Transfer) bool {
 	known := func(a AccountType) bool { return a == AccountFunding || a == AccountSpot }
 	return t.State == Init && t.UserID > 0 && t.UserID <= 1<<63-1 && t.Asset > 0 && t.Asset <= 1<<31-1 &&
-		t.Amount > 0 && known(t.From) && known(t.To) && t.From != t.To && ValidULID(t.ReqID) &&
+		t.Amount > 0 && known(t.From) && known(t.To) && t.From != t.To && ulid.Valid(t.ReqID) &&
 		utf8.ValidString(t.CID) && utf8.RuneCountInString(t.CID) <= 64 && !strings.ContainsRune(t.CID, 0)
 }
 

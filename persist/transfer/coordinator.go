@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/logging"
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // LevelCritical is the slog level of alerts that need an operator: funds in
@@ -69,7 +70,7 @@ type Stats struct {
 // transfer: every state change is a CAS and every adapter is idempotent.
 type Coordinator struct {
 	cfg   Config
-	ids   *ULIDGen
+	ids   *ulid.Gen
 	log   *slog.Logger
 	stats Stats
 }
@@ -97,7 +98,7 @@ func NewCoordinator(cfg Config) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Coordinator{cfg: cfg, ids: NewULIDGen(), log: cfg.Logger}, nil
+	return &Coordinator{cfg: cfg, ids: ulid.NewGen(), log: cfg.Logger}, nil
 }
 
 // Stats returns the live counters.

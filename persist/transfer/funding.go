@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // Funding is the FUNDING ledger (balances_tb) and its adapter. Its
@@ -31,7 +33,7 @@ func NewFunding(b *Batcher) *Funding { return &Funding{pool: b.pool, b: b} }
 func checkParams(reqID string, user UserID, asset AssetID, amount Units) *Outcome {
 	var o Outcome
 	switch {
-	case !ValidULID(reqID):
+	case !ulid.Valid(reqID):
 		o = unknown("invalid req_id") // a caller bug, never a reason to compensate
 	case user == 0:
 		o = fail(CodeForbidden)

@@ -19,6 +19,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // installHistory records every committed state a transfer takes (its
@@ -463,7 +465,7 @@ func TestFusedRecoversEveryState(t *testing.T) {
 		)
 	}
 	h, _ := newFusedHarness(t, BatchOptions{})
-	ids := NewULIDGen()
+	ids := ulid.NewGen()
 	ctx := context.Background()
 	type made struct {
 		sc   scenario

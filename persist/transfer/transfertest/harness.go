@@ -20,6 +20,7 @@ import (
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // The harness's assets.
@@ -61,7 +62,7 @@ type Harness struct {
 	SpotF   *transfer.Faulty // wraps Spot: the coordinator's SPOT side
 	Crit    *CritCounter
 	Coord   *transfer.Coordinator
-	IDs     *transfer.ULIDGen
+	IDs     *ulid.Gen
 }
 
 // New returns a Harness on a fresh database, closed when the test ends.
@@ -77,7 +78,7 @@ func New(t *testing.T) *Harness {
 	}
 	b := transfer.NewBatcher(pool, transfer.BatchOptions{})
 	h := &Harness{T: t, Pool: pool, Store: transfer.NewStore(b), Funding: transfer.NewFunding(b),
-		Spot: transfer.NewFakeSpot(), Crit: &CritCounter{}, FundF: transfer.NewFaulty(nil), IDs: transfer.NewULIDGen()}
+		Spot: transfer.NewFakeSpot(), Crit: &CritCounter{}, FundF: transfer.NewFaulty(nil), IDs: ulid.NewGen()}
 	b.SetFaults(h.FundF)
 	b.Start()
 	t.Cleanup(b.Close) // before the pool closes
