@@ -19,19 +19,15 @@ import (
 )
 
 // The transfer scenario measures internal transfers FUNDING <-> SPOT on
-// Postgres three ways, on one throw-away database, in one run:
+// Postgres two ways, on one throw-away database, in one run:
 //
-//	naive        one transaction per transfer on two plain account rows:
-//	             SELECT ... FOR UPDATE both rows, debit, credit, insert a
-//	             transfer row, COMMIT (the baseline: no FSM, no SPOT side)
-//	fsm          transfer.Coordinator.Create with the plain Store and
-//	             Funding (a transaction or statement per step), FakeSpot as SPOT
-//	fsm_batched  the same with NewStoreBatched / NewFundingBatched over one
-//	             transfer.Batcher: the steps of concurrent transfers share
-//	             transactions
-//	fsm_fused    fsm_batched with Config.Fuse: each FUNDING operation and
-//	             the CAS transitions around it commit as one transaction
-//	             of the Batcher
+//	naive  one transaction per transfer on two plain account rows:
+//	       SELECT ... FOR UPDATE both rows, debit, credit, insert a
+//	       transfer row, COMMIT (the baseline: no FSM, no SPOT side)
+//	fsm    transfer.Coordinator.Create, the one path the server runs:
+//	       the steps of concurrent transfers share the transactions of one
+//	       transfer.Batcher, each FUNDING operation and the transitions
+//	       around it one transaction (fused steps); FakeSpot as SPOT
 //
 // Each mode runs Clients closed-loop clients for Warmup, then Duration
 // (measured). Client c moves funds of its own users (c+1, c+1+Clients, ...),
@@ -53,14 +49,12 @@ const (
 
 // Transfer benchmark modes, in the order they run.
 const (
-	ModeNaive      = "naive"
-	ModeFSM        = "fsm"
-	ModeFSMBatched = "fsm_batched"
-	ModeFSMFused   = "fsm_fused"
+	ModeNaive = "naive"
+	ModeFSM   = "fsm"
 )
 
 // transferModes is every mode, in the order they run.
-var transferModes = []string{ModeNaive, ModeFSM, ModeFSMBatched, ModeFSMFused}
+var transferModes = []string{ModeNaive, ModeFSM}
 
 // TransferConfig configures the transfer scenario.
 type TransferConfig struct {
@@ -86,29 +80,23 @@ type TransferResult struct {
 	P99us     float64 `json:"p99_us"`
 	P999us    float64 `json:"p999_us"`
 	MaxUs     float64 `json:"max_us"`
-	// fsm_batched, fsm_fused: requests per committed batch transaction.
+	// fsm: requests per committed batch transaction.
 	AvgBatch float64 `json:"avg_batch,omitempty"`
 	FirstErr string  `json:"first_error,omitempty"`
 }
 
 // TransferReport is the scenario's outcome; its JSON form is the one-line report.
 type TransferReport struct {
-	Database   string          `json:"database"` // the throw-away database, dropped by the time the report exists
-	Users      int             `json:"users"`
-	Clients    int             `json:"clients"`
-	Pool       int             `json:"pool"`
-	DurationS  float64         `json:"duration_s"`
-	Naive      *TransferResult `json:"naive,omitempty"`
-	FSM        *TransferResult `json:"fsm,omitempty"`
-	FSMBatched *TransferResult `json:"fsm_batched,omitempty"`
-	FSMFused   *TransferResult `json:"fsm_fused,omitempty"`
-	// Ratios of fsm_batched and fsm_fused to the others (0 when a side did not run).
-	TPSBatchedNaive float64 `json:"tps_ratio_batched_naive"`
-	P99BatchedNaive float64 `json:"p99_ratio_batched_naive"`
-	TPSBatchedFSM   float64 `json:"tps_ratio_batched_fsm"`
-	TPSFusedNaive   float64 `json:"tps_ratio_fused_naive"`
-	P99FusedNaive   float64 `json:"p99_ratio_fused_naive"`
-	TPSFusedBatched float64 `json:"tps_ratio_fused_batched"`
+	Database  string          `json:"database"` // the throw-away database, dropped by the time the report exists
+	Users     int             `json:"users"`
+	Clients   int             `json:"clients"`
+	Pool      int             `json:"pool"`
+	DurationS float64         `json:"duration_s"`
+	Naive     *TransferResult `json:"naive,omitempty"`
+	FSM       *TransferResult `json:"fsm,omitempty"`
+	// Ratios of fsm to naive (0 when a side did not run).
+	TPSFSMNaive float64 `json:"tps_ratio_fsm_naive"`
+	P99FSMNaive float64 `json:"p99_ratio_fsm_naive"`
 }
 
 func (cfg *TransferConfig) defaults() error {
@@ -178,27 +166,10 @@ func RunTransfer(ctx context.Context, cfg TransferConfig) (rep TransferReport, e
 			rep.Naive = &res
 		case ModeFSM:
 			rep.FSM = &res
-		case ModeFSMBatched:
-			rep.FSMBatched = &res
-		case ModeFSMFused:
-			rep.FSMFused = &res
 		}
 	}
-	if b := rep.FSMBatched; b != nil {
-		if n := rep.Naive; n != nil && n.TPS > 0 && n.P99us > 0 {
-			rep.TPSBatchedNaive, rep.P99BatchedNaive = round2(b.TPS/n.TPS), round2(b.P99us/n.P99us)
-		}
-		if f := rep.FSM; f != nil && f.TPS > 0 {
-			rep.TPSBatchedFSM = round2(b.TPS / f.TPS)
-		}
-	}
-	if f := rep.FSMFused; f != nil {
-		if n := rep.Naive; n != nil && n.TPS > 0 && n.P99us > 0 {
-			rep.TPSFusedNaive, rep.P99FusedNaive = round2(f.TPS/n.TPS), round2(f.P99us/n.P99us)
-		}
-		if b := rep.FSMBatched; b != nil && b.TPS > 0 {
-			rep.TPSFusedBatched = round2(f.TPS / b.TPS)
-		}
+	if f, n := rep.FSM, rep.Naive; f != nil && n != nil && n.TPS > 0 && n.P99us > 0 {
+		rep.TPSFSMNaive, rep.P99FSMNaive = round2(f.TPS/n.TPS), round2(f.P99us/n.P99us)
 	}
 	return rep, nil
 }

@@ -43,22 +43,15 @@ func runTransferMode(ctx context.Context, pool *pgxpool.Pool, spot *transfer.Fak
 		})
 		return res, checkNaive(ctx, pool, cfg.Users)
 	}
-	store, funding := transfer.NewStore(pool), transfer.NewFunding(pool)
-	var batcher *transfer.Batcher
-	if mode == ModeFSMBatched || mode == ModeFSMFused {
-		batcher = transfer.NewBatcher(pool, cfg.Batch)
-		batcher.Start()
-		defer batcher.Close()
-		store, funding = transfer.NewStoreBatched(pool, batcher), transfer.NewFundingBatched(pool, batcher)
-	}
+	batcher := transfer.NewBatcher(pool, cfg.Batch)
+	batcher.Start()
+	defer batcher.Close()
+	store, funding := transfer.NewStore(batcher), transfer.NewFunding(batcher)
 	coord, err := transfer.NewCoordinator(transfer.Config{Store: store, Funding: funding, Spot: spot,
 		Assets:  func(s string) (transfer.AssetConfig, bool) { return benchAsset, s == benchAsset.Symbol },
-		MaxWait: 30 * time.Second, Logger: cfg.Logger.With("mode", mode), Fuse: mode == ModeFSMFused})
+		MaxWait: 30 * time.Second, Logger: cfg.Logger.With("mode", mode)})
 	if err != nil {
 		return TransferResult{}, err
-	}
-	if coord.Fused() != (mode == ModeFSMFused) {
-		return TransferResult{}, fmt.Errorf("coordinator fused %v in mode %s", coord.Fused(), mode)
 	}
 	res := closedLoop(ctx, cfg, func(ctx context.Context, user transfer.UserID, toSpot bool) error {
 		req := transfer.Request{From: "SPOT", To: "FUNDING", Asset: benchAsset.Symbol, Amount: transferAmount}
@@ -71,10 +64,8 @@ func runTransferMode(ctx context.Context, pool *pgxpool.Pool, spot *transfer.Fak
 		}
 		return err
 	})
-	if batcher != nil {
-		if s := batcher.Stats(); s.Batches.Load() > 0 {
-			res.AvgBatch = round1(float64(s.Requests.Load()) / float64(s.Batches.Load()))
-		}
+	if s := batcher.Stats(); s.Batches.Load() > 0 {
+		res.AvgBatch = round1(float64(s.Requests.Load()) / float64(s.Batches.Load()))
 	}
 	return res, checkFSM(ctx, pool, coord, funding, spot, cfg.Logger)
 }

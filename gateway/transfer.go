@@ -11,6 +11,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // Internal transfers FUNDING <-> SPOT (spec 000 §8) and the FUNDING ledger's
@@ -267,7 +268,7 @@ func (s *Server) getTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		return err
 	}
 	id := string(st.params[0])
-	if !transfer.ValidULID(id) {
+	if !ulid.Valid(id) {
 		return BadRequest(CodeInvalidParameter, "req_id must be a ULID")
 	}
 	c, cancel := context.WithTimeout(context.Background(), transferTimeout)

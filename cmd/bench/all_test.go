@@ -88,7 +88,7 @@ func checkAll(t *testing.T, profile string) {
 		"http-ceiling (hello-world)", "| processor vs bare book (book shape, ", "bare FIFO book, same run",
 		"| processor, binary YES/NO markets | ", "processor, spot mixed, same run", "## Latency vs offered load", "| 50% |", "| 120% |", "machine: ", "commit: "}
 	if !pgDown {
-		rows = append(rows, "| transfer fsm_fused | ", "pg-baseline (naive ledger)", "| sink (Postgres) | ", "pipeline rate, same run")
+		rows = append(rows, "| transfer fsm | ", "pg-baseline (naive ledger)", "| sink (Postgres) | ", "pipeline rate, same run")
 	}
 	for _, r := range rows {
 		if !bytes.Contains(md, []byte(r)) {

@@ -20,14 +20,14 @@
 // kept (no front truncation) so replay can start from seq 1.
 //
 //	bench transfer [--pg-url URL] [--users U] [--clients C] [--pool P] [--duration D] [--warmup W]
-//	               [--modes naive,fsm,fsm_batched,fsm_fused] [--max-batch B] [--writers N] [--json] [--cpuprofile FILE]
+//	               [--modes naive,fsm] [--max-batch B] [--writers N] [--json] [--cpuprofile FILE]
 //
 // transfer creates database ubs_bench_<random> on the Postgres server at
 // --pg-url, migrates and seeds it, runs C closed-loop clients of internal
 // transfers for each mode (the naive one-transaction ledger, the transfer
-// FSM, the FSM with batched writes) and drops the database. The report
-// (one JSON line with --json) gives each mode's committed transfers/s and
-// p50/p99/p99.9 latency, and the ratios of fsm_batched to the others.
+// FSM on its one path: batched, fused steps) and drops the database. The
+// report (one JSON line with --json) gives each mode's committed
+// transfers/s and p50/p99/p99.9 latency, and the ratios of fsm to naive.
 //
 // Exit status: 0 on success, 1 on a failure (message on stderr), 2 on bad usage.
 package main

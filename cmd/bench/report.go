@@ -98,7 +98,7 @@ func pairsOf(e *allEnv) []pair {
 	for _, m := range []struct {
 		name string
 		r    *bench.TransferResult
-	}{{bench.ModeFSM, tr.FSM}, {bench.ModeFSMBatched, tr.FSMBatched}, {bench.ModeFSMFused, tr.FSMFused}} {
+	}{{bench.ModeFSM, tr.FSM}} {
 		if m.r == nil && !slices.Contains(strings.Split(e.prof.transferModes, ","), m.name) {
 			continue
 		}

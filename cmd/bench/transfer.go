@@ -18,9 +18,9 @@ import (
 )
 
 // runTransfer measures internal transfers on Postgres: the naive
-// one-transaction ledger, the transfer FSM, the FSM with batched writes,
-// and the FSM with batched and fused steps, on one throw-away database in
-// one run (see bench/transfer.go).
+// one-transaction ledger and the transfer FSM on its one path (batched,
+// fused steps), on one throw-away database in one run (see
+// bench/transfer.go).
 func runTransfer(args []string, stdout, stderr io.Writer) int {
 	return transferScenario("transfer", args, stdout, stderr)
 }
@@ -59,9 +59,9 @@ func transferScenario(name string, args []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured warm-up per mode")
 	modes = bench.ModeNaive
 	if !baseline {
-		fs.StringVar(&modes, "modes", "naive,fsm,fsm_batched,fsm_fused", "modes to run, comma-separated")
-		fs.IntVar(&cfg.Batch.MaxBatch, "max-batch", 0, "fsm_batched, fsm_fused: requests per transaction (0 = default)")
-		fs.IntVar(&cfg.Batch.Writers, "writers", 0, "fsm_batched, fsm_fused: batch transactions in flight (0 = default)")
+		fs.StringVar(&modes, "modes", "naive,fsm", "modes to run, comma-separated")
+		fs.IntVar(&cfg.Batch.MaxBatch, "max-batch", 0, "fsm: requests per transaction (0 = default)")
+		fs.IntVar(&cfg.Batch.Writers, "writers", 0, "fsm: batch transactions in flight (0 = default)")
 	}
 	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON line")
 	fs.StringVar(&cpuprof, "cpuprofile", "", "write a CPU profile of the bench process to this file")
@@ -114,7 +114,7 @@ func transferScenario(name string, args []string, stdout, stderr io.Writer) int 
 	for _, m := range []struct {
 		name string
 		r    *bench.TransferResult
-	}{{bench.ModeNaive, rep.Naive}, {bench.ModeFSM, rep.FSM}, {bench.ModeFSMBatched, rep.FSMBatched}, {bench.ModeFSMFused, rep.FSMFused}} {
+	}{{bench.ModeNaive, rep.Naive}, {bench.ModeFSM, rep.FSM}} {
 		if m.r == nil {
 			continue
 		}
@@ -128,17 +128,8 @@ func transferScenario(name string, args []string, stdout, stderr io.Writer) int 
 		}
 		fmt.Fprintln(stdout)
 	}
-	if rep.TPSBatchedNaive > 0 {
-		fmt.Fprintf(stdout, "fsm_batched / naive: tps x%.2f, p99 x%.2f\n", rep.TPSBatchedNaive, rep.P99BatchedNaive)
-	}
-	if rep.TPSBatchedFSM > 0 {
-		fmt.Fprintf(stdout, "fsm_batched / fsm:   tps x%.2f\n", rep.TPSBatchedFSM)
-	}
-	if rep.TPSFusedNaive > 0 {
-		fmt.Fprintf(stdout, "fsm_fused / naive:   tps x%.2f, p99 x%.2f\n", rep.TPSFusedNaive, rep.P99FusedNaive)
-	}
-	if rep.TPSFusedBatched > 0 {
-		fmt.Fprintf(stdout, "fsm_fused / fsm_batched: tps x%.2f\n", rep.TPSFusedBatched)
+	if rep.TPSFSMNaive > 0 {
+		fmt.Fprintf(stdout, "fsm / naive: tps x%.2f, p99 x%.2f\n", rep.TPSFSMNaive, rep.P99FSMNaive)
 	}
 	return exitOK
 }

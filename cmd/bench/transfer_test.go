@@ -30,14 +30,13 @@ func TestTransferReport(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &m); err != nil {
 		t.Fatalf("stdout is not JSON: %v: %q", err, out)
 	}
-	for _, k := range []string{"database", "users", "clients", "pool", "duration_s", "naive", "fsm", "fsm_batched",
-		"fsm_fused", "tps_ratio_batched_naive", "p99_ratio_batched_naive", "tps_ratio_batched_fsm", "tps_ratio_fused_naive",
-		"p99_ratio_fused_naive", "tps_ratio_fused_batched"} {
+	for _, k := range []string{"database", "users", "clients", "pool", "duration_s", "naive", "fsm",
+		"tps_ratio_fsm_naive", "p99_ratio_fsm_naive"} {
 		if _, ok := m[k]; !ok {
 			t.Fatalf("report lacks %q: %s", k, out)
 		}
 	}
-	for _, mode := range []string{"naive", "fsm", "fsm_batched", "fsm_fused"} {
+	for _, mode := range []string{"naive", "fsm"} {
 		r, _ := m[mode].(map[string]any)
 		if tps, _ := r["tps"].(float64); tps <= 0 || r["failed"] != 0.0 {
 			t.Fatalf("%s: %v", mode, r)

@@ -19,7 +19,6 @@ import (
 	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist/chainside"
-	"github.com/ubscore/ubscore/persist/transfer"
 	"github.com/ubscore/ubscore/protection"
 	"github.com/ubscore/ubscore/publish"
 	"github.com/ubscore/ubscore/stream"
@@ -61,9 +60,6 @@ type Config struct {
 	// UTC day; 0 disables one (--transfer-rate-per-second, --transfer-per-day).
 	TransferPerSecond int
 	TransferPerDay    int
-	// TransferBatching runs the steps of concurrent transfers in shared
-	// Postgres transactions (--transfer-batching, default on).
-	TransferBatching bool
 	// InvariantInterval is the period of the conservation check (MON-003)
 	// (--invariant-interval; 0 = only on GET /admin/v1/invariants).
 	InvariantInterval time.Duration
@@ -106,9 +102,6 @@ func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, redacted)
 func (Secret) LogValue() slog.Value         { return slog.StringValue(redacted) }
 func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
-
-// transferAssets are the assets' internal-transfer settings (transfers.go).
-func (c Config) transferAssets() []transfer.AssetConfig { return c.Instruments.Transfer() }
 
 // privatePostgresDir is where the private cluster lives (--pg-url "").
 func (c Config) privatePostgresDir() string { return filepath.Join(c.DataDir, "pg") }
@@ -172,7 +165,6 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.DurationVar(&cfg.TransferStaleAfter, "transfer-stale-after", time.Minute, "the recovery worker resumes non-terminal transfers not updated for this long")
 	fs.IntVar(&cfg.TransferPerSecond, "transfer-rate-per-second", 10, "internal-transfer requests per user per second (0 = no limit)")
 	fs.IntVar(&cfg.TransferPerDay, "transfer-per-day", 100, "internal transfers per user per UTC day (0 = no limit)")
-	fs.BoolVar(&cfg.TransferBatching, "transfer-batching", true, "run the Postgres steps of concurrent internal transfers in shared transactions")
 	fs.DurationVar(&cfg.InvariantInterval, "invariant-interval", 10*time.Second, "period of the FUNDING+SPOT conservation check (0 = on request only)")
 	registerChain(fs, &cfg.Chain)
 	prot := protection.Default()

@@ -21,6 +21,8 @@ import (
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/archive"
 	"github.com/ubscore/ubscore/persist/chainside"
+	"github.com/ubscore/ubscore/persist/spotops"
+	transferservice "github.com/ubscore/ubscore/persist/transfer/service"
 	"github.com/ubscore/ubscore/protection"
 	"github.com/ubscore/ubscore/publish"
 	"github.com/ubscore/ubscore/stream"
@@ -57,7 +59,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	m := newMetrics()
+	m := exmetrics.New()
 	p2pm := gateway.NewP2PMetrics(m.Reg, m.Read, exmetrics.LatencyBuckets)
 	p2pView := p2pm.OnView(log, cfg.P2P.Scale(cfg.Instruments.Assets))
 	hist := &gateway.History{Window: cfg.HistoryWindow}
@@ -164,25 +166,27 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	sinkWG.Go(func() { ws.Run(sinkCtx) })
-	var xfers *transfers
+	var xfers *transferservice.Service
 	if pool != nil {
 		pgh := persist.NewHealth(pool, log)
 		sinkWG.Go(func() { pgh.Run(sinkCtx) })
 		scfg.Degraded = pgh.Degraded
 		scfg.Archive = &archive.Archive{Pool: pool, Timeout: archive.Timeout, Ready: &migrated, Persisted: sink.PersistedSeqCached}
-		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log, ws.FundingCommitted); err != nil {
+		forget := spotops.NewForgetter(pool, pl, log)
+		if xfers, err = transferservice.New(transferservice.Config{Pool: pool, Pipeline: pl, Migrated: &migrated,
+			Assets: cfg.Instruments.Transfer(), PerSecond: cfg.TransferPerSecond, PerDay: cfg.TransferPerDay,
+			StaleAfter: cfg.TransferStaleAfter, InvariantInterval: cfg.InvariantInterval, FaultInjection: cfg.FaultInjection,
+			Jobs:     []func(context.Context){func(ctx context.Context) { forget.Run(ctx, spotops.Every) }},
+			OnCommit: ws.FundingCommitted, Logger: log}); err != nil {
 			stopSink()
 			sinkWG.Wait()
 			_ = pl.Close()
 			return err
 		}
-		xfers.register(m)
-		xfers.start()
-		scfg.Transfers = xfers
+		xfers.Register(m.Reg)
+		xfers.Start()
+		scfg.Transfers, scfg.Faults = xfers, xfers.Faults()
 		ws.SetFunding(xfers)
-		if xfers.faults != nil {
-			scfg.Faults = xfers.faults
-		}
 	} else if cfg.FaultInjection {
 		log.Warn("--enable-fault-injection ignored: internal transfers need Postgres")
 	}
@@ -190,7 +194,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	abort := func(err error) error { // stops what runs so far
 		stopP2P()
 		if xfers != nil {
-			xfers.close()
+			xfers.Close()
 		}
 		stopSink()
 		sinkWG.Wait()
@@ -251,7 +255,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	stopProt()
 	stopP2P()
 	if xfers != nil {
-		xfers.close()
+		xfers.Close()
 	}
 	// Every answered command is durable now; let the sink catch up while
 	// the WAL is still open, then close the core.

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	transferservice "github.com/ubscore/ubscore/persist/transfer/service"
 )
 
 // xferFlags are the server flags of most transfer tests: faults on, a 1 s
@@ -100,8 +102,8 @@ func (x *xt) onePath() {
 			last = rec
 		}
 	}
-	if last == nil || last["fused"] != true || last["batching"] != true {
-		x.Fatalf("the server's start log shows the path %v, want batching and fused (with fault injection %v)", last, last["fault_injection"])
+	if last == nil || last["path"] != transferservice.Path || last["fused"] != true {
+		x.Fatalf("the server's start log shows the path %v, want %s (with fault injection %v)", last, transferservice.Path, last["fault_injection"])
 	}
 }
 

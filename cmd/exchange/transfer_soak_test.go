@@ -34,9 +34,9 @@ import (
 // -short: 3 rounds of 3 s; otherwise 8 rounds of 6 s.
 func TestTransferSoak(t *testing.T) { transferSoak(t, true) }
 
-// TestTransferSoakFused is the soak without fault injection, so the server
-// runs its fused path (a FUNDING operation and the transitions around it in
-// one transaction); rounds end with SIGKILL or a graceful stop.
+// TestTransferSoakFused is the soak without fault injection (the server
+// runs the same one path, fused steps, as with it); rounds end with
+// SIGKILL or a graceful stop.
 func TestTransferSoakFused(t *testing.T) { transferSoak(t, false) }
 
 func transferSoak(t *testing.T, faults bool) {

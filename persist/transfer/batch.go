@@ -10,15 +10,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// A Batcher is the Postgres path of Store and Funding shared by many
-// transfers: callers queue Get, Insert, CAS transitions, retry notes and
-// FUNDING operations, and a writer goroutine runs whatever is queued as
-// ONE transaction of one or two round trips (batch_tx.go), then answers
-// every caller. Postgres pays one commit (one WAL flush) per batch instead
-// of one per step, and the steps of concurrent transfers share round trips.
+// A Batcher is the Postgres path of Store and Funding, the only one:
+// callers queue Get, CAS transitions, retry notes and fused steps (a
+// FUNDING operation with the transitions around it; an Insert is one),
+// and a writer goroutine runs whatever is queued as ONE transaction of one
+// or two round trips (batch_tx.go), then answers every caller. A single
+// request is a batch of one. Postgres pays one commit (one WAL flush) per
+// batch instead of one per step, and the steps of concurrent transfers
+// share round trips.
 //
-// Equivalence with the one-transaction path, the rules this file and its
-// companions keep:
+// The rules this file and its companions keep:
 //   - every caller gets exactly one answer, the one its request would have
 //     had alone, executed at some point between its call and its answer
 //     (the requests of one batch are concurrent, so any order of them is
@@ -33,9 +34,8 @@ import (
 //   - no request can fail the others for a business reason: every
 //     decision (CAS lost, a refusal) is data, never a SQL error.
 //
-// Opt in with NewStoreBatched / NewFundingBatched; NewStore and NewFunding
-// keep the one-transaction path. Both paths may run at once on one
-// database: they share the idempotency records and the row locks.
+// Several Batchers (processes) may run at once on one database: they share
+// the idempotency records and the row locks.
 type Batcher struct {
 	pool *pgxpool.Pool
 	opt  BatchOptions
@@ -143,10 +143,9 @@ type reqKind uint8
 
 const (
 	kindGet     reqKind = iota // Store.Get
-	kindInsert                 // Store.Insert
 	kindCAS                    // Store.Transition
 	kindNote                   // Store.NoteRetry
-	kindFunding                // Funding.Withdraw / Deposit / Refund
+	kindFunding                // a FUNDING operation alone (the adapter's tests: export_test.go)
 	kindFused                  // a fused step: CAS transitions around one FUNDING operation (batch_fused.go)
 )
 
@@ -155,12 +154,11 @@ const (
 type batchReq struct {
 	kind   reqKind
 	ctx    context.Context // the caller's: not run if it is done before its batch starts
-	reqID  string          // all but insert
-	insert Transfer        // insert only (batchInsertable)
-	from   State           // CAS: the expected state; note: the state the note applies in
-	to     State           // CAS only
+	reqID  string
+	from   State // CAS: the expected state; note: the state the note applies in
+	to     State // CAS only
 	msg    string
-	op     Op // funding only, with user, asset and amount (checkParams passed)
+	op     Op // funding, fused: with user, asset and amount (decideOne checks them)
 	user   UserID
 	asset  AssetID
 	amount Units
@@ -176,17 +174,17 @@ type batchAnswer struct {
 	out      Outcome  // funding, fused (won): SUCCESS, EXPLICIT_FAIL or UNKNOWN (never recorded)
 	state    State    // fused (won): the state the transfer was left in
 	cas      int      // fused (won): CAS transitions made
-	transfer Transfer // get; insert when inserted; CAS (won): the row as moved; fused: as inserted, then as its last transition left it
-	inserted bool     // insert, fused with plan.insert: false = the user's cid was taken
+	transfer Transfer // get; CAS (won): the row as moved; fused: as inserted, then as its last transition left it
+	inserted bool     // fused with plan.insert: false = the user's cid was taken
 	err      error    // get: ErrNotFound; any kind: the batch failed
 }
 
 // do queues r and waits for its answer or the end of r.ctx. A caller that
 // stops waiting gets r.ctx's error: its request may still run (an unknown
-// outcome, exactly as a cancelled one-transaction call).
+// outcome, as any cancelled call to a database).
 func (b *Batcher) do(r *batchReq) batchAnswer {
 	r.done = make(chan batchAnswer, 1)
-	if err := b.enqueue(r); err != nil {
+	if err := push(b, b.queue, r); err != nil {
 		return batchAnswer{err: err}
 	}
 	select {
@@ -197,34 +195,34 @@ func (b *Batcher) do(r *batchReq) batchAnswer {
 	}
 }
 
-func (b *Batcher) enqueue(r *batchReq) error {
+// push queues r on ch (the writers' or the reader's) unless the Batcher
+// is closed or ch is full.
+func push[T any](b *Batcher, ch chan<- T, r T) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.closed {
 		return ErrBatcherClosed
 	}
 	select {
-	case b.queue <- r:
+	case ch <- r:
 		return nil
 	default:
 		return ErrBatcherFull
 	}
 }
 
-// write is one writer: it takes the first waiting request, everything else
-// queued behind it up to MaxBatch (requests that arrive while a batch runs
-// form the next one: no timer, no added latency when idle), and runs them.
-func (b *Batcher) write() {
-	defer b.wg.Done()
-	w := &batchWriter{pool: b.pool, timeout: b.opt.Timeout, stats: &b.stats, faults: b.faults}
-	defer w.release()
-	batch := make([]*batchReq, 0, b.opt.MaxBatch)
-	for r := range b.queue {
+// drain hands run, until ch is closed, each batch it takes from ch: the
+// first waiting request and everything queued behind it up to max
+// (requests that arrive while a batch runs form the next one: no timer, no
+// added latency when idle).
+func drain[T any](ch <-chan T, max int, run func([]T)) {
+	batch := make([]T, 0, max)
+	for r := range ch {
 		batch = append(batch[:0], r)
 	fill:
-		for len(batch) < b.opt.MaxBatch {
+		for len(batch) < max {
 			select {
-			case r, ok := <-b.queue:
+			case r, ok := <-ch:
 				if !ok {
 					break fill
 				}
@@ -233,7 +231,15 @@ func (b *Batcher) write() {
 				break fill
 			}
 		}
-		w.run(batch)
+		run(batch)
 		clear(batch) // drop references to answered requests
 	}
+}
+
+// write is one writer: it runs each batch of requests as one transaction.
+func (b *Batcher) write() {
+	defer b.wg.Done()
+	w := &batchWriter{pool: b.pool, timeout: b.opt.Timeout, stats: &b.stats, faults: b.faults}
+	defer w.release()
+	drain(b.queue, b.opt.MaxBatch, w.run)
 }

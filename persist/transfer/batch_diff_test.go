@@ -1,13 +1,14 @@
 package transfer
 
-// This test proves the Batcher equivalent to the one-transaction path on
-// random streams: the same seeded requests (CAS transitions, retry notes,
+// This test proves a batch equivalent to its requests run alone (each a
+// batch of one: the answer every caller is promised, batch.go) on random
+// streams: the same seeded requests (CAS transitions, retry notes,
 // withdraws, deposits and refunds, with repeats, conflicting parameters,
 // frozen / disabled / missing accounts and rows, refunds with and without
 // their withdraw) run as random-sized batches on one database and one by
-// one through the plain Store and Funding on another, in the order the
-// batch applies them. Every answer and, at the end, every row of
-// balances_tb, transfer_operations and transfers_tb must be the same.
+// one on another, in the order the batch applies them. Every answer and,
+// at the end, every row of balances_tb, transfer_operations and
+// transfers_tb must be the same.
 // A failure prints the seed; UBS_BATCH_SEED replays it.
 
 import (
@@ -20,6 +21,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // diffSide is one database of the differential test.
@@ -27,13 +30,17 @@ type diffSide struct {
 	pool    *pgxpool.Pool
 	store   *Store
 	funding *Funding
+	alone   *batchWriter // runs one request at a time
 }
 
 func newDiffSide(t *testing.T, transfers []Transfer) diffSide {
 	t.Helper()
 	ctx := context.Background()
 	pool := migratedPool(t)
-	d := diffSide{pool: pool, store: NewStore(pool), funding: NewFunding(pool)}
+	b := NewBatcher(pool, BatchOptions{})
+	d := diffSide{pool: pool, store: NewStore(b), funding: NewFunding(b),
+		alone: &batchWriter{pool: pool, timeout: 10 * time.Second, stats: &BatchStats{}}}
+	t.Cleanup(d.alone.release)
 	// user 1: two assets; 2: frozen; 3: disabled; 4: BTC only (USDT row
 	// missing, account exists); 5: no account at all.
 	for i, dep := range []struct {
@@ -51,11 +58,13 @@ func newDiffSide(t *testing.T, transfers []Transfer) diffSide {
 	if err := d.funding.SetStatus(ctx, 3, usdt, Disabled); err != nil {
 		t.Fatal(err)
 	}
+	b.Start()
 	for _, tr := range transfers {
 		if _, _, err := d.store.Insert(ctx, tr); err != nil {
 			t.Fatal(err)
 		}
 	}
+	b.Close()
 	return d
 }
 
@@ -113,17 +122,12 @@ func randomRequests(rng *rand.Rand, n int, transfers []Transfer, opIDs []string)
 	return reqs
 }
 
-// plainAnswer runs r alone through the one-transaction path.
-func (d diffSide) plainAnswer(ctx context.Context, r *batchReq) batchAnswer {
-	switch r.kind {
-	case kindCAS:
-		won, err := d.store.Transition(ctx, r.reqID, r.from, r.to, r.msg)
-		return batchAnswer{won: won, err: err}
-	case kindNote:
-		return batchAnswer{err: d.store.NoteRetry(ctx, r.reqID, r.from, r.msg)}
-	}
-	t := Transfer{ReqID: r.reqID, UserID: r.user, Asset: r.asset, Amount: r.amount}
-	return batchAnswer{out: call(ctx, d.funding, r.op, t)}
+// aloneAnswer runs a copy of r alone: a batch of one.
+func (d diffSide) aloneAnswer(ctx context.Context, r *batchReq) batchAnswer {
+	one := *r
+	one.ctx, one.done = ctx, make(chan batchAnswer, 1)
+	d.alone.run([]*batchReq{&one})
+	return <-one.done
 }
 
 // appliedOrder is the order one batch applies its requests in: CAS
@@ -170,14 +174,14 @@ func dump(t *testing.T, pool *pgxpool.Pool) string {
 	return out
 }
 
-func TestBatchMatchesOneTransactionPath(t *testing.T) {
+func TestBatchMatchesRequestsAlone(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("UBS_BATCH_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (UBS_BATCH_SEED replays it)", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	ids := NewULIDGen()
+	ids := ulid.NewGen()
 	newID := func() string {
 		id, err := ids.New()
 		if err != nil {
@@ -193,7 +197,7 @@ func TestBatchMatchesOneTransactionPath(t *testing.T) {
 	for i := range opIDs {
 		opIDs[i] = newID()
 	}
-	plain, batched := newDiffSide(t, transfers), newDiffSide(t, transfers)
+	alone, batched := newDiffSide(t, transfers), newDiffSide(t, transfers)
 	w := &batchWriter{pool: batched.pool, timeout: 10 * time.Second, stats: &BatchStats{}}
 	defer w.release()
 	ctx := context.Background()
@@ -209,13 +213,13 @@ func TestBatchMatchesOneTransactionPath(t *testing.T) {
 		w.run(batch)
 		for _, i := range appliedOrder(batch) {
 			r := batch[i]
-			got, want := <-r.done, plain.plainAnswer(ctx, r)
+			got, want := <-r.done, alone.aloneAnswer(ctx, r)
 			if got.err != nil || want.err != nil || got.won != want.won || got.out != want.out {
 				t.Fatalf("seed %d: %+v: batched %+v, alone %+v", seed, *r, got, want)
 			}
 		}
 	}
-	if a, b := dump(t, plain.pool), dump(t, batched.pool); a != b {
+	if a, b := dump(t, alone.pool), dump(t, batched.pool); a != b {
 		t.Fatalf("seed %d: tables differ\nalone:\n%s\nbatched:\n%s", seed, a, b)
 	}
 	if w.stats.Batches.Load() == 0 || w.stats.Failed.Load() != 0 {

@@ -8,13 +8,12 @@ import (
 )
 
 // fundingBatch runs the FUNDING operations of one batch with the
-// semantics of Funding.applyTx, operation by operation in arrival order:
+// adapter's semantics (Funding), operation by operation in arrival order:
 //
 //   - its round trip 1 locks every balance row the batch touches (SELECT
 //     ... FOR UPDATE, in (user, asset) order, so two batches never wait on
 //     each other in a cycle) and only then reads the records: a concurrent
-//     first call that held a lock has committed, and the read sees it, as
-//     in applyTx;
+//     first call that held a lock has committed, and the read sees it;
 //   - decide replays the operations in memory on those rows and records: a
 //     repeat of (req_id, op) returns the first outcome (also when the first
 //     is earlier in this batch), and every new decision is decideOp's, on
@@ -203,6 +202,9 @@ func (fb *fundingBatch) decide(ans []batchAnswer, faults *Faulty) []Fault {
 // refuses a first call (recorded, as any refusal); a fault before the
 // effect answers its outcome and decides nothing.
 func (fb *fundingBatch) decideOne(r *batchReq, f Fault) Outcome {
+	if o := checkParams(r.reqID, r.user, r.asset, r.amount); o != nil {
+		return *o // the adapter trusts no caller: refused the same way every time, not recorded
+	}
 	if o, before := beforeEffect(f); before {
 		return o
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// A fused step (opt in: Config.Fuse) is a FUNDING operation and the CAS
+// A fused step is a FUNDING operation and the CAS
 // transitions around it, in ONE transaction of a batch: the state changes
 // and the operation's effect (its transfer_operations record and balance
 // change) commit together or not at all. This is stronger than
@@ -41,7 +41,7 @@ import (
 // inside this transaction, under its row lock, where no other transaction
 // can see them, so writing each (it was 2-4 more non-HOT updates of the
 // row per step) bought nothing but Postgres work: one UPDATE per step took
-// `bench transfer --clients 64` fsm_fused from 0.77x to 1.16x the naive
+// `bench transfer --clients 64` (then mode fsm_fused) from 0.77x to 1.16x the naive
 // ledger's TPS. The FSM still makes and counts every transition
 // (plan.legal checks each against the table; Stats.CASWon counts them).
 // The row lock taken in round trip 1 is held to COMMIT, so the UPDATE finds
@@ -148,7 +148,7 @@ func queueFusedLocks(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) (trip2 b
 			ans[i].won = true // inserted below, by this transaction: nobody else can see it, let alone move it
 			trip2 = trip2 || r.plan.op != ""
 		case r.plan.insert != nil:
-			trip2 = true
+			trip2 = trip2 || r.plan.op != "" || len(r.plan.pre) > 0 // else nothing to move: Store.Insert
 		default:
 			idx = append(idx, i)
 			trip2 = true

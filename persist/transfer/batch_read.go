@@ -5,15 +5,15 @@ import (
 	"errors"
 )
 
-// The Batcher's reader: Funding.AccountState of a batched Funding (Create's
+// The Batcher's reader: Funding.AccountState (Create's
 // pre-check of the FUNDING side, spec 1.5.4-1.5.5) is a read of committed
 // rows, locking nothing, so it need not wait for a writer's transaction.
 // A reader goroutine of its own takes every AccountState queued (up to
 // MaxBatch) and answers them all from ONE statement on a pooled connection
 // (one snapshot), the way the writers share round trips: one statement per
 // batch instead of one round trip per call, on one backend instead of one
-// per caller. Each answer is the one the one-statement path
-// (Funding.accountState) gives on the same committed rows.
+// per caller. Each answer is the one a statement of its own would give
+// on the same committed rows.
 
 // accountReq is one AccountState call.
 type accountReq struct {
@@ -28,7 +28,7 @@ type accountAnswer struct {
 	err error
 }
 
-// accountsSQL is accountState for many (user, asset) at once, in the order
+// accountsSQL reads many (user, asset) at once, in the order
 // of its arrays: the row if it exists (one primary-key probe), else whether
 // the user has any FUNDING row (an account).
 const accountsSQL = `SELECT b.available, b.status,
@@ -41,7 +41,7 @@ const accountsSQL = `SELECT b.available, b.status,
 // account queues one AccountState and waits for its answer or ctx's end.
 func (b *Batcher) account(ctx context.Context, user UserID, asset AssetID) (AccountState, error) {
 	r := &accountReq{ctx: ctx, user: user, asset: asset, done: make(chan accountAnswer, 1)}
-	if err := b.enqueueRead(r); err != nil {
+	if err := push(b, b.reads, r); err != nil {
 		return AccountState{}, err
 	}
 	select {
@@ -52,41 +52,10 @@ func (b *Batcher) account(ctx context.Context, user UserID, asset AssetID) (Acco
 	}
 }
 
-func (b *Batcher) enqueueRead(r *accountReq) error {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
-		return ErrBatcherClosed
-	}
-	select {
-	case b.reads <- r:
-		return nil
-	default:
-		return ErrBatcherFull
-	}
-}
-
-// read is the reader: as write, without a timer, for AccountState calls.
+// read is the reader: as write, for AccountState calls.
 func (b *Batcher) read() {
 	defer b.wg.Done()
-	batch := make([]*accountReq, 0, b.opt.MaxBatch)
-	for r := range b.reads {
-		batch = append(batch[:0], r)
-	fill:
-		for len(batch) < b.opt.MaxBatch {
-			select {
-			case r, ok := <-b.reads:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		b.readBatch(batch)
-		clear(batch)
-	}
+	drain(b.reads, b.opt.MaxBatch, b.readBatch)
 }
 
 // readBatch answers every request of batch exactly once.
@@ -139,7 +108,7 @@ func (b *Batcher) queryAccounts(ctx context.Context, users []int64, assets []int
 			return errors.New("transfer: account read returned too many rows")
 		}
 		st := AccountState{Exists: exists, Status: Active}
-		if status != nil && available != nil { // the row: as accountState reports it
+		if status != nil && available != nil { // the row
 			st.Available, st.Status = Units(*available), AccountStatus(*status)
 		}
 		ans[n].st = st

@@ -8,23 +8,23 @@ import (
 	"testing"
 )
 
-// TestBatchedAccountStateMatchesDirect: AccountState through the Batcher's
-// reader (many calls answered by one statement) answers exactly what the
-// one-statement path answers, for every kind of account: a row, a frozen
+// TestBatchedAccountStateMatchesAlone: AccountState through the Batcher's
+// reader answers the same, exactly as expected, whether each call is read
+// alone (one statement each) or many calls share one statement, for every
+// kind of account: a row, a frozen
 // and a disabled row, an account without that asset's row, no account at
 // all; and the reader shares statements between concurrent calls.
-func TestBatchedAccountStateMatchesDirect(t *testing.T) {
+func TestBatchedAccountStateMatchesAlone(t *testing.T) {
 	h, b := newBatchedHarness(t, BatchOptions{})
 	ctx := context.Background()
 	h.deposit(7, usdt, 1000)
 	h.deposit(8, usdt, 50)
 	h.deposit(9, btc, 3) // an account without a USDT row
-	direct := NewFunding(h.pool)
-	if err := direct.SetStatus(ctx, 8, usdt, Frozen); err != nil {
+	if err := h.funding.SetStatus(ctx, 8, usdt, Frozen); err != nil {
 		t.Fatal(err)
 	}
 	h.deposit(10, usdt, 5)
-	if err := direct.SetStatus(ctx, 10, usdt, Disabled); err != nil {
+	if err := h.funding.SetStatus(ctx, 10, usdt, Disabled); err != nil {
 		t.Fatal(err)
 	}
 	type key struct {
@@ -41,10 +41,10 @@ func TestBatchedAccountStateMatchesDirect(t *testing.T) {
 		{11, usdt}: {Status: Active},
 		{7, btc}:   {Exists: true, Status: Active},
 	}
-	for _, k := range keys {
-		d, err := direct.AccountState(ctx, k.user, k.asset)
+	for _, k := range keys { // one at a time: each call is its own statement
+		d, err := h.funding.AccountState(ctx, k.user, k.asset)
 		if err != nil || d != want[k] {
-			t.Fatalf("direct %v: %+v %v, want %+v", k, d, err, want[k])
+			t.Fatalf("alone %v: %+v %v, want %+v", k, d, err, want[k])
 		}
 	}
 	before := b.Stats().Reads.Load()

@@ -6,13 +6,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // The Store's requests in round trip 1, in this order:
 //
 //	reads    Get: one SELECT for all; it runs before any write of the
 //	         batch, so it sees committed rows only, as a Get alone would
-//	inserts  Insert (and fused steps that insert): one multi-row INSERT ... ON CONFLICT (user_id, cid) WHERE cid IS NOT NULL DO NOTHING
+//	inserts  fused steps that insert (Store.Insert is one): one multi-row INSERT ... ON CONFLICT (user_id, cid) WHERE cid IS NOT NULL DO NOTHING
 //	CAS      Transition: one multi-row compare-and-set per round (below)
 //	notes    NoteRetry: likewise
 //
@@ -22,7 +24,7 @@ import (
 // multi-row UPDATEs are left to the planner: on a table of production size
 // with statistics it probes the primary key too (a just-created table
 // whose statistics say "tiny" while it grows is scanned instead, by the
-// one-transaction path's statements as well, until autoanalyze passes).
+// statements of a single request as well, until autoanalyze passes).
 
 // queueStore queues the Store's statements of reqs.
 func queueStore(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
@@ -84,21 +86,16 @@ const insertSQL = `INSERT INTO transfers_tb
 func batchInsertable(t Transfer) bool {
 	known := func(a AccountType) bool { return a == AccountFunding || a == AccountSpot }
 	return t.State == Init && t.UserID > 0 && t.UserID <= 1<<63-1 && t.Asset > 0 && t.Asset <= 1<<31-1 &&
-		t.Amount > 0 && known(t.From) && known(t.To) && t.From != t.To && ValidULID(t.ReqID) &&
+		t.Amount > 0 && known(t.From) && known(t.To) && t.From != t.To && ulid.Valid(t.ReqID) &&
 		utf8.ValidString(t.CID) && utf8.RuneCountInString(t.CID) <= 64 && !strings.ContainsRune(t.CID, 0)
 }
 
 func queueInserts(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 	var c insertCols
 	for i, r := range reqs {
-		t := r.insert
-		switch {
-		case r.kind == kindFused && r.plan.insert != nil && !r.plan.direct():
-			t = *r.plan.insert // batchInsertable: checked by the caller
-		case r.kind != kindInsert:
-			continue
+		if r.kind == kindFused && r.plan.insert != nil && !r.plan.direct() {
+			c.add(i, *r.plan.insert, Init, "") // batchInsertable: checked by the caller
 		}
-		c.add(i, t, Init, "")
 	}
 	if len(c.ids) == 0 {
 		return
@@ -106,11 +103,10 @@ func queueInserts(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) {
 	// The rest meet a transfer with the same (user, cid): inserted = false.
 	b.Queue(insertSQL, c.ids, c.cids, c.users, c.assets, c.amounts, c.types, c.froms, c.tos).Query(
 		eachTransfer(c.at, func(i int, t Transfer) {
-			ans[i].transfer, ans[i].inserted = t, true
-			// A fused step's own row: no other transaction can see it, let
+			// The step's own row: no other transaction can see it, let
 			// alone move it, before this one commits. It is in INIT and
 			// this request holds it, as queueFusedLocks would report.
-			ans[i].won = reqs[i].kind == kindFused
+			ans[i].transfer, ans[i].inserted, ans[i].won = t, true, true
 		}))
 }
 

@@ -6,7 +6,7 @@ package transfer
 // once; explicit refusals sit next to successes without disturbing them;
 // racing CAS requests are won once; a transaction that fails answers every
 // caller with an error and changes nothing; a record raced by a concurrent
-// one-transaction call makes the batch run again and answer the recorded
+// transaction of another process makes the batch run again and answer the recorded
 // outcome; and the queue is bounded, cancellable and closable.
 
 import (
@@ -35,7 +35,7 @@ func oneBatch(t *testing.T, b *Batcher, reqs ...*batchReq) []batchAnswer {
 			r.ctx = context.Background()
 		}
 		r.done = make(chan batchAnswer, 1)
-		if err := b.enqueue(r); err != nil {
+		if err := push(b, b.queue, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +89,7 @@ func TestBatchRepeatsKeepFirstOutcome(t *testing.T) {
 	if b := h.fundingBalance(7, usdt); b != 10_000 {
 		t.Fatalf("balance %d, want 10000 (withdraw and refund once each)", b)
 	}
-	// Later, one at a time, through the plain path: the same first outcomes.
+	// Later, one at a time (batches of one): the same first outcomes.
 	wantOutcome(t, "plain repeat", h.funding.Withdraw(context.Background(), c, 7, usdt, 5000), ExplicitFail, CodeInsufficientBalance)
 	wantOutcome(t, "plain repeat", h.funding.Refund(context.Background(), a, 7, usdt, 300), Success, "")
 	if b := h.fundingBalance(7, usdt); b != 10_000 {
@@ -185,7 +185,7 @@ func TestBatchCASRaceWonOnce(t *testing.T) {
 // rolls back with no effect and its requests run again one by one: the
 // ones that fail alone get an error (UNKNOWN for funding) and change
 // nothing, the others (a CAS of another transfer) take effect, as each
-// would have on the one-transaction path; the failed requests later get
+// would have in a batch of its own; the failed requests later get
 // their true outcomes.
 func TestBatchFailedStatementIsolatesRequests(t *testing.T) {
 	h := newHarness(t)
@@ -219,7 +219,7 @@ func TestBatchFailedStatementIsolatesRequests(t *testing.T) {
 		t.Fatalf("after the failed batch: balance %d (want 1000), state %s (want SOURCE_PENDING)", bal, st)
 	}
 	// Through the adapter API the error is an unknown outcome, never a refusal.
-	fb := NewFundingBatched(h.pool, b)
+	fb := NewFunding(b)
 	wantOutcome(t, "withdraw in a failing batch", fb.Withdraw(ctx, a, 7, usdt, 300), Unknown, "")
 	if _, err := h.pool.Exec(ctx, `DROP TRIGGER boom ON transfer_operations`); err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestBatchFailedStatementIsolatesRequests(t *testing.T) {
 	}
 }
 
-// TestBatchRecordRaceRunsAgain: a one-transaction deposit into a row that
+// TestBatchRecordRaceRunsAgain: another process's deposit into a row that
 // does not exist yet (nothing to lock) commits the same (req_id, op) while
 // the batch writes it. The batch must not apply it twice: it rolls back,
 // runs again, and answers the recorded first outcome.
@@ -256,7 +256,7 @@ func TestBatchRecordRaceRunsAgain(t *testing.T) {
 	b := stoppedBatcher(t, h, BatchOptions{})
 	r := fundingReq(OpDeposit, id, 7, usdt, 500)
 	r.ctx, r.done = ctx, make(chan batchAnswer, 1)
-	if err := b.enqueue(r); err != nil {
+	if err := push(b, b.queue, r); err != nil {
 		t.Fatal(err)
 	}
 	b.Start()
@@ -280,11 +280,15 @@ func TestBatchRecordRaceRunsAgain(t *testing.T) {
 	}
 }
 
-// TestBatchAndOneTransactionPathsShareIdempotency: first calls of the same
-// operations race through both paths at once; each moves the balance once.
-func TestBatchAndOneTransactionPathsShareIdempotency(t *testing.T) {
+// TestTwoBatchersShareIdempotency: first calls of the same operations race
+// through two Batchers on one database at once (two processes, each with
+// its writer); each operation moves the balance once.
+func TestTwoBatchersShareIdempotency(t *testing.T) {
 	h, b := newBatchedHarness(t, BatchOptions{})
-	plain := NewFunding(h.pool)
+	ob := NewBatcher(h.pool, BatchOptions{})
+	ob.Start()
+	t.Cleanup(ob.Close)
+	other := NewFunding(ob)
 	ctx := context.Background()
 	h.deposit(7, usdt, 10_000)
 	ids := make([]string, 20)
@@ -293,13 +297,13 @@ func TestBatchAndOneTransactionPathsShareIdempotency(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	var bad atomic.Int32
-	for _, f := range []*Funding{plain, h.funding, plain, h.funding} {
+	for _, f := range []*Funding{other, h.funding, other, h.funding} {
 		for _, id := range ids {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				o := f.Withdraw(ctx, id, 7, usdt, 100)
-				for o.Kind == Unknown { // a loser of the record race (plain path): retry
+				for o.Kind == Unknown { // a batch that lost the record race batchAttempts times: retry
 					o = f.Withdraw(ctx, id, 7, usdt, 100)
 				}
 				if o.Kind != Success {
@@ -315,8 +319,8 @@ func TestBatchAndOneTransactionPathsShareIdempotency(t *testing.T) {
 	if bal := h.fundingBalance(7, usdt); bal != 8_000 {
 		t.Fatalf("balance %d, want 8000 (20 withdraws of 100, once each)", bal)
 	}
-	if b.Stats().Batches.Load() == 0 {
-		t.Fatal("no batch ran")
+	if b.Stats().Batches.Load() == 0 || ob.Stats().Batches.Load() == 0 {
+		t.Fatal("a Batcher ran no batch")
 	}
 }
 
@@ -325,7 +329,7 @@ func TestBatcherBoundsAndLifecycle(t *testing.T) {
 	ctx := context.Background()
 	h.deposit(7, usdt, 1000)
 	b := NewBatcher(h.pool, BatchOptions{MaxQueue: 2})
-	f := NewFundingBatched(h.pool, b)
+	f := NewFunding(b)
 
 	// A caller that gives up before its batch starts: answered with its
 	// context's error, and its request never runs.
@@ -333,18 +337,18 @@ func TestBatcherBoundsAndLifecycle(t *testing.T) {
 	id := newID(t, h)
 	r := fundingReq(OpWithdraw, id, 7, usdt, 100)
 	r.ctx, r.done = gone, make(chan batchAnswer, 1)
-	if err := b.enqueue(r); err != nil {
+	if err := push(b, b.queue, r); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
 	// The queue is bounded: it refuses instead of growing.
 	waiting := fundingReq(OpWithdraw, newID(t, h), 7, usdt, 1)
 	waiting.ctx, waiting.done = ctx, make(chan batchAnswer, 1)
-	if err := b.enqueue(waiting); err != nil {
+	if err := push(b, b.queue, waiting); err != nil {
 		t.Fatal(err)
 	}
 	wantOutcome(t, "full queue", f.Withdraw(ctx, newID(t, h), 7, usdt, 1), Unknown, "")
-	if err := b.enqueue(fundingReq(OpWithdraw, newID(t, h), 7, usdt, 1)); !errors.Is(err, ErrBatcherFull) {
+	if err := push(b, b.queue, fundingReq(OpWithdraw, newID(t, h), 7, usdt, 1)); !errors.Is(err, ErrBatcherFull) {
 		t.Fatalf("enqueue on a full queue: %v", err)
 	}
 	b.Start()
@@ -360,7 +364,7 @@ func TestBatcherBoundsAndLifecycle(t *testing.T) {
 	}
 	b.Close()
 	b.Close() // idempotent
-	s := NewStoreBatched(h.pool, b)
+	s := NewStore(b)
 	tr := h.insertAt(7, AccountFunding, AccountSpot, usdt, 10, Init)
 	if _, err := s.Transition(ctx, tr.ReqID, Init, SourcePending, ""); !errors.Is(err, ErrBatcherClosed) {
 		t.Fatalf("CAS after Close: %v", err)

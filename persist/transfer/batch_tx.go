@@ -25,7 +25,7 @@ import (
 //	   step ends in (batch_fused.go); COMMIT.
 //
 // The decisions between 1 and 2 are made in memory, in arrival order, by
-// the same decideOp as the one-transaction path (batch_funding.go). COMMIT
+// decideOp, the adapter's one decision (batch_funding.go). COMMIT
 // travels in the same pipeline as the statements before it: if any of
 // them fails, Postgres skips the rest of the pipeline, COMMIT included,
 // and the transaction rolls back.
@@ -65,7 +65,7 @@ func (w *batchWriter) run(batch []*batchReq) {
 		// One request's statement failed the transaction, which rolled back
 		// with no effect: run each request alone, so that the failing one
 		// (a refusing trigger, a row Postgres rejects) fails only itself,
-		// as it would on the one-transaction path, instead of every
+		// as it would in a batch of its own, instead of every
 		// transfer that happened to share its batch.
 		w.stats.Isolated.Add(1)
 		for i, r := range live {

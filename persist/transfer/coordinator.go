@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/logging"
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // LevelCritical is the slog level of alerts that need an operator: funds in
@@ -28,8 +29,8 @@ const (
 // Config wires a Coordinator.
 type Config struct {
 	Store   *Store
-	Funding Side // the FUNDING adapter (*Funding, possibly wrapped)
-	Spot    Side // the SPOT adapter (over the core; FakeSpot in tests)
+	Funding *Funding // on the Store's Batcher (FUNDING faults: Batcher.SetFaults)
+	Spot    Side     // the SPOT adapter (over the core; FakeSpot in tests, possibly in Faulty)
 	// Assets resolves a request's asset symbol; false = unknown (INVALID_ASSET).
 	Assets func(symbol string) (AssetConfig, bool)
 	// Rate returns the user's usage for the rate limits; nil = no limits (P2).
@@ -47,18 +48,10 @@ type Config struct {
 	// unknown outcome (settle.go) before answering Unconfirmed.
 	SettleWait time.Duration
 	Logger     *slog.Logger
-	// Fuse runs every FUNDING operation and the CAS transitions around it as
-	// ONE transaction (fused.go, batch_fused.go) when Funding is the plain
-	// *Funding of a Batcher (NewFundingBatched) on the Store's pool; with
-	// any other Funding (wrapped in Faulty, another database, unbatched)
-	// the coordinator keeps the unfused path. Coordinator.Fused reports
-	// which one runs. Off by default.
-	Fuse bool
 	// OnCommit, if set, is called with the row after every state change
-	// this process committed (a won CAS, fused or not: the FUNDING
-	// operation it carries is committed with it). It runs on the step's
-	// goroutine and must not block (the WebSocket fan-out, package stream,
-	// queues it).
+	// this process committed (a won CAS; the FUNDING operation it carries
+	// is committed with it). It runs on the step's goroutine and must not
+	// block (the WebSocket fan-out, package stream, queues it).
 	OnCommit func(Transfer)
 }
 
@@ -82,8 +75,7 @@ type Stats struct {
 // transfer: every state change is a CAS and every adapter is idempotent.
 type Coordinator struct {
 	cfg   Config
-	fuse  *Funding // non-nil: fused steps (Config.Fuse) go through it
-	ids   *ULIDGen
+	ids   *ulid.Gen
 	log   *slog.Logger
 	stats Stats
 }
@@ -92,6 +84,11 @@ type Coordinator struct {
 func NewCoordinator(cfg Config) (*Coordinator, error) {
 	if cfg.Store == nil || cfg.Funding == nil || cfg.Spot == nil || cfg.Assets == nil {
 		return nil, errors.New("transfer: coordinator needs Store, Funding, Spot and Assets")
+	}
+	if cfg.Funding.b != cfg.Store.b {
+		// A fused step is one transaction of the FUNDING operation and the
+		// transfer's transitions: both must go through one Batcher.
+		return nil, errors.New("transfer: coordinator needs Store and Funding on one Batcher")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -106,7 +103,7 @@ func NewCoordinator(cfg Config) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Coordinator{cfg: cfg, fuse: fuser(cfg), ids: NewULIDGen(), log: cfg.Logger}, nil
+	return &Coordinator{cfg: cfg, ids: ulid.NewGen(), log: cfg.Logger}, nil
 }
 
 // Stats returns the live counters.
@@ -158,11 +155,11 @@ func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (R
 			return Result{}, err
 		}
 	}
-	src, err := c.side(ch.From).AccountState(ctx, ch.UserID, ch.Asset.ID)
+	src, err := c.reader(ch.From).AccountState(ctx, ch.UserID, ch.Asset.ID)
 	if err != nil {
 		return Result{}, err
 	}
-	dst, err := c.side(ch.To).AccountState(ctx, ch.UserID, ch.Asset.ID)
+	dst, err := c.reader(ch.To).AccountState(ctx, ch.UserID, ch.Asset.ID)
 	if err != nil {
 		return Result{}, err
 	}
@@ -175,13 +172,11 @@ func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (R
 	}
 	t := Transfer{ReqID: id, CID: ch.CID, UserID: ch.UserID, From: ch.From, To: ch.To, Asset: ch.Asset.ID,
 		Amount: ch.Amount, State: Init}
-	var inserted, known bool
-	sent := t // on an error Insert and insertFused answer a zero Transfer: settle the request
-	if c.fusable(t) && batchInsertable(t) {
-		t, inserted, known, err = c.insertFused(ctx, t) // INSERT and the first move, one transaction
-	} else {
-		t, inserted, err = c.cfg.Store.Insert(ctx, t)
+	if !batchInsertable(t) { // cannot happen after CheckRequest: nothing recorded
+		return Result{}, fmt.Errorf("transfer: request %s is not storable", id)
 	}
+	sent := t                                        // on an error insertFused answers a zero Transfer: settle the request
+	t, inserted, known, err := c.insertFused(ctx, t) // INSERT and the first move, one transaction
 	if err != nil {
 		// The row may or may not exist: settle it before answering.
 		var r Result
@@ -299,7 +294,8 @@ func (c *Coordinator) read(ctx context.Context, reqID string) (Transfer, error) 
 	return c.cfg.Store.Get(rctx, reqID)
 }
 
-func (c *Coordinator) side(t AccountType) Side {
+// reader is the account reader of side t.
+func (c *Coordinator) reader(t AccountType) AccountReader {
 	if t == AccountFunding {
 		return c.cfg.Funding
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // observer records, for each adapter call, the transfer's state in the
@@ -100,7 +102,7 @@ func TestFSM001_FundingToSpot(t *testing.T) {
 	c, fo, so := h.observed()
 	h.deposit(7, usdt, 10_000_000)
 	r := h.create(c, 7, "FUNDING", "SPOT", "USDT", "2.5", "")
-	if r.Transfer.State != Committed || r.Duplicate || !ValidULID(r.Transfer.ReqID) {
+	if r.Transfer.State != Committed || r.Duplicate || !ulid.Valid(r.Transfer.ReqID) {
 		t.Fatalf("result %+v", r)
 	}
 	// Persist-before-call: the SPOT deposit saw TARGET_PENDING durable.

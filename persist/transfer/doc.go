@@ -9,47 +9,69 @@
 //	                                                                            v        v
 //	                                                              COMMITTED(40)   COMPENSATING(-20) --refund OK--> ROLLED_BACK(-30)
 //
-// Rules, each enforced in one place:
-//   - fsm.go holds the only transition table and the step program; Store.Transition refuses
-//     anything else and applies the rest as a compare-and-set
-//     (UPDATE ... WHERE req_id = $1 AND state = $expected).
-//   - persist-before-call: the state naming a call is durable before the call.
+// # One request's way through the package
+//
+// There is one path; every transfer, every step, every test takes it.
+//
+//  1. Coordinator.Create (coordinator.go) validates the request in the
+//     order of spec 1.5.8 (validate.go: CheckRequest, then both sides'
+//     AccountState, CheckAccounts), draws a req_id (ulid.go) and inserts
+//     the transfer in the same transaction as its first move
+//     (insertFused, fused.go): FUNDING->SPOT inserts it, withdraws from
+//     FUNDING and moves it to TARGET_PENDING, or FAILED on a refusal;
+//     SPOT->FUNDING inserts it in SOURCE_PENDING, durable before the SPOT
+//     withdraw. An insert of unknown outcome is settled (settle.go).
+//  2. Create then drives it (drive, advanceFrom) until it is terminal or
+//     Config.MaxWait passes; the Worker (worker.go) finishes what a driver
+//     left, at start and then every StaleAfter.
+//  3. Each move is step (steps.go): the FSM's program says, for the state
+//     the transfer is in, which side to call and where each outcome leads
+//     (fsm.go: StepAt, pure, tested every state x every outcome), and run
+//     executes it. A FUNDING call is a fused step: the transitions before
+//     it, the operation and its outcome's transitions are ONE transaction
+//     (fusePlan, batch_fused.go), written as one CAS from the state the
+//     step found to the state its chain ends in. A SPOT call is made once
+//     its announcing state is durable (a CAS, or the previous fused
+//     COMMIT); its outcome is written with the next FUNDING call's
+//     transaction, or by CAS when none follows.
+//  4. Every Postgres request — Get, CAS, retry note, fused step — goes
+//     through the Batcher (batch.go): a writer runs whatever is queued as
+//     one transaction of one or two round trips (batch_tx.go: the Store's
+//     statements, batch_store.go; the FUNDING rows locked and read, the
+//     operations decided in memory by decideOp in arrival order,
+//     batch_funding.go; records, balance changes, transitions and COMMIT,
+//     batch_funding_write.go). A single request is a batch of one; every
+//     caller gets the answer it would have had alone.
+//
+// So some states are never durable: SOURCE_DONE never; INIT, SOURCE_PENDING
+// (a FUNDING source) and TARGET_PENDING, COMPENSATING (a FUNDING target or
+// refund) only when a SPOT call or an unknown outcome stops the chain there.
+// A crash before a fused COMMIT leaves the state the step found; after it,
+// the state the chain ended in, and the repeat of its operation returns the
+// recorded first outcome.
+//
+// # Rules, each enforced in one place
+//
+//   - fsm.go holds the only transition table and step program; a CAS or
+//     fused plan outside it is refused (Store.Transition, fusePlan.legal).
+//   - persist-before-call: the state naming a SPOT call is durable before
+//     the call; a FUNDING call commits with the states around it.
 //   - reversibility (2.3): only EXPLICIT_FAIL moves backwards; TIMEOUT,
 //     PENDING, NETWORK_ERROR and UNKNOWN stay in place, are logged at
 //     LevelCritical, counted, and retried forever.
 //   - adapters are idempotent by (req_id, op) and keep their first outcome,
-//     failures included (funding: transfer_operations, same transaction as
-//     the balance change).
-//   - failed is never mixed up with unknown in an answer either: once a
-//     transfer's row exists Create answers that transfer, never an error;
-//     an insert of unknown outcome is settled first (settle.go: found, or
-//     fenced off as FAILED/SYSTEM_ERROR, or Result.Unconfirmed).
-//   - validation (validate.go) runs the spec's checks in the order of 1.5.8
-//     with its error codes, in the gateway, the Coordinator and (what they
-//     can see) the adapters.
+//     failures included (FUNDING: transfer_operations, in the transaction
+//     of the balance change).
+//   - failed is never mixed up with unknown: once a transfer's row exists
+//     Create answers that transfer, never an error.
 //
-// One path. fsm.go is the FSM as data: for every state, StepAt says
-// which side to call, what to write before the call and where each outcome
-// leads (pure, tested every state x every outcome). steps.go's run is its
-// one executor. The Store and the FUNDING adapter go through a Batcher
-// (batch.go), which runs the steps of many concurrent transfers as one
-// transaction with the answers each would have had alone; a FUNDING call is
-// a fused step (fused.go, batch_fused.go): the call and the transitions
-// around it commit as ONE transaction, written as one CAS UPDATE from the
-// state the step found to the state its chain ends in (the states in
-// between exist only inside that transaction), and Create inserts the
-// transfer in the transaction of its first move. So some states are never
-// durable on this path: SOURCE_DONE never; INIT, SOURCE_PENDING (a
-// FUNDING source) and TARGET_PENDING, COMPENSATING (a FUNDING target or
-// refund) only when a SPOT call or an unknown outcome stops the chain
-// there. A SPOT call is made after its announcing state is durable (a CAS,
-// or the previous fused COMMIT); its outcome is written with the next
-// FUNDING call's transaction, or by CAS. Fault injection wraps the sides
-// below this path: the SPOT adapter in Faulty, the FUNDING side inside the
-// batch transactions (Batcher.SetFaults: an explicit failure, an error
-// before the effect, a crash before COMMIT, a COMMIT whose answer is lost,
-// a crash after COMMIT), so the fault tests run the path production runs.
-// Coordinator.Fused reports it; the server logs it at start.
+// Fault injection wraps the sides below this path: the SPOT adapter in
+// Faulty, the FUNDING side inside the batch transactions (Batcher.SetFaults:
+// an explicit failure, an error before the effect, a crash before COMMIT, a
+// COMMIT whose answer is lost, a crash after COMMIT). NewCoordinator refuses
+// a Store and a Funding on different Batchers, so no other path can be
+// wired. The server's wiring is package service; the conservation check
+// (spec 7.2) is package invariant.
 //
 // Amounts are core.Units: int64 in the asset's smallest unit. The schema is
 // persist/migrations/0002_transfers.sql.

@@ -81,6 +81,24 @@ func (s *FakeSpot) Totals(asset AssetID) (total, external Units) {
 }
 
 // AccountState implements AccountReader.
+// View calls f under the fake's lock (one state of it) with every asset's
+// total and external credits (copies) and whether (op, reqID) succeeded.
+func (s *FakeSpot) View(f func(total, external map[AssetID]Units, succeeded func(op Op, reqID string) bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total, external := map[AssetID]Units{}, make(map[AssetID]Units, len(s.external))
+	for k, v := range s.balances {
+		total[k.asset] += v
+	}
+	for a, v := range s.external {
+		external[a] = v
+	}
+	f(total, external, func(op Op, id string) bool {
+		r, seen := s.ops[spotOpKey{op, id}]
+		return seen && r.out.Kind == Success
+	})
+}
+
 func (s *FakeSpot) AccountState(_ context.Context, user UserID, asset AssetID) (AccountState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -7,11 +7,13 @@ package transfer
 import (
 	"context"
 	"testing"
+
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 func TestFaultyNeverRefusesWhatWasPerformed(t *testing.T) {
 	ctx := context.Background()
-	gen := NewULIDGen()
+	gen := ulid.NewGen()
 	req1, err1 := gen.New()
 	req2, err2 := gen.New()
 	if err1 != nil || err2 != nil {

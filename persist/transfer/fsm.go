@@ -120,19 +120,6 @@ func StepAt(s State, reversible bool) (Step, bool) {
 	return st, found
 }
 
-// Then is the chain of transitions the step makes once its call answered
-// k: Pre, then OK or Fail (only Pre for an outcome that says nothing).
-func (st Step) Then(k OutcomeKind) []State {
-	out := append([]State(nil), st.Pre...)
-	switch k {
-	case Success:
-		out = append(out, st.OK...)
-	case ExplicitFail:
-		out = append(out, st.Fail...)
-	}
-	return out
-}
-
 // Moves reports whether the step acts on outcome k (SUCCESS always; an
 // EXPLICIT_FAIL when the step has a Fail chain); any other answer is
 // unknown: the transfer stays after Pre and the call is retried.
@@ -146,12 +133,4 @@ func (st Step) Side(from, to AccountType) AccountType {
 		return from
 	}
 	return to
-}
-
-// End is the state a chain leaves a transfer in that starts at `at`.
-func End(at State, chain []State) State {
-	if len(chain) == 0 {
-		return at
-	}
-	return chain[len(chain)-1]
 }

@@ -6,45 +6,26 @@ import (
 	"fmt"
 )
 
-// The Coordinator's side of fused steps (batch_fused.go). With Config.Fuse
-// set and the FUNDING side the plain *Funding of a Batcher on the Store's
-// database, every step that calls FUNDING runs as one fused step:
+// The Coordinator's side of fused steps (batch_fused.go). Every step that
+// calls FUNDING is one fused step, one transaction of the Batcher:
 //
 //	FUNDING->SPOT  INIT|SOURCE_PENDING: [->SOURCE_PENDING], withdraw,
 //	                   SUCCESS: ->SOURCE_DONE ->TARGET_PENDING; EXPLICIT_FAIL: ->FAILED
-//	               (SPOT deposit, outside Postgres; SUCCESS: plain CAS ->COMMITTED)
+//	               (SPOT deposit, outside Postgres; SUCCESS: CAS ->COMMITTED)
 //	               TARGET_PENDING after the deposit's EXPLICIT_FAIL: ->COMPENSATING,
 //	                   refund, SUCCESS: ->ROLLED_BACK
 //	               COMPENSATING: refund, SUCCESS: ->ROLLED_BACK
-//	SPOT->FUNDING  (plain CAS INIT->SOURCE_PENDING, durable before the SPOT withdraw)
+//	SPOT->FUNDING  (CAS INIT->SOURCE_PENDING, durable before the SPOT withdraw)
 //	               SOURCE_PENDING after the withdraw's SUCCESS: ->SOURCE_DONE
 //	                   ->TARGET_PENDING, deposit, SUCCESS: ->COMMITTED;
-//	                   EXPLICIT_FAIL: ->COMPENSATING (the SPOT refund follows unfused)
+//	                   EXPLICIT_FAIL: ->COMPENSATING (the SPOT refund follows)
 //	               SOURCE_DONE|TARGET_PENDING: [->TARGET_PENDING], deposit, likewise
 //
-// Every other step (SPOT calls, SOURCE_DONE of FUNDING->SPOT, the CAS after
-// a SPOT deposit or refund) is the unfused one. A fused step finds any
-// state the unfused path may leave (a crash between a call and its CAS
-// included: the FUNDING operation is idempotent, so its repeat returns the
-// recorded first outcome and the transitions follow it). Otherwise (the
-// FUNDING side wrapped, e.g. in Faulty; another database; no Batcher; a
-// parameter checkParams refuses) the coordinator runs the unfused path.
-
-// fuser returns the FUNDING adapter fused steps go through, nil if none.
-func fuser(cfg Config) *Funding {
-	if !cfg.Fuse {
-		return nil
-	}
-	f, isFunding := cfg.Funding.(*Funding)
-	if !isFunding || f == nil || f.b == nil || f.pool != cfg.Store.pool {
-		return nil
-	}
-	return f
-}
-
-// Fused reports whether the coordinator runs fused steps (Config.Fuse and a
-// FUNDING side that allows them).
-func (c *Coordinator) Fused() bool { return c.fuse != nil }
+// The other moves (SPOT calls, the CAS after a SPOT deposit or refund) are
+// CAS transitions of the same Batcher. A fused step finds any state a crash
+// may leave (or an earlier release left, a crash between a call and its
+// CAS included: the FUNDING operation is idempotent, so its repeat returns
+// the recorded first outcome and the transitions follow it).
 
 // fusedAnswer is one fused step's answer.
 type fusedAnswer struct {
@@ -57,12 +38,12 @@ type fusedAnswer struct {
 	err      error    // the batch failed or its commit is unconfirmed: the outcome is unknown
 }
 
-// fused runs plan on t as one transaction of f's Batcher.
-func (f *Funding) fused(ctx context.Context, t Transfer, plan *fusePlan) fusedAnswer {
+// fused runs plan on t as one transaction of b.
+func (b *Batcher) fused(ctx context.Context, t Transfer, plan *fusePlan) fusedAnswer {
 	if !plan.legal() {
 		return fusedAnswer{err: errors.New("transfer: fused plan outside the transition table")}
 	}
-	a := f.b.do(&batchReq{kind: kindFused, ctx: ctx, reqID: t.ReqID, op: plan.op, user: t.UserID, asset: t.Asset,
+	a := b.do(&batchReq{kind: kindFused, ctx: ctx, reqID: t.ReqID, op: plan.op, user: t.UserID, asset: t.Asset,
 		amount: t.Amount, plan: plan})
 	if a.err != nil {
 		return fusedAnswer{err: a.err}
@@ -70,15 +51,10 @@ func (f *Funding) fused(ctx context.Context, t Transfer, plan *fusePlan) fusedAn
 	return fusedAnswer{inserted: a.inserted, transfer: a.transfer, won: a.won, out: a.out, state: a.state, cas: a.cas}
 }
 
-// fusable reports whether t's FUNDING operations may run fused.
-func (c *Coordinator) fusable(t Transfer) bool {
-	return c.fuse != nil && checkParams(t.ReqID, t.UserID, t.Asset, t.Amount) == nil
-}
-
 // runFused runs plan on *t and reports, as step does, what it did (on
 // movedKnown *t is the row as the step left it).
 func (c *Coordinator) runFused(ctx context.Context, t *Transfer, plan *fusePlan) move {
-	return c.afterFused(ctx, t, plan, c.fuse.fused(ctx, *t, plan))
+	return c.afterFused(ctx, t, plan, c.cfg.Store.b.fused(ctx, *t, plan))
 }
 
 // afterFused is runFused's handling of plan's answer a.
@@ -127,7 +103,7 @@ func (c *Coordinator) insertFused(ctx context.Context, t Transfer) (got Transfer
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
 	defer cancel()
-	a := c.fuse.fused(sctx, t, plan)
+	a := c.cfg.Store.b.fused(sctx, t, plan)
 	switch {
 	case a.err != nil:
 		return Transfer{}, false, false, fmt.Errorf("transfer: insert %s: %w", t.ReqID, a.err)

@@ -1,13 +1,13 @@
 package transfer
 
-// These tests pin fused steps (Config.Fuse, fused.go, batch_fused.go):
+// These tests pin fused steps (fused.go, batch_fused.go), the one path:
 // every terminal outcome in both directions with exact balances, records
 // and state paths (recorded by a trigger, with the transaction of each
-// state: the fused transitions share one); when fusing applies at all;
-// lost CAS in one batch and across batches; two fused drivers racing on
-// every transfer (one set of effects, every state once); and recovery from
-// every state the unfused path may leave, compared table for table with
-// the unfused path finishing the same transfers.
+// state: the fused transitions share one); that a coordinator cannot be
+// wired to anything else; lost CAS in one batch and across batches; two
+// fused drivers racing on every transfer (one set of effects, every state
+// once); and recovery from every state a crash (or an earlier release,
+// which made its steps one transaction at a time) may leave.
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // installHistory records every committed state a transfer takes (its
@@ -100,7 +102,7 @@ func records(t *testing.T, pool *pgxpool.Pool, reqID string) string {
 }
 
 // newFusedHarness is newBatchedHarness with the history trigger and
-// h.coord fused.
+// h.coord patient (MaxWait 20 s).
 func newFusedHarness(t *testing.T, opt BatchOptions) (*harness, *Batcher) {
 	t.Helper()
 	h, b := newBatchedHarness(t, opt)
@@ -109,16 +111,9 @@ func newFusedHarness(t *testing.T, opt BatchOptions) (*harness, *Batcher) {
 	return h, b
 }
 
-// fusedCoordinator returns a coordinator whose FUNDING side is h.funding
-// itself (not wrapped), fused.
+// fusedCoordinator returns another coordinator on h's sides, patient.
 func (h *harness) fusedCoordinator() *Coordinator {
-	c := h.newCoordinator(func(cfg *Config) {
-		cfg.Funding, cfg.Fuse, cfg.MaxWait = h.funding, true, 20*time.Second
-	})
-	if !c.Fused() {
-		h.t.Fatal("coordinator not fused")
-	}
-	return c
+	return h.newCoordinator(func(cfg *Config) { cfg.MaxWait = 20 * time.Second })
 }
 
 // The FSM's paths (every transition the coordinator makes, counted by
@@ -236,28 +231,51 @@ func TestFusedOutcomes(t *testing.T) {
 	h.conserved(usdt)
 }
 
-func TestFusedOnlyWhenFundingIsLocal(t *testing.T) {
+// TestCoordinatorOnlyOnOneBatcher: a coordinator runs the one path or
+// none: its Store and FUNDING adapter must share one Batcher (so that a
+// FUNDING operation and the transitions around it are one transaction,
+// with FUNDING faults injected inside it); any other wiring is refused at
+// construction, never run some other way.
+func TestCoordinatorOnlyOnOneBatcher(t *testing.T) {
 	h, _ := newBatchedHarness(t, BatchOptions{})
 	other := migratedPool(t)
 	ob := NewBatcher(other, BatchOptions{})
+	sb := NewBatcher(h.pool, BatchOptions{})
 	t.Cleanup(ob.Close)
+	t.Cleanup(sb.Close)
+	base := Config{Store: h.store, Funding: h.funding, Spot: h.spotF, Assets: lookupAsset}
+	if _, err := NewCoordinator(base); err != nil {
+		t.Fatalf("the harness's wiring refused: %v", err)
+	}
 	for _, c := range []struct {
 		name string
 		mod  func(*Config)
-		want bool
 	}{
-		{"batched, same pool", func(c *Config) { c.Funding = h.funding }, true},
-		{"Fuse off", func(c *Config) { c.Funding, c.Fuse = h.funding, false }, false},
-		{"FUNDING faults injected below (the harness: Batcher.SetFaults)", func(*Config) {}, true},
-		{"wrapped in Faulty", func(c *Config) { c.Funding = NewFaulty(h.funding) }, false},
-		{"unbatched", func(c *Config) { c.Funding = NewFunding(h.pool) }, false},
-		{"another database", func(c *Config) { c.Funding = NewFundingBatched(other, ob) }, false},
+		{"FUNDING on another database", func(c *Config) { c.Funding = NewFunding(ob) }},
+		{"FUNDING on another Batcher of the same database", func(c *Config) { c.Funding = NewFunding(sb) }},
+		{"Store on another Batcher", func(c *Config) { c.Store = NewStore(sb) }},
+		{"no FUNDING", func(c *Config) { c.Funding = nil }},
 	} {
-		co := h.newCoordinator(func(cfg *Config) { cfg.Fuse = true; c.mod(cfg) })
-		if co.Fused() != c.want {
-			t.Errorf("%s: fused %v, want %v", c.name, co.Fused(), c.want)
+		cfg := base
+		c.mod(&cfg)
+		if _, err := NewCoordinator(cfg); err == nil {
+			t.Errorf("%s: accepted", c.name)
 		}
 	}
+	// The harness's FUNDING faults fire inside the fused transaction the
+	// coordinator runs: an injected refusal of the withdraw is recorded in
+	// the transaction that moves the transfer to FAILED.
+	installHistory(t, h.pool)
+	h.deposit(7, usdt, 1000)
+	h.fundF.Inject(OpWithdraw, FaultExplicitFail, 1)
+	r := h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "0.0001", "")
+	if r.Transfer.State != Failed || h.fundF.Calls(OpWithdraw) != 1 {
+		t.Fatalf("state %s after %d FUNDING withdraws, want FAILED after 1 (the injected refusal)", r.Transfer.State, h.fundF.Calls(OpWithdraw))
+	}
+	if _, txs := history(t, h.pool, r.Transfer.ReqID); txs != "a" {
+		t.Fatalf("transactions %q: the refusal and FAILED are not one fused transaction", txs)
+	}
+	wantHistory(t, h.pool, r.Transfer.ReqID, "FAILED", "withdraw:EXPLICIT_FAIL(INJECTED)")
 }
 
 // fusedReq is a fused FUNDING->SPOT withdraw step of tr from state at.
@@ -283,10 +301,10 @@ func TestFusedLostInOneBatch(t *testing.T) {
 		fusedReq(x, Init),          // a racing driver: lost
 		fusedReq(x, SourcePending), // lost too (the first fused step of x owns it)
 		fusedReq(y, Init),          // y is elsewhere: lost, no effect
-		&batchReq{kind: kindCAS, reqID: z.ReqID, from: Init, to: SourcePending}, // an unfused driver moves z first
+		&batchReq{kind: kindCAS, reqID: z.ReqID, from: Init, to: SourcePending}, // a CAS of another driver moves z first
 		fusedReq(z, Init), // lost
 		fusedReq(w, SourcePending),
-		fundingReq(OpWithdraw, x.ReqID, 7, usdt, 100), // an unfused repeat of x's withdraw: the fused outcome
+		fundingReq(OpWithdraw, x.ReqID, 7, usdt, 100), // a repeat of x's withdraw alone: the fused outcome
 	)
 	type want struct {
 		won   bool
@@ -412,13 +430,14 @@ func TestFusedRacingDrivers(t *testing.T) {
 	}
 }
 
-// TestFusedRecoversUnfusedStates leaves transfers in every state the
-// unfused path may leave after a crash (with and without the call of that
-// state made, explicit refusals included), then finishes the same
-// transfers (same req_ids) with a fused coordinator on one database and an
-// unfused one on another: the outcomes, the state paths and every row of
-// balances_tb, transfer_operations and transfers_tb must be the same.
-func TestFusedRecoversUnfusedStates(t *testing.T) {
+// TestFusedRecoversEveryState leaves transfers in every state a crash may
+// leave, or an earlier release that made each step a transaction of its
+// own (with and without the call of that state made, explicit refusals
+// included), then finishes them on the one path: each ends in the state
+// its effects imply, with the funds moved exactly once (both sides'
+// balances exact, one record per operation), nothing unknown, and the
+// ledger conserved.
+func TestFusedRecoversEveryState(t *testing.T) {
 	type scenario struct {
 		from    AccountType
 		state   State
@@ -445,10 +464,8 @@ func TestFusedRecoversUnfusedStates(t *testing.T) {
 			scenario{from: from, state: Compensating, effects: []Op{OpWithdraw, OpRefund}, want: RolledBack},
 		)
 	}
-	fused, _ := newFusedHarness(t, BatchOptions{})
-	plain, _ := newBatchedHarness(t, BatchOptions{})
-	installHistory(t, plain.pool)
-	ids := NewULIDGen()
+	h, _ := newFusedHarness(t, BatchOptions{})
+	ids := ulid.NewGen()
 	ctx := context.Background()
 	type made struct {
 		sc   scenario
@@ -466,7 +483,7 @@ func TestFusedRecoversUnfusedStates(t *testing.T) {
 		if sc.from == AccountSpot {
 			to = AccountFunding
 		}
-		for _, h := range []*harness{fused, plain} {
+		{
 			fund, spot := Units(1000), Units(1000)
 			if sc.poor && sc.from == AccountFunding {
 				fund = 50
@@ -497,42 +514,41 @@ func TestFusedRecoversUnfusedStates(t *testing.T) {
 				if op == OpDeposit {
 					side = target
 				}
-				call(ctx, side, op, tr) // the unfused path's call; a refusal is recorded too
+				call(ctx, side, op, tr) // the call made before the crash; a refusal is recorded too
 			}
 		}
 		transfers = append(transfers, made{sc, id, user})
 	}
-	unfused := plain.newCoordinator(func(cfg *Config) { cfg.Funding = plain.funding })
 	for _, m := range transfers {
 		name := fmt.Sprintf("%s %s->? effects %v refuse %v poor %v", m.sc.state, m.sc.from, m.sc.effects, m.sc.refuse, m.sc.poor)
-		for _, d := range []struct {
-			h *harness
-			c *Coordinator
-		}{{fused, fused.coord}, {plain, unfused}} {
-			dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			got, err := d.c.Drive(dctx, m.id)
-			cancel()
-			if err != nil || got.State != m.sc.want {
-				t.Fatalf("%s (fused %v): %s %v, want %s (%s)", name, d.c.Fused(), got.State, err, m.sc.want, got.ErrorMessage)
-			}
+		dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		got, err := h.coord.Drive(dctx, m.id)
+		cancel()
+		if err != nil || got.State != m.sc.want {
+			t.Fatalf("%s: %s %v, want %s (%s)", name, got.State, err, m.sc.want, got.ErrorMessage)
 		}
-		fp, _ := history(t, fused.pool, m.id)
-		pp, _ := history(t, plain.pool, m.id)
-		if !collapsedFrom(fp, pp) {
-			t.Errorf("%s: fused path %s is not the unfused %s with inner states left out", name, fp, pp)
+		fund, spot := Units(1000), Units(1000) // as seeded, and after FAILED or ROLLED_BACK
+		if m.sc.poor && m.sc.from == AccountFunding {
+			fund = 50
+		} else if m.sc.poor {
+			spot = 50
 		}
-		if fs, ps := fused.spot.Balance(m.user, usdt), plain.spot.Balance(m.user, usdt); fs != ps {
-			t.Errorf("%s: SPOT %d fused, %d unfused", name, fs, ps)
+		if m.sc.want == Committed && m.sc.from == AccountFunding {
+			fund, spot = fund-100, spot+100
+		} else if m.sc.want == Committed {
+			fund, spot = fund+100, spot-100
+		}
+		if gf, gs := h.fundingBalance(m.user, usdt), h.spot.Balance(m.user, usdt); gf != fund || gs != spot {
+			t.Errorf("%s: FUNDING %d SPOT %d, want %d and %d (moved exactly once)", name, gf, gs, fund, spot)
+		}
+		if p, _ := history(t, h.pool, m.id); !strings.HasSuffix(p, m.sc.want.String()) {
+			t.Errorf("%s: path %s", name, p)
 		}
 	}
-	if a, b := dump(t, fused.pool), dump(t, plain.pool); a != b {
-		t.Fatalf("tables differ\nfused:\n%s\nunfused:\n%s", a, b)
+	if st := h.coord.Stats(); st.Unknown.Load() != 0 || h.crit.n.Load() != 0 {
+		t.Fatalf("%d unknown outcomes, %d criticals", st.Unknown.Load(), h.crit.n.Load())
 	}
-	if st := fused.coord.Stats(); st.Unknown.Load() != 0 || fused.crit.n.Load() != 0 {
-		t.Fatalf("fused: %d unknown outcomes, %d criticals", st.Unknown.Load(), fused.crit.n.Load())
-	}
-	fused.conserved(usdt)
-	plain.conserved(usdt)
+	h.conserved(usdt)
 }
 
 // TestFusedCreateRepeatedCID: Create inserts and makes the first move in

@@ -96,7 +96,7 @@ func newHarnessOn(t *testing.T, pool *pgxpool.Pool) *harness {
 func newHarnessWith(t *testing.T, pool *pgxpool.Pool, opt BatchOptions) (*harness, *Batcher) {
 	t.Helper()
 	b := NewBatcher(pool, opt)
-	h := &harness{t: t, pool: pool, store: NewStoreBatched(pool, b), funding: NewFundingBatched(pool, b),
+	h := &harness{t: t, pool: pool, store: NewStore(b), funding: NewFunding(b),
 		spot: NewFakeSpot(), crit: &critCounter{}, fundF: NewFaulty(nil)}
 	b.SetFaults(h.fundF)
 	b.Start()
@@ -107,23 +107,17 @@ func newHarnessWith(t *testing.T, pool *pgxpool.Pool, opt BatchOptions) (*harnes
 }
 
 // newCoordinator returns another coordinator on the same sides (a second
-// process, as far as the FSM can tell). mod may adjust its Config. On the
-// harness's FUNDING side it fails the test unless the coordinator runs the
-// one (fused) path production runs (a test that wires another FUNDING side
-// tests what that side does, not the path).
+// process, as far as the FSM can tell). mod may adjust its Config.
 func (h *harness) newCoordinator(mod func(*Config)) *Coordinator {
 	cfg := Config{Store: h.store, Funding: h.funding, Spot: h.spotF, Assets: lookupAsset,
 		MaxWait: 300 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond,
-		Logger: slog.New(h.crit), Fuse: true}
+		Logger: slog.New(h.crit)}
 	if mod != nil {
 		mod(&cfg)
 	}
 	c, err := NewCoordinator(cfg)
 	if err != nil {
 		h.t.Fatal(err)
-	}
-	if cfg.Fuse && cfg.Funding == Side(h.funding) && !c.Fused() {
-		h.t.Fatal("the coordinator under test does not run the fused path production runs")
 	}
 	return c
 }

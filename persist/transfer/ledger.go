@@ -66,33 +66,10 @@ func (f *Funding) SetStatus(ctx context.Context, user UserID, asset AssetID, st 
 var _ AccountReader = (*Funding)(nil)
 
 // AccountState reads the user's FUNDING account for asset, without locks
-// (validation only; the adapter re-checks under FOR UPDATE).
+// (validation only; the operation re-checks under FOR UPDATE), shared with
+// concurrent calls: one statement per batch (batch_read.go).
 func (f *Funding) AccountState(ctx context.Context, user UserID, asset AssetID) (AccountState, error) {
-	if f.b != nil { // shared with concurrent calls: one statement per batch (batch_read.go)
-		st, err := f.b.account(ctx, user, asset)
-		if err != nil {
-			return st, fmt.Errorf("transfer: funding account: %w", err)
-		}
-		return st, nil
-	}
-	return f.accountState(ctx, user, asset)
-}
-
-// accountState is AccountState in statements of its own.
-func (f *Funding) accountState(ctx context.Context, user UserID, asset AssetID) (AccountState, error) {
-	var st AccountState
-	var status string
-	err := f.pool.QueryRow(ctx, `SELECT available, status FROM balances_tb WHERE user_id = $1 AND asset_id = $2`,
-		int64(user), int32(asset)).Scan(&st.Available, &status)
-	switch {
-	case err == nil:
-		st.Exists, st.Status = true, AccountStatus(status)
-		return st, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return st, fmt.Errorf("transfer: funding account: %w", err)
-	}
-	st.Status = Active
-	st.Exists, err = accountExists(ctx, f.pool, user)
+	st, err := f.b.account(ctx, user, asset)
 	if err != nil {
 		return st, fmt.Errorf("transfer: funding account: %w", err)
 	}

@@ -3,7 +3,8 @@ package transfer
 // Issue 41 defect 2 under real outages: Postgres ends the exchange's
 // sessions (pg_terminate_backend on every backend of the test's database:
 // FATAL 57P01, as in a fast shutdown) again and again while transfers in
-// both directions (fused and unfused, with and without a cid) and external
+// both directions (two coordinators, as two processes would, with and
+// without a cid) and external
 // deposits run. Afterwards no transfer answered "nothing happened" exists,
 // every answered transfer ends terminal with the funds moved once (FUNDING,
 // the transfer table and the SPOT balances agree), and every deposit
@@ -44,19 +45,16 @@ func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 	b := NewBatcher(pool, BatchOptions{})
 	b.Start()
 	t.Cleanup(b.Close)
-	h := &harness{t: t, pool: pool, store: NewStoreBatched(pool, b), funding: NewFundingBatched(pool, b),
+	h := &harness{t: t, pool: pool, store: NewStore(b), funding: NewFunding(b),
 		spot: NewFakeSpot(), crit: &critCounter{}}
-	h.fundF, h.spotF = NewFaulty(h.funding), NewFaulty(h.spot)
+	h.spotF = NewFaulty(h.spot)
 	timing := func(c *Config) {
 		c.MaxWait, c.CallTimeout, c.SettleWait, c.RetryBase, c.RetryMax = time.Second, time.Second, 3*time.Second,
 			5*time.Millisecond, 100*time.Millisecond
 	}
-	unfused := h.newCoordinator(func(c *Config) { timing(c); c.Funding = fundingOnly{h.funding} }) // the unfused batched steps
-	fused := h.newCoordinator(func(c *Config) { timing(c); c.Funding, c.Fuse = h.funding, true })
-	if !fused.Fused() {
-		t.Fatal("not fused")
-	}
-	h.coord = unfused
+	first := h.newCoordinator(timing)
+	second := h.newCoordinator(timing) // another process's driver
+	h.coord = first
 
 	const workers = 8
 	const start = Units(100_000_000)
@@ -93,9 +91,9 @@ func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 			user := UserID(100 + w)
 			rng := rand.New(rand.NewPCG(seed, uint64(1+w)))
 			for i := 0; ctx.Err() == nil; i++ {
-				c := unfused
+				c := first
 				if (w+i)%3 != 0 {
-					c = fused
+					c = second
 				}
 				req := Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: fmt.Sprintf("0.%06d", 1+rng.IntN(999))}
 				if i%2 == 1 {
@@ -166,7 +164,7 @@ func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 			continue
 		}
 		dctx, cancel := context.WithTimeout(bg, 10*time.Second)
-		tr, err := unfused.Drive(dctx, x.reqID)
+		tr, err := first.Drive(dctx, x.reqID)
 		cancel()
 		if err != nil || !tr.State.Terminal() {
 			t.Fatalf("transfer %s stays %s after the outages: %v", x.reqID, tr.State, err)

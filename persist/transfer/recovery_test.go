@@ -152,9 +152,13 @@ func (a *abandoner) Refund(ctx context.Context, id string, u UserID, as AssetID,
 
 // TestCrashAbandonedCoordinator (FND-004, INV-004, IDP-004): seeded random
 // transfers, each abandoned by its coordinator between two steps (context
-// cancelled after a chosen adapter call, its outcome possibly lost), some
+// cancelled at a chosen adapter call, its outcome possibly lost), some
 // with an explicit target refusal; a Worker in a fresh coordinator finishes
 // every one and the invariant holds to the unit, per user and in total.
+// A SPOT call is abandoned by a wrapper of the SPOT side; a FUNDING call,
+// made inside a fused step's transaction, by the FUNDING faults injected
+// there: the process "dies" (the request's context is cancelled) after its
+// COMMIT, the answer lost, or before it, nothing committed.
 func TestCrashAbandonedCoordinator(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if *seedFlag != 0 {
@@ -163,6 +167,8 @@ func TestCrashAbandonedCoordinator(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	h := newHarness(t)
+	var abandon context.CancelFunc // the Create being abandoned (one at a time)
+	h.fundF.Crash = func() { abandon() }
 	const users, perUser = 6, 8
 	for u := UserID(1); u <= users; u++ {
 		h.deposit(u, usdt, 50_000_000)
@@ -185,28 +191,34 @@ func TestCrashAbandonedCoordinator(t *testing.T) {
 			ab.before = true
 		}
 		refuse := rng.IntN(4) == 0 // the target refuses explicitly: compensation
-		fund, spot := NewFaulty(h.funding), NewFaulty(h.spot)
+		spot := NewFaulty(h.spot)
 		if refuse {
 			if to == "SPOT" {
 				spot.Inject(OpDeposit, FaultExplicitFail, 1)
 			} else {
-				fund.Inject(OpDeposit, FaultExplicitFail, 1)
+				h.fundF.Inject(OpDeposit, FaultExplicitFail, 1)
 			}
 		}
-		// The abandoner wraps the side the chosen op goes to.
-		var fs, ss Side = fund, spot
+		// The chosen op's side abandons the request.
+		var ss Side = spot
 		onSource := ab.at != OpDeposit
 		if (from == "FUNDING") == onSource {
-			ab.Side, fs = fund, ab
+			f := FaultCrashAfter // the effect commits; its answer, and the request, are lost
+			if ab.before {
+				f = FaultCrashBefore
+			}
+			h.fundF.Inject(ab.at, f, 1)
 		} else {
 			ab.Side, ss = spot, ab
 		}
-		c := h.newCoordinator(func(cfg *Config) { cfg.Funding, cfg.Spot, cfg.MaxWait = fs, ss, 50*time.Millisecond })
+		c := h.newCoordinator(func(cfg *Config) { cfg.Spot, cfg.MaxWait = ss, 50*time.Millisecond })
 		ctx, cancel := context.WithCancel(context.Background())
+		abandon = cancel
 		ctx = context.WithValue(ctx, cancelKey{}, cancel)
 		r, err := c.Create(ctx, Caller{Authenticated: true, UserID: u},
 			Request{From: from, To: to, Asset: "USDT", Amount: fmt.Sprintf("0.%06d", 1+rng.IntN(999_999))})
 		cancel()
+		h.fundF.Clear() // a fault the request did not reach is not left to the next one
 		if err != nil {
 			t.Fatalf("create %d: %v", i, err)
 		}
@@ -235,6 +247,7 @@ func TestCrashAbandonedCoordinator(t *testing.T) {
 		tr := h.get(id)
 		switch {
 		case tr.State == RolledBack && refused[id]:
+		case tr.State == Failed && tr.ErrorMessage == msgNotRecorded: // died before its first COMMIT: nothing moved
 		case tr.State == Committed:
 			w := want[tr.UserID]
 			if tr.From == AccountFunding {

@@ -39,8 +39,7 @@ func (c *Coordinator) step(ctx context.Context, t *Transfer) move {
 // FUNDING call when st calls FUNDING, else by CAS before st's call.
 func (c *Coordinator) run(ctx context.Context, t *Transfer, st Step, carry []fuseCAS) move {
 	pre := append(carry, chainCAS(st.Pre, "", false)...)
-	side := st.Side(t.From, t.To)
-	if side == AccountFunding && c.fusable(*t) {
+	if st.Side(t.From, t.To) == AccountFunding {
 		// The transitions, the call and its outcome's transitions: ONE transaction.
 		return c.runFused(ctx, t, &fusePlan{at: t.State, pre: pre, op: st.Op,
 			ok: chainCAS(st.OK, "", false), fail: chainCAS(st.Fail, st.FailMsg, true)})
@@ -50,7 +49,7 @@ func (c *Coordinator) run(ctx context.Context, t *Transfer, st Step, carry []fus
 			return r.move()
 		}
 	}
-	o := call(ctx, c.side(side), st.Op, *t)
+	o := call(ctx, c.cfg.Spot, st.Op, *t)
 	if !st.Moves(o.Kind) {
 		c.unknown(ctx, *t, st.Op, o)
 		return stayed
@@ -60,7 +59,7 @@ func (c *Coordinator) run(ctx context.Context, t *Transfer, st Step, carry []fus
 		then = chainCAS(st.Fail, st.FailMsg+o.String(), false)
 	}
 	end := then[len(then)-1].to
-	if next, found := StepAt(end, t.From.reversible()); found && next.Side(t.From, t.To) == AccountFunding && c.fusable(*t) {
+	if next, found := StepAt(end, t.From.reversible()); found && next.Side(t.From, t.To) == AccountFunding {
 		// The outcome is written with the next (FUNDING) call, in its
 		// transaction; should that fail, this call is repeated
 		// (idempotent: it answers its first outcome). A fresh bound.

@@ -33,16 +33,13 @@ var ErrNotFound = errors.New("transfer: not found")
 // compare-and-set guarded by the transition table.
 type Store struct {
 	pool *pgxpool.Pool
-	b    *Batcher // nil: every Transition and NoteRetry is a statement of its own
+	b    *Batcher
 }
 
-// NewStore returns a Store on a migrated database.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
-
-// NewStoreBatched returns a Store whose Get, Insert, Transition and
-// NoteRetry run in b's shared transactions (batch.go), with the same
-// answers; the other reads stay direct.
-func NewStoreBatched(pool *pgxpool.Pool, b *Batcher) *Store { return &Store{pool: pool, b: b} }
+// NewStore returns the Store of b's (migrated) database: Get, Insert,
+// Transition and NoteRetry run in b's shared transactions (batch.go); the
+// other reads are statements of their own.
+func NewStore(b *Batcher) *Store { return &Store{pool: b.pool, b: b} }
 
 const transferCols = `req_id, transfer_id, COALESCE(cid, ''), user_id, from_account, to_account, asset_id,
 	amount, state, retry_count, COALESCE(error_message, ''), created_at, updated_at`
@@ -66,51 +63,29 @@ func scanTransfer(row pgx.Row) (Transfer, error) {
 	return t, err
 }
 
-// Insert stores t in state INIT. When t.CID is already used by the same user
-// nothing is inserted and the existing transfer is returned with
-// inserted=false (a repeated cid never creates a second transfer).
+// Insert stores t in state INIT (a fused step with no operation and no
+// transition). When t.CID is already used by the same user nothing is
+// inserted and the existing transfer is returned with inserted=false (a
+// repeated cid never creates a second transfer).
 func (s *Store) Insert(ctx context.Context, t Transfer) (got Transfer, inserted bool, err error) {
-	if t.State != Init {
-		return Transfer{}, false, fmt.Errorf("transfer: insert %s in state %s, want INIT", t.ReqID, t.State)
+	if !batchInsertable(t) {
+		return Transfer{}, false, fmt.Errorf("transfer: insert %s: not a storable INIT transfer", t.ReqID)
 	}
-	if s.b != nil && batchInsertable(t) {
-		a := s.b.do(&batchReq{kind: kindInsert, ctx: ctx, insert: t})
-		switch {
-		case a.err != nil:
-			return Transfer{}, false, fmt.Errorf("transfer: insert %s: %w", t.ReqID, a.err)
-		case a.inserted:
-			return a.transfer, true, nil
-		}
-		got, err = s.GetByCID(ctx, t.UserID, t.CID) // the cid is taken, as below
-		return got, false, err
+	a := s.b.fused(ctx, t, &fusePlan{insert: &t, at: Init})
+	switch {
+	case a.err != nil:
+		return Transfer{}, false, fmt.Errorf("transfer: insert %s: %w", t.ReqID, a.err)
+	case a.inserted:
+		return a.transfer, true, nil
 	}
-	var cid any
-	if t.CID != "" {
-		cid = t.CID
-	}
-	got, err = scanTransfer(s.pool.QueryRow(ctx, `INSERT INTO transfers_tb
-		(req_id, cid, user_id, asset_id, amount, transfer_type, source_type, from_account, to_account, state)
-		VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, 0)
-		ON CONFLICT (user_id, cid) WHERE cid IS NOT NULL DO NOTHING
-		RETURNING `+transferCols,
-		t.ReqID, cid, int64(t.UserID), int32(t.Asset), int64(t.Amount), transferType(t.From), string(t.From), string(t.To)))
-	if err == nil {
-		return got, true, nil
-	}
-	if !errors.Is(err, ErrNotFound) || t.CID == "" {
-		return Transfer{}, false, fmt.Errorf("transfer: insert %s: %w", t.ReqID, err)
-	}
-	got, err = s.GetByCID(ctx, t.UserID, t.CID)
+	got, err = s.GetByCID(ctx, t.UserID, t.CID) // the cid is taken
 	return got, false, err
 }
 
 // Get returns the transfer with req_id.
 func (s *Store) Get(ctx context.Context, reqID string) (Transfer, error) {
-	if s.b != nil {
-		a := s.b.do(&batchReq{kind: kindGet, ctx: ctx, reqID: reqID})
-		return a.transfer, a.err
-	}
-	return scanTransfer(s.pool.QueryRow(ctx, `SELECT `+transferCols+` FROM transfers_tb WHERE req_id = $1`, reqID))
+	a := s.b.do(&batchReq{kind: kindGet, ctx: ctx, reqID: reqID})
+	return a.transfer, a.err
 }
 
 // GetByCID returns the user's transfer with that client id.
@@ -118,18 +93,6 @@ func (s *Store) GetByCID(ctx context.Context, user UserID, cid string) (Transfer
 	return scanTransfer(s.pool.QueryRow(ctx,
 		`SELECT `+transferCols+` FROM transfers_tb WHERE user_id = $1 AND cid = $2`, int64(user), cid))
 }
-
-// The compare-and-set and the retry note (casSQL and noteSQL in
-// batch_store.go are the same for many transfers at once).
-const (
-	transitionSQL = `UPDATE transfers_tb
-		SET state = $3, updated_at = now(), error_message = COALESCE(NULLIF($4, ''), error_message)
-		WHERE req_id = $1 AND state = $2
-		RETURNING ` + transferCols
-	noteRetrySQL = `UPDATE transfers_tb
-		SET retry_count = retry_count + 1, error_message = $3, updated_at = now()
-		WHERE req_id = $1 AND state = $2`
-)
 
 // Transition moves req_id from `from` to `to` if and only if the pair is in
 // the transition table and the row is in `from` right now (compare-and-set).
@@ -147,36 +110,19 @@ func (s *Store) transition(ctx context.Context, reqID string, from, to State, er
 	if !CanTransition(from, to) {
 		return Transfer{}, false, fmt.Errorf("transfer: %s: illegal transition %s -> %s", reqID, from, to)
 	}
-	if s.b != nil {
-		a := s.b.do(&batchReq{kind: kindCAS, ctx: ctx, reqID: reqID, from: from, to: to, msg: errMsg})
-		if a.err != nil {
-			return Transfer{}, false, fmt.Errorf("transfer: %s: CAS %s -> %s: %w", reqID, from, to, a.err)
-		}
-		return a.transfer, a.won, nil
+	a := s.b.do(&batchReq{kind: kindCAS, ctx: ctx, reqID: reqID, from: from, to: to, msg: errMsg})
+	if a.err != nil {
+		return Transfer{}, false, fmt.Errorf("transfer: %s: CAS %s -> %s: %w", reqID, from, to, a.err)
 	}
-	t, err := scanTransfer(s.pool.QueryRow(ctx, transitionSQL, reqID, int16(from), int16(to), errMsg))
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return Transfer{}, false, nil // not in `from`
-	case err != nil:
-		return Transfer{}, false, fmt.Errorf("transfer: %s: CAS %s -> %s: %w", reqID, from, to, err)
-	}
-	return t, true, nil
+	return a.transfer, a.won, nil
 }
 
 // NoteRetry records an unknown outcome in state `at`: retry_count+1, the
 // error message, and updated_at (so the worker's staleness clock restarts).
 // Nothing happens if the row has left `at`.
 func (s *Store) NoteRetry(ctx context.Context, reqID string, at State, errMsg string) error {
-	if s.b != nil {
-		if a := s.b.do(&batchReq{kind: kindNote, ctx: ctx, reqID: reqID, from: at, msg: errMsg}); a.err != nil {
-			return fmt.Errorf("transfer: %s: note retry: %w", reqID, a.err)
-		}
-		return nil
-	}
-	_, err := s.pool.Exec(ctx, noteRetrySQL, reqID, int16(at), errMsg)
-	if err != nil {
-		return fmt.Errorf("transfer: %s: note retry: %w", reqID, err)
+	if a := s.b.do(&batchReq{kind: kindNote, ctx: ctx, reqID: reqID, from: at, msg: errMsg}); a.err != nil {
+		return fmt.Errorf("transfer: %s: note retry: %w", reqID, a.err)
 	}
 	return nil
 }

@@ -111,7 +111,7 @@ func TestStoreDailyUsage(t *testing.T) {
 // unique index (migration 0005) that the inserts name as their arbiter: a
 // repeated cid of one user inserts nothing, another user may use the same
 // cid, and transfers without a cid are never in conflict (nor in it),
-// through the one-statement and the batched Insert.
+// through the Stores of two Batchers (two processes) on one database.
 func TestCIDIndexOnlyCoversCIDs(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
@@ -125,7 +125,7 @@ func TestCIDIndexOnlyCoversCIDs(t *testing.T) {
 	b := NewBatcher(h.pool, BatchOptions{})
 	b.Start()
 	t.Cleanup(b.Close)
-	for _, s := range []*Store{h.store, NewStoreBatched(h.pool, b)} {
+	for _, s := range []*Store{h.store, NewStore(b)} { // two processes' Stores
 		mk := func(user UserID, cid string) (Transfer, bool) {
 			tr := Transfer{ReqID: newID(t, h), CID: cid, UserID: user, From: AccountFunding, To: AccountSpot, Asset: usdt, Amount: 1}
 			got, inserted, err := s.Insert(ctx, tr)

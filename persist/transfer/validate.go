@@ -126,7 +126,7 @@ func CheckRequest(req Request, caller Caller, asset *AssetConfig, rate RateState
 	if asset.DailyAmountLimit > 0 {
 		lim.DailyAmount = asset.DailyAmountLimit
 	}
-	if e := checkRate(amount, rate, lim); e != nil {
+	if e := CheckRate(amount, rate, lim); e != nil {
 		return Checked{}, e
 	}
 	return Checked{UserID: caller.UserID, From: from, To: to, Asset: *asset, Amount: amount, CID: req.CID}, nil
@@ -152,7 +152,9 @@ func checkAmount(dec decimalAmount, asset *AssetConfig) (Units, *Error) {
 	return amount, nil
 }
 
-func checkRate(amount Units, rate RateState, lim RateLimits) *Error {
+// CheckRate checks the user's usage rate against the limits of 1.5.6, lim,
+// for a request of amount.
+func CheckRate(amount Units, rate RateState, lim RateLimits) *Error {
 	if lim.PerSecond > 0 && rate.RequestsLastSecond+1 > lim.PerSecond {
 		return reject(CodeRateLimitExceeded, "too many requests")
 	}

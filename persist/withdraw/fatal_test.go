@@ -38,7 +38,7 @@ func proxiedFixture(t *testing.T) (*pgxpool.Pool, *withdraw.Service, *pgtest.Pro
 	if err := persist.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := transfer.NewFunding(pool).ExternalDeposit(ctx, "dep-1", 1, eth, 100_000_000); err != nil {
+	if _, err := transfer.NewFunding(transfer.NewBatcher(pool, transfer.BatchOptions{})).ExternalDeposit(ctx, "dep-1", 1, eth, 100_000_000); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := evm.ParseAddress("0x000000000000000000000000000000000000bEEF")

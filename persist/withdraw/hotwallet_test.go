@@ -118,7 +118,7 @@ func TestHotWalletBalance(t *testing.T) {
 	// Ten users at once against a wallet that pays three withdrawals of 0.1
 	// (and their gas and the margin): three pass, whatever the interleaving
 	// (the users' own rows do not serialize them: the wallet's lock does).
-	funding := transfer.NewFunding(f.pool)
+	funding := transfer.NewFunding(transfer.NewBatcher(f.pool, transfer.BatchOptions{}))
 	for u := core.UserID(2); u <= 11; u++ {
 		if _, err := funding.ExternalDeposit(ctx, fmt.Sprintf("dep-%d", u), u, eth, 10_000_000); err != nil {
 			t.Fatal(err)

@@ -52,7 +52,7 @@ func runWithdrawOutage(t *testing.T, length time.Duration, minOutages int64) {
 	const workers = 6
 	const start = 100_000_000_000
 	for w := range workers {
-		if _, err := transfer.NewFunding(pool).ExternalDeposit(bg, fmt.Sprintf("dep-%d", w), core.UserID(200+w), eth, start); err != nil {
+		if _, err := transfer.NewFunding(transfer.NewBatcher(pool, transfer.BatchOptions{})).ExternalDeposit(bg, fmt.Sprintf("dep-%d", w), core.UserID(200+w), eth, start); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/ubscore/ubscore/persist/chaintx/pgstore"
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/invariant"
 	"github.com/ubscore/ubscore/persist/withdraw"
 )
 
@@ -79,7 +80,7 @@ func TestWithdrawalSoakAcrossLeaderKills(t *testing.T) {
 	svc := withdraw.New(withdraw.Config{Pool: pool, Submitter: hot, ParseAddress: evm.ParseAddress,
 		Nudge:  func(a chaintx.Address) { mu.Lock(); cur.Nudge(a); mu.Unlock() },
 		Assets: []withdraw.Asset{{Symbol: "ETH", ID: eth, Scale: 8, ChainDecimals: 18}}})
-	if _, err := transfer.NewFunding(pool).ExternalDeposit(ctx, "soak", 1, eth, 100_000_000_000); err != nil {
+	if _, err := transfer.NewFunding(transfer.NewBatcher(pool, transfer.BatchOptions{})).ExternalDeposit(ctx, "soak", 1, eth, 100_000_000_000); err != nil {
 		t.Fatal(err)
 	}
 	sctx, stopSettler := context.WithCancel(ctx)
@@ -166,7 +167,7 @@ func TestWithdrawalSoakAcrossLeaderKills(t *testing.T) {
 			t.Fatalf("withdrawal %d: address holds %v wei, want %v (on chain exactly once)", ids[i], bal, want)
 		}
 	}
-	rep, err := transfer.CheckInvariant(ctx, pool, noSpot{}, nil)
+	rep, err := invariant.CheckInvariant(ctx, pool, noSpot{}, nil)
 	if err != nil || !rep.OK {
 		t.Fatalf("conservation: %+v %v", rep.Assets, err)
 	}

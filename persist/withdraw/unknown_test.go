@@ -31,7 +31,7 @@ func unknownFixture(t *testing.T, fault withdraw.Fault) (*pgxpool.Pool, *withdra
 	if err := persist.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := transfer.NewFunding(pool).ExternalDeposit(ctx, "dep-1", 1, eth, 100_000_000); err != nil {
+	if _, err := transfer.NewFunding(transfer.NewBatcher(pool, transfer.BatchOptions{})).ExternalDeposit(ctx, "dep-1", 1, eth, 100_000_000); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := evm.ParseAddress("0x000000000000000000000000000000000000bEEF")

@@ -28,6 +28,7 @@ import (
 	"github.com/ubscore/ubscore/persist/chaintx/pgstore"
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/invariant"
 	"github.com/ubscore/ubscore/persist/withdraw"
 )
 
@@ -35,8 +36,8 @@ const eth core.AssetID = 3
 
 type noSpot struct{}
 
-func (noSpot) SpotSnapshot(context.Context, []string) (transfer.SpotSnapshot, error) {
-	return transfer.SpotSnapshot{}, nil
+func (noSpot) SpotSnapshot(context.Context, []string) (invariant.SpotSnapshot, error) {
+	return invariant.SpotSnapshot{}, nil
 }
 
 type fx struct {
@@ -86,7 +87,7 @@ func setup(t *testing.T) *fx {
 	svc := withdraw.New(withdraw.Config{Pool: pool, Submitter: signer.Address(), ParseAddress: evm.ParseAddress, Nudge: m.Nudge,
 		Assets: []withdraw.Asset{{Symbol: "ETH", ID: eth, Scale: 8, ChainDecimals: 18, Min: 1000, Max: 1_000_000_000}}})
 	f := &fx{t: t, pool: pool, node: node, m: m, store: store, svc: svc, log: log}
-	if _, err := transfer.NewFunding(pool).ExternalDeposit(ctx, "dep-1", 1, eth, 100_000_000); err != nil { // 1 ETH
+	if _, err := transfer.NewFunding(transfer.NewBatcher(pool, transfer.BatchOptions{})).ExternalDeposit(ctx, "dep-1", 1, eth, 100_000_000); err != nil { // 1 ETH
 		t.Fatal(err)
 	}
 	f.conserved()
@@ -104,7 +105,7 @@ func (f *fx) funding() int64 {
 // conserved runs the conservation check: funding + spot + in flight + withdrawn == deposits + adjustments.
 func (f *fx) conserved() {
 	f.t.Helper()
-	rep, err := transfer.CheckInvariant(context.Background(), f.pool, noSpot{}, []core.AssetID{eth})
+	rep, err := invariant.CheckInvariant(context.Background(), f.pool, noSpot{}, []core.AssetID{eth})
 	if err != nil {
 		f.t.Fatal(err)
 	}

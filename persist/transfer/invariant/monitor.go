@@ -1,8 +1,9 @@
-package transfer
+package invariant
 
 import (
 	"context"
 	"errors"
+	"github.com/ubscore/ubscore/persist/transfer"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -18,8 +19,8 @@ const DefaultInvariantInterval = 10 * time.Second
 type MonitorConfig struct {
 	Pool     *pgxpool.Pool
 	Spot     SpotReader
-	Assets   []AssetID     // assets checked; nil = every asset seen
-	Interval time.Duration // default DefaultInvariantInterval
+	Assets   []transfer.AssetID // assets checked; nil = every asset seen
+	Interval time.Duration      // default DefaultInvariantInterval
 	Logger   *slog.Logger
 }
 
@@ -109,7 +110,7 @@ func (m *InvariantMonitor) logViolation(ctx context.Context, rep InvariantReport
 		attrs = append(attrs, slog.Group("anomaly", "req_id", x.ReqID, "asset", x.Asset,
 			"state", x.State.String(), "reason", x.Reason))
 	}
-	m.log.Log(ctx, LevelCritical, "fund conservation violated: transfers halted until an operator resumes", attrs...)
+	m.log.Log(ctx, transfer.LevelCritical, "fund conservation violated: transfers halted until an operator resumes", attrs...)
 }
 
 // Halted reports whether a violation was found since the last Resume.

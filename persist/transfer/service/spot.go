@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/ubscore/ubscore/persist/transfer"
 )
 
-// spotAdapter is the SPOT side of internal transfers (transfer.Side) over
+// SpotAdapter is the SPOT side of internal transfers (transfer.Side) over
 // the sequenced core: the core's SPOT_WITHDRAW / SPOT_DEPOSIT / SPOT_REFUND
 // commands keyed by the transfer's req_id, idempotent in the core itself (a
 // repeat returns the first result and changes nothing). An answer is given
@@ -18,9 +18,15 @@ import (
 // become EXPLICIT_FAIL; everything else (ring full, no answer in time,
 // conflicts, a halted core) is TIMEOUT or UNKNOWN, which the FSM retries and
 // never compensates.
-type spotAdapter struct {
+type SpotAdapter struct {
 	pl      *journal.Pipeline
 	timeout time.Duration // how long a call waits for the durable answer before TIMEOUT
+}
+
+// NewSpotAdapter returns the SPOT adapter over pl; a call waits up to
+// timeout for the core's durable answer, then reports TIMEOUT.
+func NewSpotAdapter(pl *journal.Pipeline, timeout time.Duration) *SpotAdapter {
+	return &SpotAdapter{pl: pl, timeout: timeout}
 }
 
 // explicitSpot are the core codes that mean "refused, nothing happened, and
@@ -39,19 +45,19 @@ var explicitSpot = map[core.Code]bool{
 	core.CodeOverflow:              true,
 }
 
-func (a *spotAdapter) Withdraw(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
+func (a *SpotAdapter) Withdraw(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
 	return a.do(ctx, core.KindSpotWithdraw, reqID, user, asset, amount)
 }
 
-func (a *spotAdapter) Deposit(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
+func (a *SpotAdapter) Deposit(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
 	return a.do(ctx, core.KindSpotDeposit, reqID, user, asset, amount)
 }
 
-func (a *spotAdapter) Refund(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
+func (a *SpotAdapter) Refund(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
 	return a.do(ctx, core.KindSpotRefund, reqID, user, asset, amount)
 }
 
-func (a *spotAdapter) do(ctx context.Context, kind core.Kind, reqID string, user core.UserID, asset core.AssetID, amount core.Units) transfer.Outcome {
+func (a *SpotAdapter) do(ctx context.Context, kind core.Kind, reqID string, user core.UserID, asset core.AssetID, amount core.Units) transfer.Outcome {
 	key, ok := core.KeyFrom(reqID)
 	if !ok || amount <= 0 { // defense in depth: the coordinator validated already
 		return transfer.Outcome{Kind: transfer.Unknown, Code: "INVALID_REQUEST"}
@@ -107,7 +113,7 @@ func recorded(evs []core.Event, code core.Code) bool {
 // could not take a transfer now (halted, ops set or user table full), so
 // the transfer is refused before FUNDING moves. A user without an
 // account yet exists for deposits (the core creates it) but has nothing.
-func (a *spotAdapter) AccountState(ctx context.Context, user transfer.UserID, asset transfer.AssetID) (transfer.AccountState, error) {
+func (a *SpotAdapter) AccountState(ctx context.Context, user transfer.UserID, asset transfer.AssetID) (transfer.AccountState, error) {
 	var st transfer.AccountState
 	err := a.pl.Read(func(p *core.Processor) error {
 		status, exists := p.AccountStatusOf(user)

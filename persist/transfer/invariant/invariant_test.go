@@ -1,4 +1,4 @@
-package transfer
+package invariant
 
 // These tests prove the conservation check (spec 7.2, MON-003) exact: OK
 // after normal, failed and rolled-back transfers (INV-001..003), with funds
@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/transfertest"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
@@ -22,14 +24,14 @@ import (
 )
 
 // checkOK runs CheckInvariant over every asset and fails unless it is OK.
-func (h *harness) checkOK() InvariantReport {
-	h.t.Helper()
-	rep, err := CheckInvariant(context.Background(), h.pool, h.spot, nil)
+func checkOK(h *transfertest.Harness) InvariantReport {
+	h.T.Helper()
+	rep, err := CheckInvariant(context.Background(), h.Pool, FakeSpotReader{h.Spot}, nil)
 	if err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	if !rep.OK {
-		h.t.Fatalf("invariant violated: %s", describe(rep))
+		h.T.Fatalf("invariant violated: %s", describe(rep))
 	}
 	return rep
 }
@@ -50,7 +52,7 @@ func describe(rep InvariantReport) string {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // assetOf returns the report's line for asset.
-func assetOf(t *testing.T, rep InvariantReport, asset AssetID) AssetBalance {
+func assetOf(t *testing.T, rep InvariantReport, asset transfer.AssetID) AssetBalance {
 	t.Helper()
 	for _, a := range rep.Assets {
 		if a.Asset == asset {
@@ -61,7 +63,7 @@ func assetOf(t *testing.T, rep InvariantReport, asset AssetID) AssetBalance {
 	return AssetBalance{}
 }
 
-func wantInFlight(t *testing.T, rep InvariantReport, asset AssetID, inFlight, fsm int64) {
+func wantInFlight(t *testing.T, rep InvariantReport, asset transfer.AssetID, inFlight, fsm int64) {
 	t.Helper()
 	a := assetOf(t, rep, asset)
 	if a.InFlight.Int64() != inFlight || a.InFlightFSM.Int64() != fsm {
@@ -70,50 +72,50 @@ func wantInFlight(t *testing.T, rep InvariantReport, asset AssetID, inFlight, fs
 }
 
 func TestInvariantAfterNormalFailedRolledBack(t *testing.T) {
-	h := newHarness(t)
+	h := transfertest.New(t)
 	ctx := context.Background()
-	h.checkOK() // empty
-	h.deposit(7, usdt, 10_000_000)
-	h.deposit(7, btc, 1)
-	h.spot.Credit(7, btc, 500_000_000) // an adjustment into SPOT
-	rep := h.checkOK()
+	checkOK(h) // empty
+	h.Deposit(7, usdt, 10_000_000)
+	h.Deposit(7, btc, 1)
+	h.Spot.Credit(7, btc, 500_000_000) // an adjustment into SPOT
+	rep := checkOK(h)
 	if a := assetOf(t, rep, btc); a.Adjustments.Int64() != 500_000_000 || a.Spot.Int64() != 500_000_000 || a.Funding.Int64() != 1 {
 		t.Fatalf("btc terms %+v", a)
 	}
 	for _, step := range []struct {
 		name string
-		run  func() Result
-		want State
+		run  func() transfer.Result
+		want transfer.State
 	}{
-		{"commit F->S", func() Result { return h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "2.5", "") }, Committed},
-		{"commit S->F", func() Result { return h.create(h.coord, 7, "SPOT", "FUNDING", "BTC", "3", "") }, Committed},
-		{"source refuses", func() Result {
-			h.fundF.Inject(OpWithdraw, FaultExplicitFail, 1)
-			return h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "1", "")
-		}, Failed},
-		{"target refuses, F->S rolled back", func() Result {
-			h.spotF.Inject(OpDeposit, FaultExplicitFail, 1)
-			return h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "1", "")
-		}, RolledBack},
-		{"target refuses, S->F rolled back", func() Result {
-			h.fundF.Inject(OpDeposit, FaultExplicitFail, 1)
-			return h.create(h.coord, 7, "SPOT", "FUNDING", "USDT", "0.5", "")
-		}, RolledBack},
+		{"commit F->S", func() transfer.Result { return h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "2.5", "") }, transfer.Committed},
+		{"commit S->F", func() transfer.Result { return h.Create(h.Coord, 7, "SPOT", "FUNDING", "BTC", "3", "") }, transfer.Committed},
+		{"source refuses", func() transfer.Result {
+			h.FundF.Inject(transfer.OpWithdraw, transfer.FaultExplicitFail, 1)
+			return h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "1", "")
+		}, transfer.Failed},
+		{"target refuses, F->S rolled back", func() transfer.Result {
+			h.SpotF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
+			return h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "1", "")
+		}, transfer.RolledBack},
+		{"target refuses, S->F rolled back", func() transfer.Result {
+			h.FundF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
+			return h.Create(h.Coord, 7, "SPOT", "FUNDING", "USDT", "0.5", "")
+		}, transfer.RolledBack},
 	} {
 		if r := step.run(); r.Transfer.State != step.want {
 			t.Fatalf("%s: state %s, want %s", step.name, r.Transfer.State, step.want)
 		}
-		rep := h.checkOK()
+		rep := checkOK(h)
 		for _, a := range rep.Assets {
 			if a.InFlight.Sign() != 0 || a.InFlightFSM.Sign() != 0 {
 				t.Fatalf("%s: asset %d in flight %s / %s with every transfer terminal", step.name, a.Asset, a.InFlight, a.InFlightFSM)
 			}
 		}
 	}
-	if _, err := h.funding.ExternalDeposit(ctx, "tx-late", 9, usdt, 42); err != nil {
+	if _, err := h.Funding.ExternalDeposit(ctx, "tx-late", 9, usdt, 42); err != nil {
 		t.Fatal(err)
 	}
-	rep = h.checkOK()
+	rep = checkOK(h)
 	if a := assetOf(t, rep, usdt); a.Deposits.Int64() != 10_000_042 {
 		t.Fatalf("deposits %s", a.Deposits)
 	}
@@ -123,24 +125,24 @@ func TestInvariantAfterNormalFailedRolledBack(t *testing.T) {
 // can be away from both accounts, with the operations applied or not: the
 // check is exact where the spec's state sum (InFlightFSM) is not.
 func TestInvariantStuckInFlight(t *testing.T) {
-	h := newHarness(t)
-	h.deposit(7, usdt, 100_000_000)
-	h.deposit(8, usdt, 1)
-	h.spot.Credit(8, usdt, 100_000_000)
+	h := transfertest.New(t)
+	h.Deposit(7, usdt, 100_000_000)
+	h.Deposit(8, usdt, 1)
+	h.Spot.Credit(8, usdt, 100_000_000)
 	var fsm int64
-	stuck := func(name string, user UserID, from, to string, inject func(), amount string, units int64, want State, inFlight int64) string {
+	stuck := func(name string, user transfer.UserID, from, to string, inject func(), amount string, units int64, want transfer.State, inFlight int64) string {
 		t.Helper()
 		inject()
-		r := h.create(h.coord, user, from, to, "USDT", amount, "")
-		h.fundF.Clear()
-		h.spotF.Clear()
+		r := h.Create(h.Coord, user, from, to, "USDT", amount, "")
+		h.FundF.Clear()
+		h.SpotF.Clear()
 		if r.Transfer.State != want {
 			t.Fatalf("%s: state %s, want %s", name, r.Transfer.State, want)
 		}
 		if want.InFlight() {
 			fsm += units
 		}
-		rep := h.checkOK()
+		rep := checkOK(h)
 		wantInFlight(t, rep, usdt, inFlight, fsm)
 		return r.Transfer.ReqID
 	}
@@ -150,59 +152,59 @@ func TestInvariantStuckInFlight(t *testing.T) {
 	// applied is never durable); the SPOT deposit stays unknown.
 	ids = append(ids, stuck("F->S TARGET_PENDING, withdraw answer lost", 7, "FUNDING", "SPOT",
 		func() {
-			h.fundF.Inject(OpWithdraw, FaultTimeoutAfterEffect, 1)
-			h.spotF.Inject(OpDeposit, FaultUnknown, -1)
-		}, "1", 1_000_000, TargetPending, 1_000_000))
+			h.FundF.Inject(transfer.OpWithdraw, transfer.FaultTimeoutAfterEffect, 1)
+			h.SpotF.Inject(transfer.OpDeposit, transfer.FaultUnknown, -1)
+		}, "1", 1_000_000, transfer.TargetPending, 1_000_000))
 	ids = append(ids, stuck("S->F SOURCE_PENDING", 8, "SPOT", "FUNDING",
-		func() { h.spotF.Inject(OpWithdraw, FaultTimeoutAfterEffect, -1) }, "2", 2_000_000, SourcePending, 3_000_000))
+		func() { h.SpotF.Inject(transfer.OpWithdraw, transfer.FaultTimeoutAfterEffect, -1) }, "2", 2_000_000, transfer.SourcePending, 3_000_000))
 	// SOURCE_PENDING before the withdraw: nothing moved.
 	ids = append(ids, stuck("F->S SOURCE_PENDING, not applied", 7, "FUNDING", "SPOT",
-		func() { h.fundF.Inject(OpWithdraw, FaultNetworkError, -1) }, "4", 4_000_000, SourcePending, 3_000_000))
+		func() { h.FundF.Inject(transfer.OpWithdraw, transfer.FaultNetworkError, -1) }, "4", 4_000_000, transfer.SourcePending, 3_000_000))
 	// TARGET_PENDING, deposit not applied / applied.
 	ids = append(ids, stuck("F->S TARGET_PENDING", 7, "FUNDING", "SPOT",
-		func() { h.spotF.Inject(OpDeposit, FaultUnknown, -1) }, "8", 8_000_000, TargetPending, 11_000_000))
+		func() { h.SpotF.Inject(transfer.OpDeposit, transfer.FaultUnknown, -1) }, "8", 8_000_000, transfer.TargetPending, 11_000_000))
 	// The FUNDING deposit's COMMIT whose answer was lost: it committed
 	// COMMITTED with it (TARGET_PENDING with the deposit applied is never
 	// durable on the fused path).
 	ids = append(ids, stuck("S->F deposit answer lost", 8, "SPOT", "FUNDING",
-		func() { h.fundF.Inject(OpDeposit, FaultTimeoutAfterEffect, -1) }, "16", 16_000_000, Committed, 11_000_000))
+		func() { h.FundF.Inject(transfer.OpDeposit, transfer.FaultTimeoutAfterEffect, -1) }, "16", 16_000_000, transfer.Committed, 11_000_000))
 	// COMPENSATING, refund not applied.
 	ids = append(ids, stuck("S->F COMPENSATING", 8, "SPOT", "FUNDING", func() {
-		h.fundF.Inject(OpDeposit, FaultExplicitFail, 1)
-		h.spotF.Inject(OpRefund, FaultPending, -1)
-	}, "32", 32_000_000, Compensating, 43_000_000))
+		h.FundF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
+		h.SpotF.Inject(transfer.OpRefund, transfer.FaultPending, -1)
+	}, "32", 32_000_000, transfer.Compensating, 43_000_000))
 	// Every stuck transfer finishes: nothing in flight, still exact.
 	for _, id := range ids {
-		if tr, err := h.coord.Drive(context.Background(), id); err != nil || !tr.State.Terminal() {
+		if tr, err := h.Coord.Drive(context.Background(), id); err != nil || !tr.State.Terminal() {
 			t.Fatalf("drive %s: %s %v", id, tr.State, err)
 		}
 	}
-	wantInFlight(t, h.checkOK(), usdt, 0, 0)
+	wantInFlight(t, checkOK(h), usdt, 0, 0)
 }
 
 // TestInvariantMovingBetweenReads runs transfers between the core read C
 // and the Postgres snapshot P, deterministically: asked transfers that move
 // on and transfers created after C, in both directions.
 func TestInvariantMovingBetweenReads(t *testing.T) {
-	h := newHarness(t)
+	h := transfertest.New(t)
 	ctx := context.Background()
-	h.deposit(7, usdt, 100_000_000)
-	h.deposit(8, usdt, 1)
-	h.spot.Credit(8, usdt, 100_000_000)
+	h.Deposit(7, usdt, 100_000_000)
+	h.Deposit(8, usdt, 1)
+	h.Spot.Credit(8, usdt, 100_000_000)
 	// Two transfers stuck before their effects, then released after C.
-	h.spotF.Inject(OpDeposit, FaultNetworkError, -1)
-	a := h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "1", "").Transfer // TARGET_PENDING, deposit not applied
-	h.spotF.Clear()
-	h.spotF.Inject(OpWithdraw, FaultNetworkError, -1)
-	b := h.create(h.coord, 8, "SPOT", "FUNDING", "USDT", "2", "").Transfer // SOURCE_PENDING, withdraw not applied
-	h.spotF.Clear()
-	if a.State != TargetPending || b.State != SourcePending {
+	h.SpotF.Inject(transfer.OpDeposit, transfer.FaultNetworkError, -1)
+	a := h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "1", "").Transfer // TARGET_PENDING, deposit not applied
+	h.SpotF.Clear()
+	h.SpotF.Inject(transfer.OpWithdraw, transfer.FaultNetworkError, -1)
+	b := h.Create(h.Coord, 8, "SPOT", "FUNDING", "USDT", "2", "").Transfer // SOURCE_PENDING, withdraw not applied
+	h.SpotF.Clear()
+	if a.State != transfer.TargetPending || b.State != transfer.SourcePending {
 		t.Fatalf("states %s %s", a.State, b.State)
 	}
 	var snap SpotSnapshot
-	asked, mark, err := underTransfersLock(ctx, h.pool, func(asked []string) error {
+	asked, mark, err := underTransfersLock(ctx, h.Pool, func(asked []string) error {
 		var err error
-		snap, err = h.spot.SpotSnapshot(ctx, asked)
+		snap, err = FakeSpotReader{h.Spot}.SpotSnapshot(ctx, asked)
 		return err
 	})
 	if err != nil {
@@ -213,18 +215,18 @@ func TestInvariantMovingBetweenReads(t *testing.T) {
 	}
 	// Between C and P: the asked ones finish, new ones start and finish or stop half-way.
 	for _, id := range []string{a.ReqID, b.ReqID} {
-		if tr, err := h.coord.Drive(ctx, id); err != nil || tr.State != Committed {
+		if tr, err := h.Coord.Drive(ctx, id); err != nil || tr.State != transfer.Committed {
 			t.Fatalf("drive: %s %v", tr.State, err)
 		}
 	}
-	h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "4", "")
-	h.create(h.coord, 8, "SPOT", "FUNDING", "USDT", "8", "")
-	h.fundF.Inject(OpDeposit, FaultNetworkError, -1)
-	if r := h.create(h.coord, 8, "SPOT", "FUNDING", "USDT", "16", ""); r.Transfer.State != TargetPending {
+	h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "4", "")
+	h.Create(h.Coord, 8, "SPOT", "FUNDING", "USDT", "8", "")
+	h.FundF.Inject(transfer.OpDeposit, transfer.FaultNetworkError, -1)
+	if r := h.Create(h.Coord, 8, "SPOT", "FUNDING", "USDT", "16", ""); r.Transfer.State != transfer.TargetPending {
 		t.Fatalf("state %s", r.Transfer.State)
 	}
-	h.fundF.Clear()
-	p, err := readFundingSide(ctx, h.pool, asked, mark)
+	h.FundF.Clear()
+	p, err := readFundingSide(ctx, h.Pool, asked, mark)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +240,7 @@ func TestInvariantMovingBetweenReads(t *testing.T) {
 
 // slowSpot widens the race windows around the core read.
 type slowSpot struct {
-	*FakeSpot
+	*transfer.FakeSpot
 	rnd *lockedRand
 }
 
@@ -255,7 +257,7 @@ func (l *lockedRand) IntN(n int) int {
 
 func (s slowSpot) SpotSnapshot(ctx context.Context, ids []string) (SpotSnapshot, error) {
 	time.Sleep(time.Duration(s.rnd.IntN(1000)) * time.Microsecond)
-	snap, err := s.FakeSpot.SpotSnapshot(ctx, ids)
+	snap, err := FakeSpotReader{s.FakeSpot}.SpotSnapshot(ctx, ids)
 	time.Sleep(time.Duration(s.rnd.IntN(1000)) * time.Microsecond)
 	return snap, err
 }
@@ -272,32 +274,32 @@ func TestInvariantConcurrent(t *testing.T) {
 	}
 	t.Logf("seed %d (replay: -invariant-seed=%d)", seed, seed)
 	rnd := &lockedRand{r: rand.New(rand.NewPCG(seed, 0))}
-	h := newHarness(t)
+	h := transfertest.New(t)
 	const users = 8
-	for u := UserID(1); u <= users; u++ {
-		h.deposit(u, usdt, 1_000_000_000)
-		h.deposit(u, btc, 1_000_000_000)
-		h.spot.Credit(u, usdt, 1_000_000_000)
-		h.spot.Credit(u, btc, 1_000_000_000)
+	for u := transfer.UserID(1); u <= users; u++ {
+		h.Deposit(u, usdt, 1_000_000_000)
+		h.Deposit(u, btc, 1_000_000_000)
+		h.Spot.Credit(u, usdt, 1_000_000_000)
+		h.Spot.Credit(u, btc, 1_000_000_000)
 	}
-	spot := slowSpot{FakeSpot: h.spot, rnd: rnd}
+	spot := slowSpot{FakeSpot: h.Spot, rnd: rnd}
 	perUser := 30
 	if testing.Short() {
 		perUser = 10
 	}
-	faults := []Fault{FaultExplicitFail, FaultTimeoutAfterEffect, FaultTimeoutBeforeEffect, FaultUnknown}
+	faults := []transfer.Fault{transfer.FaultExplicitFail, transfer.FaultTimeoutAfterEffect, transfer.FaultTimeoutBeforeEffect, transfer.FaultUnknown}
 	var done atomic.Bool
 	var wg sync.WaitGroup
-	for u := UserID(1); u <= users; u++ {
+	for u := transfer.UserID(1); u <= users; u++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perUser; i++ {
 				if rnd.IntN(4) == 0 { // a fault for whichever transfer calls next
-					side := []*Faulty{h.fundF, h.spotF}[rnd.IntN(2)]
-					op, f := []Op{OpWithdraw, OpDeposit, OpRefund}[rnd.IntN(3)], faults[rnd.IntN(len(faults))]
-					if op == OpRefund && f == FaultExplicitFail {
-						f = FaultUnknown // a refused refund would stay COMPENSATING forever
+					side := []*transfer.Faulty{h.FundF, h.SpotF}[rnd.IntN(2)]
+					op, f := []transfer.Op{transfer.OpWithdraw, transfer.OpDeposit, transfer.OpRefund}[rnd.IntN(3)], faults[rnd.IntN(len(faults))]
+					if op == transfer.OpRefund && f == transfer.FaultExplicitFail {
+						f = transfer.FaultUnknown // a refused refund would stay COMPENSATING forever
 					}
 					side.Inject(op, f, 1)
 				}
@@ -306,9 +308,9 @@ func TestInvariantConcurrent(t *testing.T) {
 					from, to = to, from
 				}
 				asset := []string{"USDT", "BTC"}[rnd.IntN(2)]
-				_, err := h.coord.Create(context.Background(), Caller{Authenticated: true, UserID: u},
-					Request{From: from, To: to, Asset: asset, Amount: "0.0" + itoa(int64(1+rnd.IntN(9)))})
-				var e *Error
+				_, err := h.Coord.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: u},
+					transfer.Request{From: from, To: to, Asset: asset, Amount: "0.0" + itoa(int64(1+rnd.IntN(9)))})
+				var e *transfer.Error
 				if err != nil && !errors.As(err, &e) {
 					t.Error(err)
 					return
@@ -322,7 +324,7 @@ func TestInvariantConcurrent(t *testing.T) {
 	go func() {
 		defer close(checked)
 		for !done.Load() {
-			rep, err := CheckInvariant(context.Background(), h.pool, spot, nil)
+			rep, err := CheckInvariant(context.Background(), h.Pool, spot, nil)
 			if errors.Is(err, ErrTransfersBusy) { // no conclusion under load: fine, not a violation
 				busy++
 				continue
@@ -352,9 +354,9 @@ func TestInvariantConcurrent(t *testing.T) {
 		t.Fatalf("seed %d: %d checks, %d with moving transfers: the test did not exercise the check", seed, checks, sawMoving)
 	}
 	// Finish everything: exact, nothing in flight.
-	h.fundF.Clear()
-	h.spotF.Clear()
-	rows, err := h.pool.Query(context.Background(), `SELECT req_id FROM transfers_tb WHERE state NOT IN (40, -10, -30)`)
+	h.FundF.Clear()
+	h.SpotF.Clear()
+	rows, err := h.Pool.Query(context.Background(), `SELECT req_id FROM transfers_tb WHERE state NOT IN (40, -10, -30)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,11 +372,11 @@ func TestInvariantConcurrent(t *testing.T) {
 	dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, id := range open {
-		if tr, err := h.coord.Drive(dctx, id); err != nil || !tr.State.Terminal() {
+		if tr, err := h.Coord.Drive(dctx, id); err != nil || !tr.State.Terminal() {
 			t.Fatalf("drive %s: %s %v", id, tr.State, err)
 		}
 	}
-	rep := h.checkOK()
+	rep := checkOK(h)
 	for _, a := range rep.Assets {
 		if a.InFlight.Sign() != 0 {
 			t.Fatalf("asset %d: in flight %s after every transfer ended", a.Asset, a.InFlight)
@@ -385,27 +387,27 @@ func TestInvariantConcurrent(t *testing.T) {
 // TestInvariantFreezesTransfersDuringSpotRead: while the core is read, no
 // transfer can be created or change state (the lock the exactness rests on).
 func TestInvariantFreezesTransfersDuringSpotRead(t *testing.T) {
-	h := newHarness(t)
-	h.deposit(7, usdt, 1_000_000)
-	h.spotF.Inject(OpDeposit, FaultNetworkError, -1)
-	tr := h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "0.1", "").Transfer
+	h := transfertest.New(t)
+	h.Deposit(7, usdt, 1_000_000)
+	h.SpotF.Inject(transfer.OpDeposit, transfer.FaultNetworkError, -1)
+	tr := h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "0.1", "").Transfer
 	var insertErr, casErr error
 	probe := spotFunc(func(ctx context.Context, ids []string) (SpotSnapshot, error) {
 		pctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		_, _, insertErr = h.store.Insert(pctx, Transfer{ReqID: newID(t, h), UserID: 7, From: AccountFunding,
-			To: AccountSpot, Asset: usdt, Amount: 1})
-		_, casErr = h.store.Transition(pctx, tr.ReqID, TargetPending, Compensating, "")
-		return h.spot.SpotSnapshot(ctx, ids)
+		_, _, insertErr = h.Store.Insert(pctx, transfer.Transfer{ReqID: h.NewID(), UserID: 7, From: transfer.AccountFunding,
+			To: transfer.AccountSpot, Asset: usdt, Amount: 1})
+		_, casErr = h.Store.Transition(pctx, tr.ReqID, transfer.TargetPending, transfer.Compensating, "")
+		return FakeSpotReader{h.Spot}.SpotSnapshot(ctx, ids)
 	})
-	rep, err := CheckInvariant(context.Background(), h.pool, probe, nil)
+	rep, err := CheckInvariant(context.Background(), h.Pool, probe, nil)
 	if err != nil || !rep.OK {
 		t.Fatalf("%v %s", err, describe(rep))
 	}
 	if !errors.Is(insertErr, context.DeadlineExceeded) || !errors.Is(casErr, context.DeadlineExceeded) {
 		t.Fatalf("insert %v, CAS %v during the core read: want both blocked", insertErr, casErr)
 	}
-	if h.get(tr.ReqID).State != TargetPending {
+	if h.Get(tr.ReqID).State != transfer.TargetPending {
 		t.Fatal("state changed during the core read")
 	}
 }
@@ -420,12 +422,12 @@ func (f spotFunc) SpotSnapshot(ctx context.Context, ids []string) (SpotSnapshot,
 // back is a violation of that asset only; the monitor logs CRITICAL, counts
 // it and stays halted, after the unit is gone too, until Resume.
 func TestInvariantViolationHaltsMonitor(t *testing.T) {
-	h := newHarness(t)
+	h := transfertest.New(t)
 	ctx := context.Background()
-	h.deposit(7, usdt, 5_000_000)
-	h.deposit(7, btc, 5_000_000)
-	h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "1", "")
-	m, err := NewInvariantMonitor(MonitorConfig{Pool: h.pool, Spot: h.spot, Logger: slog.New(h.crit)})
+	h.Deposit(7, usdt, 5_000_000)
+	h.Deposit(7, btc, 5_000_000)
+	h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "1", "")
+	m, err := NewInvariantMonitor(MonitorConfig{Pool: h.Pool, Spot: FakeSpotReader{h.Spot}, Logger: slog.New(h.Crit)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,13 +438,13 @@ func TestInvariantViolationHaltsMonitor(t *testing.T) {
 		t.Fatalf("clean: %v halted %v %s", err, m.Halted(), describe(rep))
 	}
 	bump := func(d int) {
-		if _, err := h.pool.Exec(ctx, `UPDATE balances_tb SET available = available + $1 WHERE user_id = 7 AND asset_id = $2`,
+		if _, err := h.Pool.Exec(ctx, `UPDATE balances_tb SET available = available + $1 WHERE user_id = 7 AND asset_id = $2`,
 			d, int32(usdt)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	bump(1)
-	crit := h.crit.n.Load()
+	crit := h.Crit.N.Load()
 	rep, err := m.CheckNow(ctx)
 	if err != nil || rep.OK {
 		t.Fatalf("money from nothing not seen: %v %s", err, describe(rep))
@@ -450,8 +452,8 @@ func TestInvariantViolationHaltsMonitor(t *testing.T) {
 	if u, b := assetOf(t, rep, usdt), assetOf(t, rep, btc); u.OK || u.Diff.Int64() != 1 || !b.OK {
 		t.Fatalf("usdt %+v btc %+v", u, b)
 	}
-	if !m.Halted() || m.Violations() != 1 || h.crit.n.Load() != crit+1 {
-		t.Fatalf("halted %v violations %d critical logs %d", m.Halted(), m.Violations(), h.crit.n.Load()-crit)
+	if !m.Halted() || m.Violations() != 1 || h.Crit.N.Load() != crit+1 {
+		t.Fatalf("halted %v violations %d critical logs %d", m.Halted(), m.Violations(), h.Crit.N.Load()-crit)
 	}
 	bump(-1)
 	if rep, err := m.CheckNow(ctx); err != nil || !rep.OK || !m.Halted() {
@@ -472,19 +474,19 @@ func TestInvariantViolationHaltsMonitor(t *testing.T) {
 // TestInvariantViolationRolledBackAndDeposited: a rolled-back transfer
 // whose target deposit also landed is money from nothing in the sums.
 func TestInvariantViolationRolledBackAndDeposited(t *testing.T) {
-	h := newHarness(t)
+	h := transfertest.New(t)
 	ctx := context.Background()
-	h.deposit(7, usdt, 5_000_000)
-	h.spotF.Inject(OpDeposit, FaultExplicitFail, 1)
-	tr := h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "2", "").Transfer
-	if tr.State != RolledBack {
+	h.Deposit(7, usdt, 5_000_000)
+	h.SpotF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
+	tr := h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "2", "").Transfer
+	if tr.State != transfer.RolledBack {
 		t.Fatalf("state %s", tr.State)
 	}
-	h.checkOK()
-	if o := h.spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != Success { // behind the FSM's back
+	checkOK(h)
+	if o := h.Spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != transfer.Success { // behind the FSM's back
 		t.Fatalf("deposit %s", o)
 	}
-	rep, err := CheckInvariant(ctx, h.pool, h.spot, []AssetID{usdt})
+	rep, err := CheckInvariant(ctx, h.Pool, FakeSpotReader{h.Spot}, []transfer.AssetID{usdt})
 	if err != nil || rep.OK || len(rep.Assets) != 1 || rep.Assets[0].Diff.Int64() != 2_000_000 {
 		t.Fatalf("%v %s", err, describe(rep))
 	}
@@ -494,20 +496,20 @@ func TestInvariantViolationRolledBackAndDeposited(t *testing.T) {
 // also landed balances the sums (withdrawn − deposited = 0), yet no correct
 // execution shows it: an anomaly, a violation.
 func TestInvariantAnomalyWhileMoving(t *testing.T) {
-	h := newHarness(t)
+	h := transfertest.New(t)
 	ctx := context.Background()
-	h.deposit(7, usdt, 5_000_000)
-	h.spotF.Inject(OpDeposit, FaultExplicitFail, 1)
-	h.fundF.Inject(OpRefund, FaultNetworkError, -1)
-	tr := h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "2", "").Transfer
-	if tr.State != Compensating {
+	h.Deposit(7, usdt, 5_000_000)
+	h.SpotF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
+	h.FundF.Inject(transfer.OpRefund, transfer.FaultNetworkError, -1)
+	tr := h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "2", "").Transfer
+	if tr.State != transfer.Compensating {
 		t.Fatalf("state %s", tr.State)
 	}
-	wantInFlight(t, h.checkOK(), usdt, 2_000_000, 2_000_000)
-	if o := h.spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != Success {
+	wantInFlight(t, checkOK(h), usdt, 2_000_000, 2_000_000)
+	if o := h.Spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != transfer.Success {
 		t.Fatalf("deposit %s", o)
 	}
-	rep, err := CheckInvariant(ctx, h.pool, h.spot, nil)
+	rep, err := CheckInvariant(ctx, h.Pool, FakeSpotReader{h.Spot}, nil)
 	if err != nil || rep.OK {
 		t.Fatalf("%v %s", err, describe(rep))
 	}
@@ -522,27 +524,29 @@ func TestInvariantAnomalyWhileMoving(t *testing.T) {
 // TestInvariantCheckErrors: a core that cannot be read is no conclusion
 // (an error, counted), never a violation or a halt.
 func TestInvariantCheckErrors(t *testing.T) {
-	h := newHarness(t)
+	h := transfertest.New(t)
 	broken := spotFunc(func(context.Context, []string) (SpotSnapshot, error) { return SpotSnapshot{}, errors.New("core down") })
-	m, err := NewInvariantMonitor(MonitorConfig{Pool: h.pool, Spot: broken, Logger: slog.New(h.crit)})
+	m, err := NewInvariantMonitor(MonitorConfig{Pool: h.Pool, Spot: broken, Logger: slog.New(h.Crit)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.CheckNow(context.Background()); err == nil || m.Halted() || m.Errors() != 1 || m.Violations() != 0 {
 		t.Fatalf("err %v halted %v errors %d violations %d", err, m.Halted(), m.Errors(), m.Violations())
 	}
-	if _, err := NewInvariantMonitor(MonitorConfig{Pool: h.pool}); err == nil {
+	if _, err := NewInvariantMonitor(MonitorConfig{Pool: h.Pool}); err == nil {
 		t.Fatal("monitor without a SpotReader")
 	}
 	// Run checks at once and stops with its context.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ok, _ := NewInvariantMonitor(MonitorConfig{Pool: h.pool, Spot: h.spot, Interval: time.Hour})
+	ok, _ := NewInvariantMonitor(MonitorConfig{Pool: h.Pool, Spot: FakeSpotReader{h.Spot}, Interval: time.Hour})
 	ran := make(chan error, 1)
 	go func() { ran <- ok.Run(ctx) }()
-	waitFor(t, "first check", func() bool { _, _, have := ok.Last(); return have })
+	transfertest.WaitFor(t, "first check", func() bool { _, _, have := ok.Last(); return have })
 	cancel()
 	if err := <-ran; !errors.Is(err, context.Canceled) {
 		t.Fatalf("run: %v", err)
 	}
 }
+
+const usdt, btc = transfertest.USDT, transfertest.BTC

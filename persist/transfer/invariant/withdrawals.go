@@ -1,7 +1,8 @@
-package transfer
+package invariant
 
 import (
 	"context"
+	"github.com/ubscore/ubscore/persist/transfer"
 	"math/big"
 
 	"github.com/jackc/pgx/v5"
@@ -18,7 +19,7 @@ import (
 //
 // read in the snapshot P beside balances_tb: the equation stays exact to the
 // unit while withdrawals are in flight.
-func sumWithdrawn(ctx context.Context, tx pgx.Tx) (map[AssetID]*big.Int, error) {
+func sumWithdrawn(ctx context.Context, tx pgx.Tx) (map[transfer.AssetID]*big.Int, error) {
 	return sumByAsset(ctx, tx, `SELECT asset_id, sum(amount)::text FROM withdrawals
 		WHERE state IN ('PENDING', 'COMPLETED') GROUP BY asset_id`)
 }

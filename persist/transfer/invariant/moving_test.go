@@ -1,4 +1,4 @@
-package transfer
+package invariant
 
 // This test proves the per-transfer part of the conservation check against
 // a naive model: every execution of the FSM (commit, source refusal,
@@ -10,40 +10,41 @@ package transfer
 
 import (
 	"fmt"
+	"github.com/ubscore/ubscore/persist/transfer"
 	"testing"
 )
 
 // fsmEvent is one step of an execution: a state change or an applied operation.
 type fsmEvent struct {
-	cas State // 0 with op set: an operation
-	op  Op
+	cas transfer.State // 0 with op set: an operation
+	op  transfer.Op
 }
 
 var fsmPaths = map[string][]fsmEvent{
-	"commit":   {{cas: SourcePending}, {op: OpWithdraw}, {cas: SourceDone}, {cas: TargetPending}, {op: OpDeposit}, {cas: Committed}},
-	"failed":   {{cas: SourcePending}, {cas: Failed}},
-	"rollback": {{cas: SourcePending}, {op: OpWithdraw}, {cas: SourceDone}, {cas: TargetPending}, {cas: Compensating}, {op: OpRefund}, {cas: RolledBack}},
+	"commit":   {{cas: transfer.SourcePending}, {op: transfer.OpWithdraw}, {cas: transfer.SourceDone}, {cas: transfer.TargetPending}, {op: transfer.OpDeposit}, {cas: transfer.Committed}},
+	"failed":   {{cas: transfer.SourcePending}, {cas: transfer.Failed}},
+	"rollback": {{cas: transfer.SourcePending}, {op: transfer.OpWithdraw}, {cas: transfer.SourceDone}, {cas: transfer.TargetPending}, {cas: transfer.Compensating}, {op: transfer.OpRefund}, {cas: transfer.RolledBack}},
 }
 
 type observation struct {
-	from          AccountType
-	state         State
+	from          transfer.AccountType
+	state         transfer.State
 	funding, spot SpotOps
 }
 
-func setOp(o *SpotOps, op Op) {
+func setOp(o *SpotOps, op transfer.Op) {
 	switch op {
-	case OpWithdraw:
+	case transfer.OpWithdraw:
 		o.Withdrawn = true
-	case OpDeposit:
+	case transfer.OpDeposit:
 		o.Deposited = true
-	case OpRefund:
+	case transfer.OpRefund:
 		o.Refunded = true
 	}
 }
 
 // effects replays events: each side's flags and balance change (asset units).
-func effects(events []fsmEvent, from, to AccountType, amount int64) (state State, funding, spot SpotOps, fundDelta, spotDelta int64) {
+func effects(events []fsmEvent, from, to transfer.AccountType, amount int64) (state transfer.State, funding, spot SpotOps, fundDelta, spotDelta int64) {
 	for _, e := range events {
 		if e.op == "" {
 			state = e.cas
@@ -51,12 +52,12 @@ func effects(events []fsmEvent, from, to AccountType, amount int64) (state State
 		}
 		side, delta := from, amount
 		switch e.op {
-		case OpWithdraw:
+		case transfer.OpWithdraw:
 			delta = -amount
-		case OpDeposit:
+		case transfer.OpDeposit:
 			side = to
 		}
-		if side == AccountFunding {
+		if side == transfer.AccountFunding {
 			setOp(&funding, e.op)
 			fundDelta += delta
 		} else {
@@ -78,10 +79,10 @@ func allSpotOps() []SpotOps {
 func TestMovingTransferAgainstModel(t *testing.T) {
 	const amount = 1_000
 	legal := map[observation]bool{}
-	for _, from := range []AccountType{AccountFunding, AccountSpot} {
-		to := AccountSpot
-		if from == AccountSpot {
-			to = AccountFunding
+	for _, from := range []transfer.AccountType{transfer.AccountFunding, transfer.AccountSpot} {
+		to := transfer.AccountSpot
+		if from == transfer.AccountSpot {
+			to = transfer.AccountFunding
 		}
 		for name, path := range fsmPaths {
 			for i := 0; i <= len(path); i++ { // the core read C after i events
@@ -101,12 +102,12 @@ func TestMovingTransferAgainstModel(t *testing.T) {
 			}
 		}
 	}
-	for _, from := range []AccountType{AccountFunding, AccountSpot} {
-		to := AccountSpot
-		if from == AccountSpot {
-			to = AccountFunding
+	for _, from := range []transfer.AccountType{transfer.AccountFunding, transfer.AccountSpot} {
+		to := transfer.AccountSpot
+		if from == transfer.AccountSpot {
+			to = transfer.AccountFunding
 		}
-		for _, st := range AllStates {
+		for _, st := range transfer.AllStates {
 			for _, f := range allSpotOps() {
 				for _, s := range allSpotOps() {
 					m := movingTransfer{reqID: "x", asset: usdt, amount: amount, from: from, to: to, state: st, funding: f}

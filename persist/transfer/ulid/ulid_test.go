@@ -1,4 +1,4 @@
-package transfer
+package ulid
 
 // ULIDs are valid, 26 characters, and strictly increasing from one
 // generator, also within one millisecond and with a clock stepping back.
@@ -10,7 +10,7 @@ import (
 
 func TestULIDMonotonic(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
-	g := &ULIDGen{now: func() time.Time { return now }}
+	g := &Gen{now: func() time.Time { return now }}
 	prev := ""
 	for i := 0; i < 10_000; i++ {
 		if i == 5000 {
@@ -20,18 +20,18 @@ func TestULIDMonotonic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ValidULID(id) || id <= prev {
+		if !Valid(id) || id <= prev {
 			t.Fatalf("id %d: %q after %q", i, id, prev)
 		}
 		prev = id
 	}
-	if got := encodeULID(1<<48-1, [10]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}); got != "7ZZZZZZZZZZZZZZZZZZZZZZZZZ" {
+	if got := encode(1<<48-1, [10]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}); got != "7ZZZZZZZZZZZZZZZZZZZZZZZZZ" {
 		t.Fatalf("max ULID = %q", got)
 	}
-	if got := encodeULID(0, [10]byte{9: 1}); got != "00000000000000000000000001" {
+	if got := encode(0, [10]byte{9: 1}); got != "00000000000000000000000001" {
 		t.Fatalf("ULID 1 = %q", got)
 	}
-	g2 := NewULIDGen()
+	g2 := NewGen()
 	id, _ := g2.New()
 	ms := time.Now().UnixMilli()
 	var v int64

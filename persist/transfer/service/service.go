@@ -1,4 +1,12 @@
-package main
+// Package service is the internal-transfer service a server runs
+// (gateway.TransferService): the transfer.Coordinator on its one path (a
+// transfer.Batcher whose transactions run every Postgres step, each FUNDING
+// operation fused with the transitions around it) over the FUNDING ledger
+// and the SPOT adapter (SpotAdapter, the sequenced core), the recovery
+// worker, the conservation monitor (MON-003), the per-user rate limits,
+// fault injection for the spec 000 tests, and their metrics. A server
+// passes a Config, calls New, Start, and Close at the end.
+package service
 
 import (
 	"context"
@@ -21,81 +29,96 @@ import (
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/logging"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/invariant"
+	"github.com/ubscore/ubscore/persist/transfer/ratelimit"
 )
 
-// spotCallTimeout is how long the SPOT adapter waits for the core's durable
-// answer before reporting TIMEOUT (the FSM then retries by req_id).
-const spotCallTimeout = 5 * time.Second
+// SpotCallTimeout is how long the SPOT adapter waits for the core's
+// durable answer before reporting TIMEOUT (the FSM then retries by req_id).
+const SpotCallTimeout = 5 * time.Second
 
-// transfers is the internal-transfer service (gateway.TransferService):
-// the coordinator over the FUNDING ledger (Postgres) and the SPOT adapter
-// (the core), the recovery worker, the conservation monitor (MON-003) and
-// the per-user rate limits. It exists only with Postgres.
-type transfers struct {
+// Path names the one path the coordinator runs, as the start log shows it.
+const Path = "fused"
+
+// Config is what the service needs from the server; the comments give the
+// meaning of the server's flags.
+type Config struct {
+	Pool     *pgxpool.Pool
+	Pipeline *journal.Pipeline
+	// Migrated is set once the migrations ran: until then every request
+	// answers SERVICE_UNAVAILABLE and nothing runs in the background.
+	Migrated *atomic.Bool
+	Assets   []transfer.AssetConfig // the transferable assets (--config)
+	// PerSecond and PerDay are the per-user limits of spec 1.5.6
+	// (--transfer-rate-per-second, --transfer-per-day); 0 disables one.
+	PerSecond, PerDay int
+	// StaleAfter is the recovery worker's threshold: non-terminal transfers
+	// not updated for this long are resumed (--transfer-stale-after).
+	StaleAfter time.Duration
+	// InvariantInterval runs the conservation check every interval; 0: only
+	// on request (--invariant-interval).
+	InvariantInterval time.Duration
+	// FaultInjection lets /admin/v1/faults make the adapters fail or kill
+	// the process (--enable-fault-injection; spec 000's tests): FUNDING
+	// faults inside the batch transactions, SPOT faults around the adapter.
+	FaultInjection bool
+	// Jobs run beside the worker once the tables exist, until Close.
+	Jobs []func(ctx context.Context)
+	// OnCommit, if set, sees every committed state change (transfer.Config.OnCommit:
+	// the WebSocket fan-out's funding channel).
+	OnCommit func(transfer.Transfer)
+	Logger   *slog.Logger
+}
+
+// Service is the internal-transfer service. It exists only with Postgres.
+type Service struct {
 	log      *slog.Logger
 	store    *transfer.Store
 	funding  *transfer.Funding
 	coord    *transfer.Coordinator
 	worker   *transfer.Worker
-	monitor  *transfer.InvariantMonitor
+	monitor  *invariant.InvariantMonitor
 	assets   map[string]transfer.AssetConfig
-	assetIDs []core.AssetID
-	migrated *atomic.Bool      // persist.Migrate has run: the tables exist
-	faults   *faultSet         // nil without --enable-fault-injection
-	periodic bool              // the monitor runs on its own (--invariant-interval > 0)
-	batcher  *transfer.Batcher // nil without --transfer-batching
-	forget   *opsForgetter     // makes the core forget terminal transfers' req_ids
+	migrated *atomic.Bool
+	faults   *faultSet // nil without fault injection
+	periodic bool      // the monitor runs on its own
+	batcher  *transfer.Batcher
+	jobs     []func(ctx context.Context)
 
 	wg   sync.WaitGroup
 	stop context.CancelFunc
 }
 
-var _ gateway.TransferService = (*transfers)(nil)
+var _ gateway.TransferService = (*Service)(nil)
 
-// newTransfers wires the service; start runs its background jobs.
-func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated *atomic.Bool, log *slog.Logger, onCommit func(transfer.Transfer)) (*transfers, error) {
-	t := &transfers{log: log, assets: map[string]transfer.AssetConfig{}, migrated: migrated,
-		forget: newOpsForgetter(pool, pl, log)}
-	if cfg.TransferBatching {
-		// Steps of concurrent transfers share transactions (one writer:
-		// with more, racing drivers' batches can deadlock and rerun).
-		t.batcher = transfer.NewBatcher(pool, transfer.BatchOptions{Writers: 1})
-		t.store, t.funding = transfer.NewStoreBatched(pool, t.batcher), transfer.NewFundingBatched(pool, t.batcher)
-	} else {
-		t.store, t.funding = transfer.NewStore(pool), transfer.NewFunding(pool)
+// New wires the service; Start runs its background jobs.
+func New(cfg Config) (*Service, error) {
+	log, pl, pool := cfg.Logger, cfg.Pipeline, cfg.Pool
+	if log == nil {
+		log = slog.Default()
 	}
-	for _, a := range cfg.transferAssets() {
+	t := &Service{log: log, assets: map[string]transfer.AssetConfig{}, migrated: cfg.Migrated, jobs: cfg.Jobs}
+	// Steps of concurrent transfers share transactions (one writer: with
+	// more, racing drivers' batches can deadlock and rerun).
+	t.batcher = transfer.NewBatcher(pool, transfer.BatchOptions{Writers: 1})
+	t.store, t.funding = transfer.NewStore(t.batcher), transfer.NewFunding(t.batcher)
+	var assetIDs []core.AssetID
+	for _, a := range cfg.Assets {
 		t.assets[a.Symbol] = a
-		t.assetIDs = append(t.assetIDs, a.ID)
+		assetIDs = append(assetIDs, a.ID)
 	}
-	var fundingSide, spotSide transfer.Side = t.funding, &spotAdapter{pl: pl, timeout: spotCallTimeout}
+	var spotSide transfer.Side = NewSpotAdapter(pl, SpotCallTimeout)
 	if cfg.FaultInjection {
 		crash := func() {
 			logging.Critical(context.Background(), log, "fault injection: killing the process (crash test)")
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // SIGKILL is not deliverable late; never return into the step
 		}
-		// FUNDING faults are injected below the one path, inside the
-		// batch transactions (fused steps included): the coordinator keeps
-		// the *Funding production runs. The SPOT side is wrapped.
+		// FUNDING faults are injected below the one path, inside the batch
+		// transactions (fused steps included); the SPOT side is wrapped.
 		f, s := transfer.NewFaulty(nil), transfer.NewFaulty(spotSide)
 		f.Crash, s.Crash = crash, crash
-		if t.batcher != nil {
-			t.batcher.SetFaults(f)
-		} else {
-			f = transfer.NewFaulty(fundingSide)
-			f.Crash = crash
-			// What a previous process performed must never be refused by an
-			// injected explicit failure after a restart (a crash test would
-			// then compensate an effect that happened).
-			f.Performed = func(ctx context.Context, op transfer.Op, reqID string) (bool, error) {
-				var done bool
-				err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM transfer_operations
-					WHERE req_id = $1 AND adapter = 'funding' AND op = $2)`, reqID, string(op)).Scan(&done)
-				return done, err
-			}
-			fundingSide = f
-		}
+		t.batcher.SetFaults(f)
 		// What a previous process performed must never be refused by an
 		// injected explicit failure after a restart.
 		s.Performed = func(_ context.Context, op transfer.Op, reqID string) (bool, error) {
@@ -116,7 +139,7 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 		spotSide = s
 		log.Warn("fault injection enabled: /admin/v1/faults can make adapters fail or kill the process")
 	}
-	limits := transfer.RateLimits{PerSecond: cfg.TransferPerSecond, PerDay: cfg.TransferPerDay}
+	limits := transfer.RateLimits{PerSecond: cfg.PerSecond, PerDay: cfg.PerDay}
 	amountLimited := map[core.AssetID]bool{}
 	for _, a := range t.assets {
 		if a.DailyAmountLimit > 0 {
@@ -125,39 +148,44 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 	}
 	var rate func(context.Context, core.UserID, core.AssetID) transfer.RateState
 	if limits.PerSecond > 0 || limits.PerDay > 0 || len(amountLimited) > 0 {
-		rl, err := transfer.NewRateLimiter(transfer.RateLimiterConfig{Limits: limits, Usage: t.store, Logger: log,
+		rl, err := ratelimit.New(ratelimit.Config{Limits: limits, Usage: t.store, Logger: log,
 			AmountLimited: amountLimited})
 		if err != nil {
 			return nil, err
 		}
 		rate = rl.Rate
 	}
-	coord, err := transfer.NewCoordinator(transfer.Config{Store: t.store, Funding: fundingSide, Spot: spotSide,
+	coord, err := transfer.NewCoordinator(transfer.Config{Store: t.store, Funding: t.funding, Spot: spotSide,
 		Assets: func(sym string) (transfer.AssetConfig, bool) { a, ok := t.assets[sym]; return a, ok },
-		Rate:   rate, Limits: limits, Logger: log, Fuse: cfg.TransferBatching, OnCommit: onCommit})
+		Rate:   rate, Limits: limits, Logger: log, OnCommit: cfg.OnCommit})
 	if err != nil {
 		return nil, err
 	}
 	t.coord = coord
-	// Fused: a FUNDING operation and the CAS transitions around it commit in
-	// one transaction (needs the batcher; fault injection runs it too).
-	log.Info("internal transfers", "batching", cfg.TransferBatching, "fused", coord.Fused(),
-		"fault_injection", cfg.FaultInjection, "stale_after", cfg.TransferStaleAfter.String())
-	t.worker = transfer.NewWorker(coord, transfer.WorkerConfig{StaleAfter: cfg.TransferStaleAfter})
+	log.Info("internal transfers", "path", Path, "fused", true, "fault_injection", cfg.FaultInjection,
+		"stale_after", cfg.StaleAfter.String())
+	t.worker = transfer.NewWorker(coord, transfer.WorkerConfig{StaleAfter: cfg.StaleAfter})
 	t.periodic = cfg.InvariantInterval > 0
-	if t.monitor, err = transfer.NewInvariantMonitor(transfer.MonitorConfig{Pool: pool,
-		Spot: &spotReader{pl: pl, assets: t.assetIDs}, Assets: t.assetIDs, Interval: cfg.InvariantInterval, Logger: log}); err != nil {
+	if t.monitor, err = invariant.NewInvariantMonitor(invariant.MonitorConfig{Pool: pool,
+		Spot: &spotReader{pl: pl, assets: assetIDs}, Assets: assetIDs, Interval: cfg.InvariantInterval, Logger: log}); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// start runs the recovery worker and the conservation monitor once the
-// tables exist, until close.
-func (t *transfers) start() {
-	if t.batcher != nil {
-		t.batcher.Start()
+// Faults is the fault injector of /admin/v1/faults; nil without
+// Config.FaultInjection.
+func (t *Service) Faults() gateway.FaultInjector {
+	if t.faults == nil {
+		return nil
 	}
+	return t.faults
+}
+
+// Start runs the batcher, and the recovery worker, the conservation
+// monitor and Config.Jobs once the tables exist, until Close.
+func (t *Service) Start() {
+	t.batcher.Start()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.stop = cancel
 	t.wg.Add(1)
@@ -172,7 +200,9 @@ func (t *transfers) start() {
 		}
 		var jobs sync.WaitGroup
 		jobs.Go(func() { _ = t.worker.Run(ctx) })
-		jobs.Go(func() { t.forget.run(ctx, spotOpsForgetEvery) })
+		for _, j := range t.jobs {
+			jobs.Go(func() { j(ctx) })
+		}
 		if t.periodic {
 			jobs.Go(func() { _ = t.monitor.Run(ctx) })
 		}
@@ -180,27 +210,25 @@ func (t *transfers) start() {
 	}()
 }
 
-// close stops the background jobs (a step in progress finishes first).
-func (t *transfers) close() {
+// Close stops the background jobs (a step in progress finishes first).
+func (t *Service) Close() {
 	if t.stop != nil {
 		t.stop()
 	}
 	t.wg.Wait()
-	if t.batcher != nil {
-		t.batcher.Close() // after the worker: it answers what is queued
-	}
+	t.batcher.Close() // after the worker: it answers what is queued
 }
 
 // errNotReady answers transfer requests before the migrations ran (the
 // server is ready for trading before Postgres is: it may be down).
 var errNotReady = &transfer.Error{Code: gateway.CodeServiceUnavailable, Message: "the transfer service is not ready (Postgres not reached yet); retry"}
 
-func (t *transfers) AssetConfig(symbol string) (transfer.AssetConfig, bool) {
+func (t *Service) AssetConfig(symbol string) (transfer.AssetConfig, bool) {
 	a, ok := t.assets[symbol]
 	return a, ok
 }
 
-func (t *transfers) Create(ctx context.Context, caller transfer.Caller, req transfer.Request) (transfer.Result, error) {
+func (t *Service) Create(ctx context.Context, caller transfer.Caller, req transfer.Request) (transfer.Result, error) {
 	if !t.migrated.Load() {
 		return transfer.Result{}, errNotReady
 	}
@@ -211,35 +239,35 @@ func (t *transfers) Create(ctx context.Context, caller transfer.Caller, req tran
 	return t.coord.Create(ctx, caller, req)
 }
 
-func (t *transfers) Get(ctx context.Context, reqID string) (transfer.Transfer, error) {
+func (t *Service) Get(ctx context.Context, reqID string) (transfer.Transfer, error) {
 	if !t.migrated.Load() {
 		return transfer.Transfer{}, errNotReady
 	}
 	return t.store.Get(ctx, reqID)
 }
 
-func (t *transfers) List(ctx context.Context, user core.UserID, page, size int) ([]transfer.Transfer, int64, error) {
+func (t *Service) List(ctx context.Context, user core.UserID, page, size int) ([]transfer.Transfer, int64, error) {
 	if !t.migrated.Load() {
 		return nil, 0, errNotReady
 	}
 	return t.store.List(ctx, user, page, size)
 }
 
-func (t *transfers) FundingBalances(ctx context.Context, user core.UserID) (map[core.AssetID]transfer.AccountState, error) {
+func (t *Service) FundingBalances(ctx context.Context, user core.UserID) (map[core.AssetID]transfer.AccountState, error) {
 	if !t.migrated.Load() {
 		return nil, errNotReady
 	}
 	return t.funding.Balances(ctx, user)
 }
 
-func (t *transfers) Deposit(ctx context.Context, txRef string, user core.UserID, asset core.AssetID, amount core.Units) (bool, error) {
+func (t *Service) Deposit(ctx context.Context, txRef string, user core.UserID, asset core.AssetID, amount core.Units) (bool, error) {
 	if !t.migrated.Load() {
 		return false, errNotReady
 	}
 	return t.funding.ExternalDeposit(ctx, txRef, user, asset, amount)
 }
 
-func (t *transfers) SetFundingStatus(ctx context.Context, user core.UserID, asset core.AssetID, st transfer.AccountStatus) error {
+func (t *Service) SetFundingStatus(ctx context.Context, user core.UserID, asset core.AssetID, st transfer.AccountStatus) error {
 	if !t.migrated.Load() {
 		return errNotReady
 	}
@@ -260,7 +288,7 @@ type invariantJSON struct {
 	OK        bool                 `json:"ok"`
 	Halted    bool                 `json:"transfers_halted"`
 	Assets    []assetInvariantJSON `json:"assets"`
-	Anomalies []transfer.Anomaly   `json:"anomalies"`
+	Anomalies []invariant.Anomaly  `json:"anomalies"`
 	Moving    int                  `json:"moving_transfers"`
 	Checked   time.Time            `json:"checked_at"`
 	Failures  int64                `json:"violations_total"`
@@ -281,7 +309,7 @@ type assetInvariantJSON struct {
 	OK          bool     `json:"ok"`
 }
 
-func (t *transfers) Invariants(ctx context.Context) ([]byte, error) {
+func (t *Service) Invariants(ctx context.Context) ([]byte, error) {
 	if !t.migrated.Load() {
 		return nil, errNotReady
 	}
@@ -289,7 +317,7 @@ func (t *transfers) Invariants(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := invariantJSON{OK: rep.OK, Halted: t.monitor.Halted(), Anomalies: append([]transfer.Anomaly{}, rep.Anomalies...), Moving: rep.Moving,
+	out := invariantJSON{OK: rep.OK, Halted: t.monitor.Halted(), Anomalies: append([]invariant.Anomaly{}, rep.Anomalies...), Moving: rep.Moving,
 		Checked: rep.At.UTC(), Failures: t.monitor.Violations(), Assets: []assetInvariantJSON{}}
 	for _, a := range rep.Assets {
 		name := fmt.Sprintf("#%d", a.Asset)
@@ -305,18 +333,20 @@ func (t *transfers) Invariants(ctx context.Context) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-func (t *transfers) ResumeTransfers(context.Context) ([]byte, error) {
+func (t *Service) ResumeTransfers(context.Context) ([]byte, error) {
 	t.monitor.Resume()
 	return json.Marshal(map[string]bool{"transfers_halted": t.monitor.Halted()})
 }
 
-// register exports the coordinator's and the monitor's counters.
-func (t *transfers) register(m *metrics) {
-	f := promFactory{m.reg}
+// Register exports the coordinator's and the monitor's counters.
+func (t *Service) Register(reg prometheus.Registerer) {
 	st := t.coord.Stats()
 	counter := func(name, help string, v *atomic.Int64) {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return float64(v.Load()) }))
+	}
+	gauge := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
 	}
 	counter("ubs_transfers_committed_total", "Internal transfers committed.", &st.Committed)
 	counter("ubs_transfers_failed_total", "Internal transfers failed at the source (nothing moved).", &st.Failed)
@@ -326,13 +356,13 @@ func (t *transfers) register(m *metrics) {
 	counter("ubs_transfers_stuck_total", "Stale transfers found in TARGET_PENDING or COMPENSATING by the recovery worker (MON-001).", &st.Stuck)
 	counter("ubs_transfers_refund_failures_total", "Refund attempts that did not succeed.", &st.RefundFailures)
 	counter("ubs_transfers_mon002_alerts_total", "MON-002: CRITICAL alerts of a transfer whose refund failed 3 times or more.", &st.MON002)
-	f.gaugeFunc("ubs_transfers_halted", "1 while new internal transfers are halted by a conservation violation (MON-003).", func() float64 {
+	gauge("ubs_transfers_halted", "1 while new internal transfers are halted by a conservation violation (MON-003).", func() float64 {
 		if t.monitor.Halted() {
 			return 1
 		}
 		return 0
 	})
-	f.gaugeFunc("ubs_conservation_violations_total", "FUNDING+SPOT conservation check failures (MON-003).", func() float64 {
+	gauge("ubs_conservation_violations_total", "FUNDING+SPOT conservation check failures (MON-003).", func() float64 {
 		return float64(t.monitor.Violations())
 	})
 }
@@ -344,9 +374,9 @@ type spotReader struct {
 	assets []core.AssetID
 }
 
-func (r *spotReader) SpotSnapshot(_ context.Context, reqIDs []string) (transfer.SpotSnapshot, error) {
-	snap := transfer.SpotSnapshot{Total: map[core.AssetID]core.Units{}, Adjustments: map[core.AssetID]core.Units{},
-		Ops: make(map[string]transfer.SpotOps, len(reqIDs))}
+func (r *spotReader) SpotSnapshot(_ context.Context, reqIDs []string) (invariant.SpotSnapshot, error) {
+	snap := invariant.SpotSnapshot{Total: map[core.AssetID]core.Units{}, Adjustments: map[core.AssetID]core.Units{},
+		Ops: make(map[string]invariant.SpotOps, len(reqIDs))}
 	keys := make([]core.Key, len(reqIDs))
 	for i, id := range reqIDs {
 		k, ok := core.KeyFrom(id)
@@ -364,7 +394,7 @@ func (r *spotReader) SpotSnapshot(_ context.Context, reqIDs []string) (transfer.
 			return ok && code == core.OK
 		}
 		for i, k := range keys {
-			snap.Ops[reqIDs[i]] = transfer.SpotOps{Withdrawn: applied(core.KindSpotWithdraw, k),
+			snap.Ops[reqIDs[i]] = invariant.SpotOps{Withdrawn: applied(core.KindSpotWithdraw, k),
 				Deposited: applied(core.KindSpotDeposit, k), Refunded: applied(core.KindSpotRefund, k)}
 		}
 		return nil

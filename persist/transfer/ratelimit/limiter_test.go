@@ -1,6 +1,6 @@
-package transfer
+package ratelimit
 
-// These tests drive the RateLimiter with an injected clock: the sliding
+// These tests drive the Limiter with an injected clock: the sliding
 // one-second window (every call counts, refused ones included), per-user
 // isolation, bounded memory (idle users dropped, the least recently seen
 // evicted at MaxTrackedUsers), the daily limits from Postgres through a
@@ -10,6 +10,8 @@ package transfer
 import (
 	"context"
 	"errors"
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/transfertest"
 	"log/slog"
 	"sync"
 	"testing"
@@ -34,9 +36,9 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func newLimiter(t *testing.T, cfg RateLimiterConfig) *RateLimiter {
+func newLimiter(t *testing.T, cfg Config) *Limiter {
 	t.Helper()
-	r, err := NewRateLimiter(cfg)
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,26 +46,26 @@ func newLimiter(t *testing.T, cfg RateLimiterConfig) *RateLimiter {
 }
 
 func TestDefaultRateLimits(t *testing.T) {
-	if l := DefaultRateLimits(); l != (RateLimits{PerSecond: 10, PerDay: 100}) {
+	if l := DefaultLimits(); l != (transfer.RateLimits{PerSecond: 10, PerDay: 100}) {
 		t.Fatalf("%+v", l)
 	}
 }
 
 func TestRatePerSecondSlidingWindow(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	lim := RateLimits{PerSecond: 10}
-	r := newLimiter(t, RateLimiterConfig{Limits: lim, Now: clk.Now})
+	lim := transfer.RateLimits{PerSecond: 10}
+	r := newLimiter(t, Config{Limits: lim, Now: clk.Now})
 	ctx := context.Background()
 	for i := 0; i < 10; i++ {
 		st := r.Rate(ctx, 7, usdt)
-		if st.RequestsLastSecond != i || checkRate(1, st, lim) != nil {
+		if st.RequestsLastSecond != i || transfer.CheckRate(1, st, lim) != nil {
 			t.Fatalf("request %d: %+v refused", i+1, st)
 		}
 	}
 	// The 11th in the same second is refused, and so is every retry: each call counts.
 	for i := 0; i < 3; i++ {
 		clk.Advance(100 * time.Millisecond)
-		if e := checkRate(1, r.Rate(ctx, 7, usdt), lim); e == nil || e.Code != CodeRateLimitExceeded {
+		if e := transfer.CheckRate(1, r.Rate(ctx, 7, usdt), lim); e == nil || e.Code != transfer.CodeRateLimitExceeded {
 			t.Fatalf("retry %d: %v, want RATE_LIMIT_EXCEEDED", i, e)
 		}
 	}
@@ -95,9 +97,9 @@ func TestRatePerSecondSlidingWindow(t *testing.T) {
 
 func TestRateBoundedMemory(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	r := newLimiter(t, RateLimiterConfig{Limits: RateLimits{PerSecond: 2}, Now: clk.Now, IdleAfter: 3 * time.Second, MaxTrackedUsers: 3})
+	r := newLimiter(t, Config{Limits: transfer.RateLimits{PerSecond: 2}, Now: clk.Now, IdleAfter: 3 * time.Second, MaxTrackedUsers: 3})
 	ctx := context.Background()
-	for u := UserID(1); u <= 3; u++ {
+	for u := transfer.UserID(1); u <= 3; u++ {
 		r.Rate(ctx, u, usdt)
 		r.Rate(ctx, u, usdt)
 	}
@@ -117,13 +119,13 @@ func TestRateBoundedMemory(t *testing.T) {
 	if r.Tracked() != 1 {
 		t.Fatalf("tracked %d after everyone else idled, want 1", r.Tracked())
 	}
-	for _, bad := range []RateLimiterConfig{
-		{Limits: RateLimits{PerSecond: -1}},
-		{Limits: RateLimits{PerSecond: MaxRatePerSecond + 1}},
-		{Limits: RateLimits{PerDay: 1}}, // no Usage
-		{Limits: RateLimits{PerSecond: 1}, IdleAfter: time.Millisecond},
+	for _, bad := range []Config{
+		{Limits: transfer.RateLimits{PerSecond: -1}},
+		{Limits: transfer.RateLimits{PerSecond: MaxRatePerSecond + 1}},
+		{Limits: transfer.RateLimits{PerDay: 1}}, // no Usage
+		{Limits: transfer.RateLimits{PerSecond: 1}, IdleAfter: time.Millisecond},
 	} {
-		if _, err := NewRateLimiter(bad); err == nil {
+		if _, err := New(bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
@@ -133,30 +135,30 @@ func TestRateBoundedMemory(t *testing.T) {
 // a Coordinator; refused requests store nothing; a later UTC day starts
 // from zero.
 func TestRateDailyLimits(t *testing.T) {
-	h := newHarness(t)
+	h := transfertest.New(t)
 	clk := &fakeClock{t: time.Now()}
-	lim := RateLimits{PerSecond: 10, PerDay: 3, DailyAmount: 2_500_000}
-	r := newLimiter(t, RateLimiterConfig{Limits: lim, Usage: h.store, Now: clk.Now})
-	c := h.newCoordinator(func(cfg *Config) { cfg.Rate, cfg.Limits = r.Rate, lim })
-	h.deposit(7, usdt, 100_000_000)
-	h.deposit(7, btc, 100_000_000)
-	refused := func(amount, asset string, want Code) {
+	lim := transfer.RateLimits{PerSecond: 10, PerDay: 3, DailyAmount: 2_500_000}
+	r := newLimiter(t, Config{Limits: lim, Usage: h.Store, Now: clk.Now})
+	c := h.NewCoordinator(func(cfg *transfer.Config) { cfg.Rate, cfg.Limits = r.Rate, lim })
+	h.Deposit(7, usdt, 100_000_000)
+	h.Deposit(7, btc, 100_000_000)
+	refused := func(amount, asset string, want transfer.Code) {
 		t.Helper()
-		_, err := c.Create(context.Background(), Caller{Authenticated: true, UserID: 7},
-			Request{From: "FUNDING", To: "SPOT", Asset: asset, Amount: amount})
-		var e *Error
+		_, err := c.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: 7},
+			transfer.Request{From: "FUNDING", To: "SPOT", Asset: asset, Amount: amount})
+		var e *transfer.Error
 		if !errors.As(err, &e) || e.Code != want {
 			t.Fatalf("%s %s: %v, want %s", amount, asset, err, want)
 		}
 	}
-	h.create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
-	h.create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
-	refused("1", "USDT", CodeDailyAmountExceeded)        // 2 + 1 > 2.5
-	h.create(c, 7, "FUNDING", "SPOT", "BTC", "0.01", "") // amount is per asset
-	refused("0.5", "USDT", CodeDailyLimitExceeded)       // a 4th transfer
-	clk.Advance(48 * time.Hour)                          // a later UTC day: its midnight is after every transfer so far
-	h.create(c, 7, "FUNDING", "SPOT", "USDT", "2.5", "")
-	if n := h.fundingBalance(7, usdt); n != 100_000_000-4_500_000 {
+	h.Create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
+	h.Create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
+	refused("1", "USDT", transfer.CodeDailyAmountExceeded)  // 2 + 1 > 2.5
+	h.Create(c, 7, "FUNDING", "SPOT", "BTC", "0.01", "")    // amount is per asset
+	refused("0.5", "USDT", transfer.CodeDailyLimitExceeded) // a 4th transfer
+	clk.Advance(48 * time.Hour)                             // a later UTC day: its midnight is after every transfer so far
+	h.Create(c, 7, "FUNDING", "SPOT", "USDT", "2.5", "")
+	if n := h.FundingBalance(7, usdt); n != 100_000_000-4_500_000 {
 		t.Fatalf("funding %d", n)
 	}
 }
@@ -164,57 +166,57 @@ func TestRateDailyLimits(t *testing.T) {
 // TestRateAssetDailyAmount: an asset's own daily amount limit is enforced
 // through the limiter even with no global amount limit, and only for it.
 func TestRateAssetDailyAmount(t *testing.T) {
-	h := newHarness(t)
+	h := transfertest.New(t)
 	clk := &fakeClock{t: time.Now()}
-	lim := RateLimits{} // no global limits at all
-	r := newLimiter(t, RateLimiterConfig{Limits: lim, Usage: h.store, Now: clk.Now, AmountLimited: map[AssetID]bool{usdt: true}})
-	usdtLimited := testAssets["USDT"]
+	lim := transfer.RateLimits{} // no global limits at all
+	r := newLimiter(t, Config{Limits: lim, Usage: h.Store, Now: clk.Now, AmountLimited: map[transfer.AssetID]bool{usdt: true}})
+	usdtLimited := transfertest.Assets["USDT"]
 	usdtLimited.DailyAmountLimit = 2_000_000 // 2 USDT per day
-	c := h.newCoordinator(func(cfg *Config) {
+	c := h.NewCoordinator(func(cfg *transfer.Config) {
 		cfg.Rate, cfg.Limits = r.Rate, lim
-		cfg.Assets = func(s string) (AssetConfig, bool) {
+		cfg.Assets = func(s string) (transfer.AssetConfig, bool) {
 			if s == "USDT" {
 				return usdtLimited, true
 			}
-			return lookupAsset(s)
+			return transfertest.Lookup(s)
 		}
 	})
-	h.deposit(7, usdt, 100_000_000)
-	h.deposit(7, btc, 100_000_000)
-	h.create(c, 7, "FUNDING", "SPOT", "USDT", "1.5", "")
-	_, err := c.Create(context.Background(), Caller{Authenticated: true, UserID: 7},
-		Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "0.6"})
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeDailyAmountExceeded {
+	h.Deposit(7, usdt, 100_000_000)
+	h.Deposit(7, btc, 100_000_000)
+	h.Create(c, 7, "FUNDING", "SPOT", "USDT", "1.5", "")
+	_, err := c.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: 7},
+		transfer.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "0.6"})
+	var e *transfer.Error
+	if !errors.As(err, &e) || e.Code != transfer.CodeDailyAmountExceeded {
 		t.Fatalf("1.5 + 0.6 > 2 USDT: %v", err)
 	}
-	h.create(c, 7, "FUNDING", "SPOT", "USDT", "0.5", "") // exactly 2
-	h.create(c, 7, "FUNDING", "SPOT", "BTC", "0.5", "")  // BTC has no limit
+	h.Create(c, 7, "FUNDING", "SPOT", "USDT", "0.5", "") // exactly 2
+	h.Create(c, 7, "FUNDING", "SPOT", "BTC", "0.5", "")  // BTC has no limit
 }
 
 // TestRatePerSecondThroughCoordinator: the spec's defaults refuse the 11th
 // request of a second with RATE_LIMIT_EXCEEDED.
 func TestRatePerSecondThroughCoordinator(t *testing.T) {
-	h := newHarness(t)
+	h := transfertest.New(t)
 	clk := &fakeClock{t: time.Now()}
-	r := newLimiter(t, RateLimiterConfig{Limits: DefaultRateLimits(), Usage: h.store, Now: clk.Now})
-	c := h.newCoordinator(func(cfg *Config) { cfg.Rate, cfg.Limits = r.Rate, DefaultRateLimits() })
-	h.deposit(7, usdt, 100_000_000)
+	r := newLimiter(t, Config{Limits: DefaultLimits(), Usage: h.Store, Now: clk.Now})
+	c := h.NewCoordinator(func(cfg *transfer.Config) { cfg.Rate, cfg.Limits = r.Rate, DefaultLimits() })
+	h.Deposit(7, usdt, 100_000_000)
 	for i := 0; i < 10; i++ {
-		h.create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
+		h.Create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
 	}
-	_, err := c.Create(context.Background(), Caller{Authenticated: true, UserID: 7},
-		Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1"})
-	if e, ok := err.(*Error); !ok || e.Code != CodeRateLimitExceeded {
+	_, err := c.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: 7},
+		transfer.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1"})
+	if e, ok := err.(*transfer.Error); !ok || e.Code != transfer.CodeRateLimitExceeded {
 		t.Fatalf("11th request: %v", err)
 	}
 	clk.Advance(time.Second)
-	h.create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
+	h.Create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
 }
 
 type brokenUsage struct{}
 
-func (brokenUsage) DailyUsage(context.Context, UserID, AssetID, time.Time) (int, Units, error) {
+func (brokenUsage) DailyUsage(context.Context, transfer.UserID, transfer.AssetID, time.Time) (int, transfer.Units, error) {
 	return 0, 0, errors.New("database down")
 }
 
@@ -245,15 +247,15 @@ func (h *levelCounter) WithGroup(string) slog.Handler      { return h }
 func TestRateFailsOpen(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)}
 	logs := &levelCounter{}
-	lim := RateLimits{PerSecond: 2, PerDay: 1, DailyAmount: 1}
-	r := newLimiter(t, RateLimiterConfig{Limits: lim, Usage: brokenUsage{}, Now: clk.Now, Logger: slog.New(logs)})
+	lim := transfer.RateLimits{PerSecond: 2, PerDay: 1, DailyAmount: 1}
+	r := newLimiter(t, Config{Limits: lim, Usage: brokenUsage{}, Now: clk.Now, Logger: slog.New(logs)})
 	for i := 0; i < 2; i++ {
-		if st := r.Rate(context.Background(), 7, usdt); checkRate(1, st, lim) != nil {
+		if st := r.Rate(context.Background(), 7, usdt); transfer.CheckRate(1, st, lim) != nil {
 			t.Fatalf("request %d refused: %+v", i, st)
 		}
 	}
 	for i := 0; i < 3; i++ {
-		if e := checkRate(1, r.Rate(context.Background(), 7, usdt), lim); e == nil || e.Code != CodeRateLimitExceeded {
+		if e := transfer.CheckRate(1, r.Rate(context.Background(), 7, usdt), lim); e == nil || e.Code != transfer.CodeRateLimitExceeded {
 			t.Fatalf("3rd request: %v", e)
 		}
 	}
@@ -261,3 +263,5 @@ func TestRateFailsOpen(t *testing.T) {
 		t.Fatalf("errors %d, logged %d errors and %d warnings", r.Errors(), logs.errs, logs.warns)
 	}
 }
+
+const usdt, btc = transfertest.USDT, transfertest.BTC

@@ -1,10 +1,14 @@
-package transfer
+// Package ratelimit measures a user's usage for the internal-transfer
+// limits of spec 1.5.6 (P2): requests per second in memory, transfers and
+// amount per UTC day from Postgres. transfer.CheckRate decides.
+package ratelimit
 
 import (
 	"container/list"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ubscore/ubscore/persist/transfer"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -17,33 +21,33 @@ const (
 	SpecPerDay    = 100 // transfers per day per user
 
 	RateWindow             = time.Second     // the per-second window, sliding
-	MaxRatePerSecond       = 1000            // largest PerSecond a RateLimiter tracks (its ring size)
+	MaxRatePerSecond       = 1000            // largest PerSecond a Limiter tracks (its ring size)
 	DefaultRateIdleAfter   = 5 * time.Second // users idle this long are forgotten
 	DefaultMaxTrackedUsers = 100_000         // users tracked at once; the least recently seen is evicted
 )
 
-// DefaultRateLimits are the spec's limits: 10 requests per second, 100
+// DefaultLimits are the spec's limits: 10 requests per second, 100
 // transfers per day, and no daily amount limit (the spec leaves daily_limit
 // to configuration; set DailyAmount to enforce one).
-func DefaultRateLimits() RateLimits {
-	return RateLimits{PerSecond: SpecPerSecond, PerDay: SpecPerDay}
+func DefaultLimits() transfer.RateLimits {
+	return transfer.RateLimits{PerSecond: SpecPerSecond, PerDay: SpecPerDay}
 }
 
-// UsageReader reads a user's transfers since a moment (*Store implements it).
+// UsageReader reads a user's transfers since a moment (*transfer.Store implements it).
 type UsageReader interface {
-	DailyUsage(ctx context.Context, user UserID, asset AssetID, since time.Time) (count int, amount Units, err error)
+	DailyUsage(ctx context.Context, user transfer.UserID, asset transfer.AssetID, since time.Time) (count int, amount transfer.Units, err error)
 }
 
-// RateLimiterConfig wires a RateLimiter.
-type RateLimiterConfig struct {
+// Config wires a Limiter.
+type Config struct {
 	// Limits must be the Coordinator's Config.Limits: a zero field is a
 	// disabled limit, whose usage is then neither tracked nor read.
-	Limits RateLimits
+	Limits transfer.RateLimits
 	// AmountLimited are the assets with their own daily amount limit
 	// (AssetConfig.DailyAmountLimit): their daily amount is read even when
 	// Limits.DailyAmount is 0.
-	AmountLimited map[AssetID]bool
-	// Usage reads the daily usage (a *Store); required when PerDay or
+	AmountLimited map[transfer.AssetID]bool
+	// Usage reads the daily usage (a *transfer.Store); required when PerDay or
 	// DailyAmount is set, or AmountLimited is not empty.
 	Usage           UsageReader
 	Now             func() time.Time // default time.Now; the day starts at UTC midnight of Now
@@ -52,8 +56,8 @@ type RateLimiterConfig struct {
 	Logger          *slog.Logger
 }
 
-// RateLimiter measures a user's usage for the limits of 1.5.6; its Rate
-// method is a Coordinator's Config.Rate. It decides nothing: checkRate
+// Limiter measures a user's usage for the limits of 1.5.6; its Rate
+// method is a Coordinator's Config.Rate. It decides nothing: transfer.CheckRate
 // compares the usage with Config.Limits.
 //
 // Requests per second are counted in memory, per process, over a sliding
@@ -74,28 +78,28 @@ type RateLimiterConfig struct {
 // (Errors). These limits are a P2 abuse control; refusing every transfer
 // because a usage read failed would turn a database hiccup into an outage,
 // and a transfer that gets through still passes every money check.
-type RateLimiter struct {
-	cfg    RateLimiterConfig
+type Limiter struct {
+	cfg    Config
 	epoch  time.Time // ring times are nanoseconds since epoch (monotonic with time.Now)
 	log    *slog.Logger
 	errors atomic.Int64
 
 	mu    sync.Mutex
-	users map[UserID]*list.Element // value *userRate
-	lru   *list.List               // front = most recently seen
+	users map[transfer.UserID]*list.Element // value *userRate
+	lru   *list.List                        // front = most recently seen
 }
 
 // userRate is one user's recent requests.
 type userRate struct {
-	user     UserID
+	user     transfer.UserID
 	ring     []int64 // times of the last PerSecond requests, ns since epoch
 	next     int     // ring slot of the next request
 	lastSeen int64   // ns since epoch
 	warned   int64   // last MON-004 warning, ns since epoch; -1 = never
 }
 
-// NewRateLimiter checks cfg and fills its defaults.
-func NewRateLimiter(cfg RateLimiterConfig) (*RateLimiter, error) {
+// New checks cfg and fills its defaults.
+func New(cfg Config) (*Limiter, error) {
 	l := cfg.Limits
 	switch {
 	case l.PerSecond < 0 || l.PerDay < 0 || l.DailyAmount < 0:
@@ -121,14 +125,14 @@ func NewRateLimiter(cfg RateLimiterConfig) (*RateLimiter, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &RateLimiter{cfg: cfg, epoch: cfg.Now(), log: cfg.Logger,
-		users: map[UserID]*list.Element{}, lru: list.New()}, nil
+	return &Limiter{cfg: cfg, epoch: cfg.Now(), log: cfg.Logger,
+		users: map[transfer.UserID]*list.Element{}, lru: list.New()}, nil
 }
 
 // Rate returns the user's usage before this request, counting the request.
-func (r *RateLimiter) Rate(ctx context.Context, user UserID, asset AssetID) RateState {
+func (r *Limiter) Rate(ctx context.Context, user transfer.UserID, asset transfer.AssetID) transfer.RateState {
 	now := r.cfg.Now()
-	var st RateState
+	var st transfer.RateState
 	if r.cfg.Limits.PerSecond > 0 {
 		st.RequestsLastSecond = r.countRequest(user, int64(now.Sub(r.epoch)))
 	}
@@ -149,7 +153,7 @@ func (r *RateLimiter) Rate(ctx context.Context, user UserID, asset AssetID) Rate
 
 // countRequest records a request of user at now (ns since epoch) and
 // returns how many earlier requests fall in the window before it.
-func (r *RateLimiter) countRequest(user UserID, now int64) int {
+func (r *Limiter) countRequest(user transfer.UserID, now int64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	u := r.track(user, now)
@@ -173,7 +177,7 @@ func (r *RateLimiter) countRequest(user UserID, now int64) int {
 
 // track returns user's entry, most recently seen, creating it (and
 // evicting the least recently seen user when full).
-func (r *RateLimiter) track(user UserID, now int64) *userRate {
+func (r *Limiter) track(user transfer.UserID, now int64) *userRate {
 	if e, ok := r.users[user]; ok {
 		r.lru.MoveToFront(e)
 		u := e.Value.(*userRate)
@@ -193,23 +197,23 @@ func (r *RateLimiter) track(user UserID, now int64) *userRate {
 
 // evictIdle forgets users not seen for IdleAfter (from the LRU's back:
 // amortized O(1) per request).
-func (r *RateLimiter) evictIdle(now int64) {
+func (r *Limiter) evictIdle(now int64) {
 	for e := r.lru.Back(); e != nil && now-e.Value.(*userRate).lastSeen >= int64(r.cfg.IdleAfter); e = r.lru.Back() {
 		r.forget(e)
 	}
 }
 
-func (r *RateLimiter) forget(e *list.Element) {
+func (r *Limiter) forget(e *list.Element) {
 	delete(r.users, e.Value.(*userRate).user)
 	r.lru.Remove(e)
 }
 
 // Tracked returns how many users the per-second window holds.
-func (r *RateLimiter) Tracked() int {
+func (r *Limiter) Tracked() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lru.Len()
 }
 
 // Errors returns how many daily-usage reads failed (each one failed open).
-func (r *RateLimiter) Errors() int64 { return r.errors.Load() }
+func (r *Limiter) Errors() int64 { return r.errors.Load() }

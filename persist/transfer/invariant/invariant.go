@@ -1,9 +1,10 @@
-package transfer
+package invariant
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ubscore/ubscore/persist/transfer"
 	"math/big"
 	"slices"
 	"time"
@@ -66,9 +67,9 @@ type SpotOps struct{ Withdrawn, Deposited, Refunded bool }
 
 // SpotSnapshot is one atomic read of the core.
 type SpotSnapshot struct {
-	Total       map[AssetID]Units  // sum of all spot balances (available+frozen, all users incl. fee account), asset units
-	Adjustments map[AssetID]Units  // net operator adjustments ever applied to SPOT, asset units
-	Ops         map[string]SpotOps // for each req_id asked; a missing req_id = no operation applied
+	Total       map[transfer.AssetID]transfer.Units // sum of all spot balances (available+frozen, all users incl. fee account), asset units
+	Adjustments map[transfer.AssetID]transfer.Units // net operator adjustments ever applied to SPOT, asset units
+	Ops         map[string]SpotOps                  // for each req_id asked; a missing req_id = no operation applied
 }
 
 // SpotReader reads the core atomically: totals and the operations of the
@@ -97,7 +98,7 @@ var ErrTooManyMoving = errors.New("transfer: invariant: too many moving transfer
 
 // AssetBalance is the equation for one asset. Amounts are asset units.
 type AssetBalance struct {
-	Asset       AssetID
+	Asset       transfer.AssetID
 	Funding     *big.Int // Σ balances_tb.available
 	Spot        *big.Int // SpotSnapshot.Total
 	InFlight    *big.Int // Σ moving amount × (withdrawn − deposited − refunded), from the operations applied
@@ -113,11 +114,11 @@ type AssetBalance struct {
 // execution can show.
 type Anomaly struct {
 	ReqID   string
-	Asset   AssetID
-	From    AccountType
-	State   State   // in the Postgres snapshot
-	Funding SpotOps // FUNDING operations applied (Postgres snapshot)
-	Spot    SpotOps // SPOT operations applied (core read)
+	Asset   transfer.AssetID
+	From    transfer.AccountType
+	State   transfer.State // in the Postgres snapshot
+	Funding SpotOps        // FUNDING operations applied (Postgres snapshot)
+	Spot    SpotOps        // SPOT operations applied (core read)
 	Reason  string
 }
 
@@ -135,7 +136,7 @@ type InvariantReport struct {
 // CheckInvariant checks conservation for assets (nil or empty: every asset
 // seen in Postgres or the core). A returned error means no conclusion,
 // never a violation.
-func CheckInvariant(ctx context.Context, pool *pgxpool.Pool, spot SpotReader, assets []AssetID) (InvariantReport, error) {
+func CheckInvariant(ctx context.Context, pool *pgxpool.Pool, spot SpotReader, assets []transfer.AssetID) (InvariantReport, error) {
 	var snap SpotSnapshot
 	start := time.Now()
 	asked, mark, err := underTransfersLock(ctx, pool, func(asked []string) error {
@@ -162,7 +163,7 @@ func CheckInvariant(ctx context.Context, pool *pgxpool.Pool, spot SpotReader, as
 
 // evaluate puts the core read C (taken under the lock with asked and mark)
 // and the Postgres snapshot P together.
-func evaluate(assets []AssetID, snap SpotSnapshot, asked []string, mark int64, p fundingSide) InvariantReport {
+func evaluate(assets []transfer.AssetID, snap SpotSnapshot, asked []string, mark int64, p fundingSide) InvariantReport {
 	rep := InvariantReport{At: p.at}
 	askedSet := make(map[string]bool, len(asked))
 	for _, id := range asked {
@@ -203,14 +204,14 @@ func evaluate(assets []AssetID, snap SpotSnapshot, asked []string, mark int64, p
 
 // sums are the per-asset terms, asset units.
 type sums struct {
-	funding, spot, inFlight, fsm, deposits, adjust, withdrawn map[AssetID]*big.Int
+	funding, spot, inFlight, fsm, deposits, adjust, withdrawn map[transfer.AssetID]*big.Int
 }
 
 func newSums() *sums {
-	return &sums{spot: map[AssetID]*big.Int{}, inFlight: map[AssetID]*big.Int{}, adjust: map[AssetID]*big.Int{}}
+	return &sums{spot: map[transfer.AssetID]*big.Int{}, inFlight: map[transfer.AssetID]*big.Int{}, adjust: map[transfer.AssetID]*big.Int{}}
 }
 
-func (s *sums) add(m map[AssetID]*big.Int, a AssetID, v *big.Int) {
+func (s *sums) add(m map[transfer.AssetID]*big.Int, a transfer.AssetID, v *big.Int) {
 	if m[a] == nil {
 		m[a] = new(big.Int)
 	}
@@ -218,8 +219,8 @@ func (s *sums) add(m map[AssetID]*big.Int, a AssetID, v *big.Int) {
 }
 
 // balance evaluates the equation for assets (nil: every asset of any term).
-func (s *sums) balance(assets []AssetID, anomalies []Anomaly) ([]AssetBalance, bool) {
-	terms := []map[AssetID]*big.Int{s.funding, s.spot, s.inFlight, s.fsm, s.deposits, s.adjust, s.withdrawn}
+func (s *sums) balance(assets []transfer.AssetID, anomalies []Anomaly) ([]AssetBalance, bool) {
+	terms := []map[transfer.AssetID]*big.Int{s.funding, s.spot, s.inFlight, s.fsm, s.deposits, s.adjust, s.withdrawn}
 	if len(assets) == 0 {
 		for _, m := range terms {
 			for a := range m {
@@ -230,7 +231,7 @@ func (s *sums) balance(assets []AssetID, anomalies []Anomaly) ([]AssetBalance, b
 	assets = slices.Clone(assets)
 	slices.Sort(assets)
 	assets = slices.Compact(assets)
-	get := func(m map[AssetID]*big.Int, a AssetID) *big.Int {
+	get := func(m map[transfer.AssetID]*big.Int, a transfer.AssetID) *big.Int {
 		if v := m[a]; v != nil {
 			return new(big.Int).Set(v)
 		}

@@ -1,23 +1,27 @@
-package transfer
+package invariant
 
-import "math/big"
+import (
+	"math/big"
+
+	"github.com/ubscore/ubscore/persist/transfer"
+)
 
 // movingTransfer is a transfer CheckInvariant accounts for one by one, as
 // read in the Postgres snapshot P, with its FUNDING operations from P.
 type movingTransfer struct {
 	reqID      string
 	transferID int64
-	asset      AssetID
-	amount     Units // asset units
-	from, to   AccountType
-	state      State
+	asset      transfer.AssetID
+	amount     transfer.Units // asset units
+	from, to   transfer.AccountType
+	state      transfer.State
 	funding    SpotOps // FUNDING operations applied (SUCCESS records in P)
 }
 
 // side returns the flags of account type t: FUNDING's from P, SPOT's from
 // the core read C.
-func (m movingTransfer) side(t AccountType, spot SpotOps) SpotOps {
-	if t == AccountFunding {
+func (m movingTransfer) side(t transfer.AccountType, spot SpotOps) SpotOps {
+	if t == transfer.AccountFunding {
 		return m.funding
 	}
 	return spot
@@ -63,25 +67,25 @@ func (m movingTransfer) check(spot SpotOps) string {
 		return wrong
 	}
 	w, d, r := m.ops(spot)
-	srcInP := m.from == AccountFunding // withdraw and refund read in P
-	dstInP := m.to == AccountFunding   // deposit read in P
+	srcInP := m.from == transfer.AccountFunding // withdraw and refund read in P
+	dstInP := m.to == transfer.AccountFunding   // deposit read in P
 	st := m.state
 	switch {
 	case !st.Valid():
 		return "invalid state"
 	case r && !w:
 		return "refunded without a withdraw"
-	case w && (st == Init || st == Failed):
+	case w && (st == transfer.Init || st == transfer.Failed):
 		return "withdrawn in state " + st.String()
-	case d && st != TargetPending && st != Committed:
+	case d && st != transfer.TargetPending && st != transfer.Committed:
 		return "deposited in state " + st.String()
-	case r && st != Compensating && st != RolledBack:
+	case r && st != transfer.Compensating && st != transfer.RolledBack:
 		return "refunded in state " + st.String()
-	case !w && srcInP && (st.InFlight() || st == Committed || st == RolledBack):
+	case !w && srcInP && (st.InFlight() || st == transfer.Committed || st == transfer.RolledBack):
 		return "state " + st.String() + " without its withdraw"
-	case !d && dstInP && st == Committed:
+	case !d && dstInP && st == transfer.Committed:
 		return "COMMITTED without its deposit"
-	case !r && srcInP && st == RolledBack:
+	case !r && srcInP && st == transfer.RolledBack:
 		return "ROLLED_BACK without its refund"
 	}
 	return ""
@@ -90,7 +94,7 @@ func (m movingTransfer) check(spot SpotOps) string {
 // wrongSide reports an operation recorded on the side it never happens on
 // (a withdraw or refund on the target, a deposit on the source).
 func (m movingTransfer) wrongSide(spot SpotOps) string {
-	for _, t := range [...]AccountType{AccountFunding, AccountSpot} {
+	for _, t := range [...]transfer.AccountType{transfer.AccountFunding, transfer.AccountSpot} {
 		f := m.side(t, spot)
 		if t != m.from && (f.Withdrawn || f.Refunded) {
 			return "withdraw or refund applied on the target " + string(t)

@@ -1,29 +1,33 @@
-package main
+package service
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/ubscore/ubscore/core"
-	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist/transfer"
 )
 
-// startSpot starts a pipeline with the built-in instruments (closed when
-// the test ends) and a SPOT adapter over it.
-func startSpot(t *testing.T, cc core.Config) (*journal.Pipeline, *spotAdapter) {
+// startSpot starts a pipeline with asset 1 (USDT, 6 decimals) installed
+// (closed when the test ends) and a SPOT adapter over it.
+func startSpot(t *testing.T, cc core.Config) (*journal.Pipeline, *SpotAdapter) {
 	t.Helper()
-	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true, Logger: quietLogger(), Core: cc})
+	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Core: cc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pl.Close() })
-	if _, err := instruments.Install(pl, instruments.Default()); err != nil {
-		t.Fatal(err)
+	r := journal.NewReply()
+	c := core.Command{Kind: core.KindConfigAsset, Asset: 1, BaseScale: 6}
+	if _, err := pl.Submit(&c, r); err != nil || pl.Wait(r) != nil || r.Result().Code != core.OK {
+		t.Fatalf("config asset: %v %v", err, r.Result().Code)
 	}
-	return pl, &spotAdapter{pl: pl, timeout: 5 * time.Second}
+	return pl, NewSpotAdapter(pl, 5*time.Second)
 }
 
 // TestSpotAdapter: the SPOT side of internal transfers over the real

@@ -1,4 +1,5 @@
-package transfer
+// Package ulid makes and checks ULIDs, the req_ids of internal transfers.
+package ulid
 
 import (
 	"crypto/rand"
@@ -13,19 +14,19 @@ import (
 
 const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
-// ULIDGen makes monotonic ULIDs; safe for concurrent use.
-type ULIDGen struct {
+// Gen makes monotonic ULIDs; safe for concurrent use.
+type Gen struct {
 	mu     sync.Mutex
 	lastMS uint64
 	rnd    [10]byte // the last random part
 	now    func() time.Time
 }
 
-// NewULIDGen returns a generator on the wall clock.
-func NewULIDGen() *ULIDGen { return &ULIDGen{now: time.Now} }
+// NewGen returns a generator on the wall clock.
+func NewGen() *Gen { return &Gen{now: time.Now} }
 
 // New returns the next ULID.
-func (g *ULIDGen) New() (string, error) {
+func (g *Gen) New() (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ms := uint64(g.now().UnixMilli())
@@ -34,17 +35,17 @@ func (g *ULIDGen) New() (string, error) {
 		if !increment(&g.rnd) {
 			ms++ // 2^80 ids in one ms: borrow the next ms
 			if _, err := rand.Read(g.rnd[:]); err != nil {
-				return "", fmt.Errorf("transfer: ulid random: %w", err)
+				return "", fmt.Errorf("ulid: random: %w", err)
 			}
 		}
 	} else if _, err := rand.Read(g.rnd[:]); err != nil {
-		return "", fmt.Errorf("transfer: ulid random: %w", err)
+		return "", fmt.Errorf("ulid: random: %w", err)
 	}
 	if ms >= 1<<48 {
-		return "", fmt.Errorf("transfer: ulid time overflow")
+		return "", fmt.Errorf("ulid: time overflow")
 	}
 	g.lastMS = ms
-	return encodeULID(ms, g.rnd), nil
+	return encode(ms, g.rnd), nil
 }
 
 // increment adds 1 to the big-endian 80-bit value; false on wrap-around.
@@ -58,7 +59,7 @@ func increment(b *[10]byte) bool {
 	return false
 }
 
-func encodeULID(ms uint64, rnd [10]byte) string {
+func encode(ms uint64, rnd [10]byte) string {
 	var raw [16]byte
 	for i := 0; i < 6; i++ {
 		raw[i] = byte(ms >> (40 - 8*i))
@@ -78,9 +79,9 @@ func encodeULID(ms uint64, rnd [10]byte) string {
 	return string(out[:])
 }
 
-// ValidULID reports whether s is 26 Crockford base32 characters whose value
+// Valid reports whether s is 26 Crockford base32 characters whose value
 // fits 128 bits (first character at most '7').
-func ValidULID(s string) bool {
+func Valid(s string) bool {
 	if len(s) != 26 || s[0] > '7' {
 		return false
 	}

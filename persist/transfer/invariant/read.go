@@ -1,9 +1,10 @@
-package transfer
+package invariant
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ubscore/ubscore/persist/transfer"
 	"math/big"
 	"time"
 
@@ -65,10 +66,10 @@ func underTransfersLock(ctx context.Context, pool *pgxpool.Pool, during func(ask
 // transfers with their FUNDING operations.
 type fundingSide struct {
 	at          time.Time
-	funding     map[AssetID]*big.Int
-	deposits    map[AssetID]*big.Int
-	inFlightFSM map[AssetID]*big.Int
-	withdrawn   map[AssetID]*big.Int // invariant_withdrawals.go
+	funding     map[transfer.AssetID]*big.Int
+	deposits    map[transfer.AssetID]*big.Int
+	inFlightFSM map[transfer.AssetID]*big.Int
+	withdrawn   map[transfer.AssetID]*big.Int // invariant_withdrawals.go
 	moving      []movingTransfer
 }
 
@@ -105,13 +106,13 @@ func readFundingSide(ctx context.Context, pool *pgxpool.Pool, asked []string, ma
 	return p, nil
 }
 
-func sumByAsset(ctx context.Context, tx pgx.Tx, sql string) (map[AssetID]*big.Int, error) {
+func sumByAsset(ctx context.Context, tx pgx.Tx, sql string) (map[transfer.AssetID]*big.Int, error) {
 	rows, err := tx.Query(ctx, sql)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[AssetID]*big.Int{}
+	out := map[transfer.AssetID]*big.Int{}
 	for rows.Next() {
 		var a int32
 		var s string
@@ -122,7 +123,7 @@ func sumByAsset(ctx context.Context, tx pgx.Tx, sql string) (map[AssetID]*big.In
 		if !ok {
 			return nil, fmt.Errorf("sum %q is not an integer", s)
 		}
-		out[AssetID(a)] = v
+		out[transfer.AssetID(a)] = v
 	}
 	return out, rows.Err()
 }
@@ -154,7 +155,7 @@ func readMoving(ctx context.Context, tx pgx.Tx, asked []string, mark int64) ([]m
 			&m.funding.Withdrawn, &m.funding.Deposited, &m.funding.Refunded); err != nil {
 			return nil, err
 		}
-		m.asset, m.from, m.to = AssetID(asset), AccountType(from), AccountType(to)
+		m.asset, m.from, m.to = transfer.AssetID(asset), transfer.AccountType(from), transfer.AccountType(to)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {

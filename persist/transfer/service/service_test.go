@@ -1,0 +1,124 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/persist"
+	"github.com/ubscore/ubscore/persist/pgtest"
+	"github.com/ubscore/ubscore/persist/transfer"
+)
+
+// startLog keeps the attributes of the service's start record.
+type startLog struct {
+	mu    sync.Mutex
+	attrs map[string]any
+}
+
+func (h *startLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *startLog) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r.Message == "internal transfers" {
+		h.attrs = map[string]any{}
+		r.Attrs(func(a slog.Attr) bool { h.attrs[a.Key] = a.Value.Any(); return true })
+	}
+	return nil
+}
+func (h *startLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *startLog) WithGroup(string) slog.Handler      { return h }
+
+// TestServiceRunsTheOnePathWithFaults (issue 34): the service a server
+// wires, with fault injection on, logs the one path and runs it: a FUNDING
+// fault armed through /admin/v1/faults' injector fires inside the fused
+// transaction of the transfer's first step (the injected refusal is
+// recorded in transfer_operations with FAILED, as only a fault inside the
+// batch transaction can be), a SPOT fault around the SPOT adapter, and a
+// transfer without faults commits; the metrics are exported.
+func TestServiceRunsTheOnePathWithFaults(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := persist.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	pl, _ := startSpot(t, core.Config{})
+	logs := &startLog{}
+	var migrated atomic.Bool
+	migrated.Store(true)
+	var jobRan atomic.Bool
+	usdt := transfer.AssetConfig{ID: 1, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000,
+		Status: transfer.AssetActive, InternalTransferEnabled: true}
+	s, err := New(Config{Pool: pool, Pipeline: pl, Migrated: &migrated, Assets: []transfer.AssetConfig{usdt},
+		StaleAfter: time.Second, FaultInjection: true, Jobs: []func(context.Context){func(context.Context) { jobRan.Store(true) }},
+		Logger: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	logs.mu.Lock()
+	start := logs.attrs
+	logs.mu.Unlock()
+	if start["path"] != Path || start["fused"] != true || start["fault_injection"] != true {
+		t.Fatalf("start log %v, want path %s with fault injection", start, Path)
+	}
+	reg := prometheus.NewRegistry()
+	s.Register(reg)
+	if n, err := reg.Gather(); err != nil || len(n) < 10 {
+		t.Fatalf("metrics: %d families, %v", len(n), err)
+	}
+
+	const user = core.UserID(9)
+	if _, err := s.Deposit(ctx, "dep-1", user, 1, 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	caller := transfer.Caller{Authenticated: true, UserID: user}
+	create := func(from, to string) transfer.Transfer {
+		t.Helper()
+		r, err := s.Create(ctx, caller, transfer.Request{From: from, To: to, Asset: "USDT", Amount: "0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Transfer
+	}
+	if err := s.Faults().Inject("funding", "withdraw", "explicit_fail", 1); err != nil {
+		t.Fatal(err)
+	}
+	refused := create("FUNDING", "SPOT")
+	var rec string
+	if err := pool.QueryRow(ctx, `SELECT result || '(' || COALESCE(code, '') || ')' FROM transfer_operations
+		WHERE req_id = $1 AND op = 'withdraw'`, refused.ReqID).Scan(&rec); err != nil || refused.State != transfer.Failed ||
+		rec != "EXPLICIT_FAIL(INJECTED)" {
+		t.Fatalf("an injected FUNDING refusal: %s, record %q (%v); want FAILED with the refusal recorded in its transaction",
+			refused.State, rec, err)
+	}
+	if err := s.Faults().Inject("spot", "deposit", "explicit_fail", 1); err != nil {
+		t.Fatal(err)
+	}
+	if back := create("FUNDING", "SPOT"); back.State != transfer.RolledBack {
+		t.Fatalf("an injected SPOT refusal: %s, want ROLLED_BACK", back.State)
+	}
+	if ok := create("FUNDING", "SPOT"); ok.State != transfer.Committed {
+		t.Fatalf("without faults: %s, want COMMITTED", ok.State)
+	}
+	if b, err := s.FundingBalances(ctx, user); err != nil || b[1].Available != 900_000 {
+		t.Fatalf("FUNDING %+v %v, want 900000 (one transfer moved)", b, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !jobRan.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) { // Config.Jobs run once the tables exist
+			t.Fatal("Config.Jobs did not run")
+		}
+	}
+}

@@ -1,0 +1,167 @@
+// Package transfertest is a test harness over persist/transfer's exported
+// API for the packages beside it (invariant, ratelimit): a throw-away
+// migrated database, a Coordinator on the one path (a Batcher, fused
+// steps, FUNDING faults injected inside its transactions) and a FakeSpot
+// wrapped in Faulty. persist/transfer's own tests have theirs
+// (helpers_test.go: they cannot import this package).
+package transfertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist"
+	"github.com/ubscore/ubscore/persist/pgtest"
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/ulid"
+)
+
+// The harness's assets.
+const (
+	USDT transfer.AssetID = 1 // precision 6
+	BTC  transfer.AssetID = 2 // precision 8
+)
+
+// Assets are the harness's asset configurations by symbol.
+var Assets = map[string]transfer.AssetConfig{
+	"USDT": {ID: USDT, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000, Status: transfer.AssetActive, InternalTransferEnabled: true},
+	"BTC":  {ID: BTC, Symbol: "BTC", Precision: 8, MinTransfer: 1000, MaxTransfer: 100_000_000_000, Status: transfer.AssetActive, InternalTransferEnabled: true},
+}
+
+// Lookup is Config.Assets over Assets.
+func Lookup(s string) (transfer.AssetConfig, bool) { a, ok := Assets[s]; return a, ok }
+
+// CritCounter is an slog handler counting records at LevelCritical or above.
+type CritCounter struct{ N atomic.Int64 }
+
+func (h *CritCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h *CritCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= transfer.LevelCritical {
+		h.N.Add(1)
+	}
+	return nil
+}
+func (h *CritCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *CritCounter) WithGroup(string) slog.Handler      { return h }
+
+// Harness is one test's transfer service parts.
+type Harness struct {
+	T       *testing.T
+	Pool    *pgxpool.Pool
+	Store   *transfer.Store
+	Funding *transfer.Funding
+	Spot    *transfer.FakeSpot
+	FundF   *transfer.Faulty // FUNDING faults, inside the batch transactions
+	SpotF   *transfer.Faulty // wraps Spot: the coordinator's SPOT side
+	Crit    *CritCounter
+	Coord   *transfer.Coordinator
+	IDs     *ulid.Gen
+}
+
+// New returns a Harness on a fresh database, closed when the test ends.
+func New(t *testing.T) *Harness {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), pgtest.NewDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := persist.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	b := transfer.NewBatcher(pool, transfer.BatchOptions{})
+	h := &Harness{T: t, Pool: pool, Store: transfer.NewStore(b), Funding: transfer.NewFunding(b),
+		Spot: transfer.NewFakeSpot(), Crit: &CritCounter{}, FundF: transfer.NewFaulty(nil), IDs: ulid.NewGen()}
+	b.SetFaults(h.FundF)
+	b.Start()
+	t.Cleanup(b.Close) // before the pool closes
+	h.SpotF = transfer.NewFaulty(h.Spot)
+	h.Coord = h.NewCoordinator(nil)
+	return h
+}
+
+// NewCoordinator returns another coordinator on h's sides (another
+// process, as far as the FSM can tell); mod may adjust its Config.
+func (h *Harness) NewCoordinator(mod func(*transfer.Config)) *transfer.Coordinator {
+	h.T.Helper()
+	cfg := transfer.Config{Store: h.Store, Funding: h.Funding, Spot: h.SpotF, Assets: Lookup,
+		MaxWait: 300 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond, Logger: slog.New(h.Crit)}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := transfer.NewCoordinator(cfg)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	return c
+}
+
+// NewID draws a req_id.
+func (h *Harness) NewID() string {
+	h.T.Helper()
+	id, err := h.IDs.New()
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	return id
+}
+
+// Deposit credits user's FUNDING account as an external deposit.
+func (h *Harness) Deposit(user transfer.UserID, asset transfer.AssetID, amount transfer.Units) {
+	h.T.Helper()
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	if _, err := h.Funding.ExternalDeposit(context.Background(), "tx-"+hex.EncodeToString(rnd[:]), user, asset, amount); err != nil {
+		h.T.Fatal(err)
+	}
+}
+
+// FundingBalance is user's available FUNDING balance of asset.
+func (h *Harness) FundingBalance(user transfer.UserID, asset transfer.AssetID) transfer.Units {
+	h.T.Helper()
+	st, err := h.Funding.AccountState(context.Background(), user, asset)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	return st.Available
+}
+
+// Get reads a transfer.
+func (h *Harness) Get(reqID string) transfer.Transfer {
+	h.T.Helper()
+	tr, err := h.Store.Get(context.Background(), reqID)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	return tr
+}
+
+// Create runs a transfer request as user; fails the test on a refusal.
+func (h *Harness) Create(c *transfer.Coordinator, user transfer.UserID, from, to, asset, amount, cid string) transfer.Result {
+	h.T.Helper()
+	r, err := c.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: user},
+		transfer.Request{From: from, To: to, Asset: asset, Amount: amount, CID: cid})
+	if err != nil {
+		h.T.Fatalf("create %s->%s %s %s: %v", from, to, amount, asset, err)
+	}
+	return r
+}
+
+// WaitFor polls cond until it holds or the deadline passes.
+func WaitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
