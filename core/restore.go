@@ -8,7 +8,7 @@ import "errors"
 var ErrSnapshot = errors.New("core: invalid snapshot")
 
 // Restore builds a processor from a serialization made by AppendSnapshot
-// (version 4, or an older one: 3 from before binary market questions, 2
+// (version 5, or an older one: 4 from before the transfer retention, 3 from before binary market questions, 2
 // from before binary markets and p2p, 1 from before the breaker). It
 // rebuilds every index but checks no invariant: the state is restored exactly as it was stored,
 // drifted aggregates included, and the caller decides what to do about its
@@ -92,7 +92,7 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 		return nil, err
 	}
 	if ver >= 3 {
-		if err := p.readP2P(&r); err != nil {
+		if err := p.readP2P(&r, ver); err != nil {
 			return nil, err
 		}
 	}
