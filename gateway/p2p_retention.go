@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/ubscore/ubscore/core"
@@ -85,4 +86,29 @@ func P2PForgetStep(ctx context.Context, b Backend, before int64, persisted func(
 		return 0, fmt.Errorf("p2p: forget refused: %v", res.Code)
 	}
 	return int(res.Qty), nil
+}
+
+// StartP2PRetention runs RunP2PRetention in the background, every tenth of
+// the retention (between 100 ms and a minute), logging what it forgets. It
+// returns a stop function that also calls next (the service's other stop).
+func StartP2PRetention(b Backend, retention time.Duration, persisted func() core.Seq, next func(), log *slog.Logger) func() {
+	every := min(max(retention/10, 100*time.Millisecond), time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		RunP2PRetention(ctx, b, retention, every, persisted, func(n int, err error) {
+			if err != nil {
+				log.Warn("p2p: forgetting finished transfers failed; retrying later", "err", err)
+				return
+			}
+			log.Info("p2p: the core forgot finished transfers past the retention", "transfers", n, "retention", retention)
+		})
+	}()
+	log.Info("p2p: retention on", "retention", retention, "every", every)
+	return func() {
+		cancel()
+		<-done
+		next()
+	}
 }

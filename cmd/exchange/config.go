@@ -89,6 +89,9 @@ type Config struct {
 	HistoryWindow int
 	// P2P is the user-to-user transfer service (spec 003; p2p.go).
 	P2P p2pFlags
+	// P2PRetention is how long finished spec 003 transfers stay in the core
+	// (--p2p-retention; only with Postgres: docs/p2p-retention.md).
+	P2PRetention time.Duration
 	// Publish is the event publisher (NATS JetStream; publish.go).
 	Publish publishFlags
 }
@@ -183,6 +186,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", persist.DefaultAuditRetention, "how long the wal_events audit rows are kept in Postgres (0 = forever)")
 	fs.IntVar(&cfg.HistoryWindow, "history-window", gateway.MaxFinishedOrders, "finished orders and trades kept in memory for the order history; older ones come from Postgres")
 	cfg.P2P.register(fs)
+	fs.DurationVar(&cfg.P2PRetention, "p2p-retention", gateway.DefaultP2PRetention, "how long a finished user-to-user transfer stays in the core before only Postgres holds it (with Postgres only; without it nothing is forgotten)")
 	cfg.Publish.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
@@ -209,8 +213,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if cfg.DataDir == "" {
 		return Config{}, usageError{errors.New("--data-dir must not be empty")}
 	}
-	if cfg.CoreCheckInterval < 0 || cfg.AuditRetention < 0 || cfg.FollowerMaxRetained == 0 {
-		return Config{}, usageError{errors.New("--core-check-interval and --audit-retention must be >= 0, --follower-max-retained > 0")}
+	if cfg.CoreCheckInterval < 0 || cfg.AuditRetention < 0 || cfg.FollowerMaxRetained == 0 || cfg.P2PRetention <= 0 {
+		return Config{}, usageError{errors.New("--core-check-interval and --audit-retention must be >= 0, --follower-max-retained and --p2p-retention > 0")}
 	}
 	if cfg.HistoryWindow < 1 || cfg.HistoryWindow > gateway.MaxFinishedOrders {
 		return Config{}, usageError{fmt.Errorf("--history-window must be in 1..%d", gateway.MaxFinishedOrders)}
