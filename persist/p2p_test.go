@@ -129,8 +129,8 @@ func TestSinkP2PBalancesFollowEveryChange(t *testing.T) {
 	r.ok(core.Command{Kind: core.KindP2PCreateUser, User: alice, Text: "alice", Asset: usdt, Amount: 1_000 * oneUSDT})
 	r.ok(core.Command{Kind: core.KindP2PCreateUser, User: bob, Text: "bob", Asset: usdt})
 	r.ok(core.Command{Kind: core.KindSpotDeposit, User: mm, Asset: btc, Amount: 10 * oneBTC, Key: key("mm")})
-	r.ok(limit(mm, core.Sell, core.GTC, 20_000*oneUSDT, oneBTC/100, ""))     // rests
-	r.ok(limit(alice, core.Buy, core.GTC, 20_000*oneUSDT, oneBTC/100, ""))   // alice pays 200 USDT + fee
+	r.ok(limit(mm, core.Sell, core.GTC, 20_000*oneUSDT, oneBTC/100, ""))   // rests
+	r.ok(limit(alice, core.Buy, core.GTC, 20_000*oneUSDT, oneBTC/100, "")) // alice pays 200 USDT + fee
 	r.ok(core.Command{Kind: core.KindSpotDeposit, User: alice, Asset: usdt, Amount: 5 * oneUSDT, Key: key("d1")})
 	r.ok(core.Command{Kind: core.KindSpotDeposit, User: alice, Asset: btc, Amount: oneBTC, Key: key("d2")}) // another asset
 	r.ok(core.Command{Kind: core.KindAdjust, User: bob, Asset: usdt, Amount: 300, Key: key("adj")})
