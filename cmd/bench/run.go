@@ -114,7 +114,11 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Journal.ReadView, "read-view", false, "keep the read view's replica, as the exchange does")
 	fs.DurationVar(&cfg.Check.Interval, "check-interval", 0, "run the periodic full invariant check at this interval (0 = off; the exchange's --core-check-interval)")
 	var replica string
-	fs.StringVar(&replica, "check-replica", "view", "replica of the periodic check: view (needs --read-view) or follower")
+	fs.StringVar(&replica, "check-replica", "view", "replica of the periodic check: view (needs --read-view), follower or state (the state follower)")
+	var snapEvery uint64
+	fs.Uint64Var(&snapEvery, "snapshot-every", 0, "commands between snapshots (0 = the journal's default)")
+	var stateCompare int
+	fs.IntVar(&stateCompare, "state-compare", 0, "run N rounds with snapshots and the check off, then on (the state follower: --snapshot-every, --check-interval or 100ms), interleaved, and print pauses, ack percentiles and ratios (issue 39; subdirs of --data)")
 	var compare int
 	fs.IntVar(&compare, "check-compare", 0, "run N rounds of the same run with the check off, on the view and on a follower, interleaved, and print the rates and ratios (subdirs of --data)")
 	fs.StringVar(&cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file")
@@ -136,13 +140,19 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 		cfg.Check.Replica = journal.CheckOnView
 	case "follower":
 		cfg.Check.Replica = journal.CheckOnFollower
+	case "state":
+		cfg.Check.Replica = journal.CheckOnState
 	default:
-		fmt.Fprintln(stderr, "bench pipeline: --check-replica must be view or follower")
+		fmt.Fprintln(stderr, "bench pipeline: --check-replica must be view, follower or state")
 		return exitUsage
 	}
+	cfg.Journal.SnapshotEvery = snapEvery
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if compare > 0 {
 		return compareCheck(cfg, compare, stdout, stderr)
+	}
+	if stateCompare > 0 {
+		return compareState(cfg, stateCompare, stdout, stderr)
 	}
 	cfg.Progress = func(acked core.Seq) { fmt.Fprintf(stderr, "acked %d\n", acked) }
 
@@ -179,8 +189,9 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "commands      %d\nlast_seq      %d\ncmds_per_sec  %.0f\nack_p50_us    %.1f\n"+
-		"ack_p99_us    %.1f\nack_p999_us   %.1f\nack_max_us    %.1f\nlatency_from  seq %d\nelapsed       %v\nstate_hash    %s\n",
+		"ack_p99_us    %.1f\nack_p999_us   %.1f\nack_max_us    %.1f\nlatency_from  seq %d\nelapsed       %v\nstate_hash    %s\n"+
+		"max_apply_us  %.1f\nsnapshots     %d (last: serialize %.1f ms, write %.1f ms, %d bytes)\n",
 		res.Commands, res.LastSeq, res.CmdsPerSec, res.AckP50us, res.AckP99us, res.AckP999us, res.AckMaxUs, res.LatencyFromSeq,
-		res.Elapsed.Round(1e6), res.StateHash)
+		res.Elapsed.Round(1e6), res.StateHash, res.MaxApplyUs, res.Snapshots, res.SnapSerializeMs, res.SnapWriteMs, res.SnapBytes)
 	return exitOK
 }
