@@ -35,6 +35,7 @@ scenarios:
   pg-baseline   the naive one-transaction ledger alone on Postgres
   sink          Postgres sink throughput and lag (commit - ack) while the pipeline runs its workload
   p2p           spec 003 transfers: POST /transfers and GET balance vs the hello-world ceiling, core execution, publisher
+  state         spec 003 transfers with a short retention through the pipeline: memory and snapshot size vs transfers made
   wrk-check     our load generator vs wrk on the same hello-world target (rate, p50, p99, ratios)
   merge         merge several bench all outputs into one report of per-row medians
   all           a short run of every scenario: report.json, report.md and plots in --out
@@ -74,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runSink(args[1:], stdout, stderr)
 	case "wrk-check":
 		return runWrkCheck(args[1:], stdout, stderr)
+	case "state":
+		return runStateBench(args[1:], stdout, stderr)
 	case "p2p":
 		return runP2P(args[1:], stdout, stderr)
 	case "hello-server":
