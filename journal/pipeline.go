@@ -238,9 +238,23 @@ func Start(cfg Config) (*Pipeline, error) {
 	pl.durWait.init()
 	pl.jst = r.NewStage()
 	pl.pst = r.NewStage()
+	// The state follower's replica is restored beside the read view's (two
+	// copies of the recovered state, in parallel: start-up time at scale).
+	var sf *Follower
+	sfErr := make(chan error, 1)
+	if cfg.NoSnapshots {
+		sfErr <- nil
+	} else {
+		go func() {
+			var err error
+			sf, err = pl.newStateFollower(base)
+			sfErr <- err
+		}()
+	}
 	if cfg.ReadView {
 		view, err := core.Restore(cfg.Core, base)
 		if err != nil {
+			<-sfErr
 			rec.WAL.Close()
 			return nil, fmt.Errorf("journal: read view: %w", err)
 		}
@@ -249,6 +263,10 @@ func Start(cfg Config) (*Pipeline, error) {
 		pl.rst = r.NewStage(pl.jst, pl.vst)
 	} else {
 		pl.rst = r.NewStage(pl.jst, pl.pst)
+	}
+	if err := <-sfErr; err != nil {
+		rec.WAL.Close()
+		return nil, err
 	}
 	pl.recovery = RecoveryReport{Duration: rec.Duration, MarketCheck: rec.MarketCheck, Open: rec.Open,
 		Contained: rec.Contained, Skipped: rec.Skipped, SnapshotSeq: rec.SnapshotSeq, Seq: rec.Proc.LastSeq()}
@@ -266,14 +284,9 @@ func Start(cfg Config) (*Pipeline, error) {
 	}
 	pl.stateCtx, pl.stateStop = context.WithCancel(context.Background())
 	pl.snapDoneCh = make(chan struct{})
-	if cfg.NoSnapshots {
+	if sf == nil {
 		close(pl.snapDoneCh)
 	} else {
-		sf, err := pl.newStateFollower(base)
-		if err != nil {
-			rec.WAL.Close()
-			return nil, err
-		}
 		go pl.stateFollower(sf)
 	}
 	if err := pl.tripRecovered(rec); err != nil {
