@@ -36,6 +36,7 @@ scenarios:
   sink          Postgres sink throughput and lag (commit - ack) while the pipeline runs its workload
   p2p           spec 003 transfers: POST /transfers and GET balance vs the hello-world ceiling, core execution, publisher
   state         spec 003 transfers with a short retention through the pipeline: memory and snapshot size vs transfers made
+  restart       journal.Start on a large state (accounts, resting orders, pending transfers, binary markets): time to ready
   wrk-check     our load generator vs wrk on the same hello-world target (rate, p50, p99, ratios)
   merge         merge several bench all outputs into one report of per-row medians
   all           a short run of every scenario: report.json, report.md and plots in --out
@@ -77,6 +78,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runWrkCheck(args[1:], stdout, stderr)
 	case "state":
 		return runStateBench(args[1:], stdout, stderr)
+	case "restart":
+		return runRestartBench(args[1:], stdout, stderr)
 	case "p2p":
 		return runP2P(args[1:], stdout, stderr)
 	case "hello-server":

@@ -61,3 +61,33 @@ func runStateBench(args []string, stdout, stderr io.Writer) int {
 		float64(b.SnapBytes)/float64(a.SnapBytes), a.Retained, b.Retained)
 	return exitOK
 }
+
+// bench restart (issue 39 item 4): journal.Start on a large state.
+func runRestartBench(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench restart", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg bench.RestartConfig
+	fs.StringVar(&cfg.Dir, "data", "", "data dir (required; must be empty)")
+	fs.IntVar(&cfg.Accounts, "accounts", 1_000_000, "accounts (spec 003 users with USD)")
+	fs.IntVar(&cfg.Orders, "orders", 1_000_000, "resting orders (one per account)")
+	fs.IntVar(&cfg.Markets, "markets", 100, "spot markets the orders rest in")
+	fs.IntVar(&cfg.Pending, "pending", 100_000, "PENDING spec 003 transfers")
+	fs.IntVar(&cfg.Binary, "binary", 10, "active binary markets")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if cfg.Dir == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "bench restart: --data DIR is required")
+		return exitUsage
+	}
+	res, err := bench.RunRestart(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return exitFail
+	}
+	fmt.Fprintln(stdout, res)
+	return exitOK
+}
