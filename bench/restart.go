@@ -24,11 +24,12 @@ import (
 // RestartConfig configures RunRestart.
 type RestartConfig struct {
 	Dir      string
-	Accounts int // spec 003 users (each an account with USD), <= core.MaxP2PUsers
-	Orders   int // resting bids, one per account at most, spread over Markets
-	Markets  int // spot markets, <= 200
-	Pending  int // PENDING transfers (a day's hold)
-	Binary   int // active binary markets
+	Logger   *slog.Logger // the pipeline's (start-up progress); discards if nil
+	Accounts int          // spec 003 users (each an account with USD), <= core.MaxP2PUsers
+	Orders   int          // resting bids, one per account at most, spread over Markets
+	Markets  int          // spot markets, <= 200
+	Pending  int          // PENDING transfers (a day's hold)
+	Binary   int          // active binary markets
 }
 
 // RestartResult is what RunRestart measured.
@@ -123,7 +124,11 @@ func RunRestart(cfg RestartConfig) (RestartResult, error) {
 	res := RestartResult{Build: time.Since(t0), SnapshotBytes: len(snap), Seq: seq}
 	p, snap = nil, nil
 	t1 := time.Now()
-	pl, err := journal.Start(journal.Config{Dir: cfg.Dir, ReadView: true, Logger: quiet})
+	log := cfg.Logger
+	if log == nil {
+		log = quiet
+	}
+	pl, err := journal.Start(journal.Config{Dir: cfg.Dir, ReadView: true, Logger: log})
 	if err != nil {
 		return res, err
 	}

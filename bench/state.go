@@ -68,7 +68,7 @@ func RunState(cfg StateConfig) ([]StatePoint, error) {
 		cfg.TickEvery = 10_000
 	}
 	if cfg.ForgetEvry <= 0 {
-		cfg.ForgetEvry = 50_000
+		cfg.ForgetEvry = 9_973 // prime: never on a tick's position
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -95,7 +95,7 @@ func RunState(cfg StateConfig) ([]StatePoint, error) {
 			*c = core.Command{Kind: core.KindConfigAsset, Asset: usd, BaseScale: 2}
 		case s <= setup:
 			u := s - 1
-			*c = core.Command{Kind: core.KindP2PCreateUser, User: core.UserID(u), Text: "u" + strconv.Itoa(u), Asset: usd, Amount: 1 << 40}
+			*c = core.Command{Kind: core.KindP2PCreateUser, User: core.UserID(u), Text: "user" + strconv.Itoa(u), Asset: usd, Amount: 1 << 40}
 		default:
 			k := s - setup
 			switch {

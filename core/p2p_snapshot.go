@@ -65,6 +65,10 @@ func (p *Processor) readP2P(r *rbuf, ver uint8) error {
 	if n > MaxP2PUsers || n > uint64(len(r.b)) || s.nextID < P2PUserBase {
 		return ErrSnapshot
 	}
+	// sized once: growing these maps and the slice by doubling was half of a
+	// restore's time at 1M users (rehashing)
+	s.byHandle, s.byID = make(map[string]int32, n), make(map[UserID]int32, n)
+	s.users = slices.Grow(s.users, int(n))
 	for ; n > 0 && r.err == nil; n-- {
 		u := P2PUser{ID: UserID(r.uv())}
 		hl := r.uv()
@@ -96,6 +100,7 @@ func (p *Processor) readP2P(r *rbuf, ver uint8) error {
 	if n > MaxP2PTransfers || n > uint64(len(r.b)) {
 		return ErrSnapshot
 	}
+	s.byUser = make(map[UserID]*p2pHist, min(n, uint64(len(s.users))))
 	id := uint64(0)
 	for ; n > 0 && r.err == nil; n-- {
 		step := uint64(1)

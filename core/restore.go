@@ -1,6 +1,9 @@
 package core
 
-import "errors"
+import (
+	"errors"
+	"slices"
+)
 
 // ErrSnapshot is returned by Restore for a snapshot that does not decode or
 // whose structure is inconsistent (an order of an unknown account, a
@@ -75,6 +78,11 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
+	orders := 0
+	for i := range ms {
+		orders += len(ms[i].sides[0]) + len(ms[i].sides[1])
+	}
+	p.pool.slots = slices.Grow(p.pool.slots, orders) // one allocation, not a doubling per power of two
 	for i := range ms {
 		if err := p.placeStaged(&ms[i], ver); err != nil {
 			return nil, err
@@ -290,6 +298,7 @@ func (p *Processor) readAccounts(r *rbuf, ver uint8) ([]int32, error) {
 		return nil, ErrSnapshot
 	}
 	var open []int32
+	p.accounts = slices.Grow(p.accounts, int(n))
 	for ; n > 0 && r.err == nil; n-- {
 		u := UserID(r.uv())
 		if _, dup := p.userIdx.get(u); dup {

@@ -233,8 +233,10 @@ func Start(cfg Config) (*Pipeline, error) {
 	pl := &Pipeline{cfg: cfg, log: cfg.Logger, ring: r, wal: rec.WAL, snaps: rec.Snapshots,
 		proc: rec.Proc, poisoned: rec.Poisoned, base: rec.Proc.LastSeq(), lastSnap: rec.SnapshotSeq,
 		dead: make(chan struct{}), stateReqs: make(chan stateReq)}
+	t0 := time.Now()
 	base := rec.Proc.AppendSnapshot(nil)
 	pl.baseSnap.Store(&base)
+	cfg.Logger.Info("journal: start: state serialized for the replicas", "bytes", len(base), "took", time.Since(t0))
 	pl.durWait.init()
 	pl.jst = r.NewStage()
 	pl.pst = r.NewStage()
@@ -246,13 +248,17 @@ func Start(cfg Config) (*Pipeline, error) {
 		sfErr <- nil
 	} else {
 		go func() {
+			t := time.Now()
 			var err error
 			sf, err = pl.newStateFollower(base)
+			cfg.Logger.Info("journal: start: state follower's replica restored", "took", time.Since(t))
 			sfErr <- err
 		}()
 	}
 	if cfg.ReadView {
+		t := time.Now()
 		view, err := core.Restore(cfg.Core, base)
+		cfg.Logger.Info("journal: start: read view's replica restored", "took", time.Since(t))
 		if err != nil {
 			<-sfErr
 			rec.WAL.Close()

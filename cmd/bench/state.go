@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/ubscore/ubscore/bench"
@@ -83,6 +84,7 @@ func runRestartBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench restart: --data DIR is required")
 		return exitUsage
 	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	res, err := bench.RunRestart(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
