@@ -175,7 +175,10 @@ func (w *wbuf) balance(asset AssetID, b Balance) {
 }
 
 // StateHash is the hex SHA-256 of the canonical serialization.
-func (p *Processor) StateHash() string {
-	sum := sha256.Sum256(p.AppendSnapshot(nil))
+func (p *Processor) StateHash() string { return StateHashOf(p.AppendSnapshot(nil)) }
+
+// StateHashOf is the state hash of a canonical serialization (AppendSnapshot's).
+func StateHashOf(state []byte) string {
+	sum := sha256.Sum256(state)
 	return hex.EncodeToString(sum[:])
 }

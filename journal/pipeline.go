@@ -233,10 +233,9 @@ func Start(cfg Config) (*Pipeline, error) {
 	pl := &Pipeline{cfg: cfg, log: cfg.Logger, ring: r, wal: rec.WAL, snaps: rec.Snapshots,
 		proc: rec.Proc, poisoned: rec.Poisoned, base: rec.Proc.LastSeq(), lastSnap: rec.SnapshotSeq,
 		dead: make(chan struct{}), stateReqs: make(chan stateReq)}
-	t0 := time.Now()
-	base := rec.Proc.AppendSnapshot(nil)
+	base := rec.State // serialized once, by the recovery (its state hash)
+	rec.State = nil
 	pl.baseSnap.Store(&base)
-	cfg.Logger.Info("journal: start: state serialized for the replicas", "bytes", len(base), "took", time.Since(t0))
 	pl.durWait.init()
 	pl.jst = r.NewStage()
 	pl.pst = r.NewStage()

@@ -43,6 +43,9 @@ type Recovered struct {
 	Replayed    uint64                     // commands replayed from the WAL
 	Poisoned    map[core.Seq]core.Rollback // commands discarded instead of applied (poison, or a failed per-command check)
 	StateHash   string
+	// State is the recovered state's canonical serialization (what
+	// StateHash hashes): the base Pipeline restores its replicas from.
+	State []byte
 	// Open are the violations of the recovered state that nothing halts yet
 	// (the base and the WAL reproduce them): the caller starts each such
 	// market HALTED, or the core for balance-level ones, with reason
@@ -169,7 +172,8 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 		logging.Critical(context.Background(), rc.Logger, "journal: recovered state holds invariant violations under halts in force; operator action needed",
 			"violations", describeViolations(out.Contained), "core_halted", out.Proc.Halted())
 	}
-	out.StateHash = out.Proc.StateHash()
+	out.State = out.Proc.AppendSnapshot(nil)
+	out.StateHash = core.StateHashOf(out.State)
 	out.Duration = time.Since(start)
 	rc.Logger.Info("journal: recovered", "seq", out.Proc.LastSeq(), "snapshot_seq", out.SnapshotSeq,
 		"replayed", out.Replayed, "state_hash", out.StateHash, "duration", out.Duration.String())

@@ -14,9 +14,10 @@ import (
 // the durable WAL like every follower (follower.go), that does the work on
 // the whole state which used to stall the acknowledgement path:
 //
-//   - snapshots: every Config.SnapshotEvery commands and after every
-//     KindSnapshot, it serializes its replica (at the end of the batch it
-//     applied) and writes it; the processor never serializes. Each written
+//   - snapshots: every Config.SnapshotEvery commands (exactly: its batches
+//     stop there) and after every KindSnapshot (at the end of the batch that
+//     holds it), it serializes its replica and writes it; the processor
+//     never serializes. Each written
 //     snapshot becomes the processor's poison-rebuild base (baseSnap).
 //   - the periodic full check (CheckOnState): at the replica's seq, while
 //     the processor and the read view go on.
@@ -96,6 +97,9 @@ func (pl *Pipeline) stateFollower(f *Follower) {
 		pend = pl.answer(f, pend)
 		if durable := pl.DurableSeq(); f.NextSeq() <= durable {
 			n := min(stateBatch, durable-f.NextSeq()+1)
+			if due := pl.lastSnap + core.Seq(min(pl.cfg.SnapshotEvery, 1<<62)); due >= f.NextSeq() {
+				n = min(n, due-f.NextSeq()+1) // stop at the periodic snapshot's seq: they land every SnapshotEvery
+			}
 			for _, r := range pend { // stop exactly at a hash request's seq
 				if r.kind == reqHash && r.seq >= f.NextSeq() {
 					n = min(n, r.seq-f.NextSeq()+1)
