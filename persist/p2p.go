@@ -93,6 +93,7 @@ type p2pRows struct {
 	balIDs  []p2pBalKey               // bals' keys in first-change order
 	handles map[core.UserID]string
 	known   map[core.UserID]core.AssetID // a user's asset; 0 = no user_balances row (see above)
+	balRows int                          // user_balances rows the batch updates (writeP2P)
 }
 
 func (p *p2pRows) reset() {
@@ -100,14 +101,15 @@ func (p *p2pRows) reset() {
 		p.userIdx, p.xferIdx, p.bals, p.handles = map[core.UserID]int{}, map[int64]int{}, map[p2pBalKey]*p2pBalance{}, map[core.UserID]string{}
 		p.known = map[core.UserID]core.AssetID{}
 	}
-	p.users, p.xfers, p.changes, p.balIDs = p.users[:0], p.xfers[:0], p.changes[:0], p.balIDs[:0]
+	p.users, p.xfers, p.changes, p.balIDs, p.balRows = p.users[:0], p.xfers[:0], p.changes[:0], p.balIDs[:0], 0
 	clear(p.userIdx)
 	clear(p.xferIdx)
 	clear(p.bals)
 }
 
-// rows is how many rows the batch writes.
-func (p *p2pRows) rows() int { return len(p.users) + len(p.xfers) + len(p.changes) + len(p.balIDs) }
+// rows is how many rows the batch writes (the user_balances updates once
+// writeP2P has told the service's users from the others).
+func (p *p2pRows) rows() int { return len(p.users) + len(p.xfers) + len(p.changes) + p.balRows }
 
 // add records the p2p events of one command, and the balance changes that
 // may be a transfer-service user's.
@@ -224,7 +226,7 @@ WHERE b.id = u.id`
 
 // writeP2P writes the batch's p2p rows in tx.
 func writeP2P(ctx context.Context, tx pgx.Tx, p *p2pRows, cb *copyBuf) error {
-	if p.rows() == 0 {
+	if p.rows() == 0 && len(p.balIDs) == 0 {
 		return nil
 	}
 	if err := p.loadUsers(ctx, tx); err != nil {
@@ -343,6 +345,7 @@ func writeP2P(ctx context.Context, tx pgx.Tx, p *p2pRows, cb *copyBuf) error {
 			append(upd2.seq, b.seq), append(upd2.n, b.n)
 		upd2.at = append(upd2.at, time.Unix(0, b.at).UTC())
 	}
+	p.balRows = len(upd2.id)
 	if n := len(upd2.id); n > 0 {
 		tag, err := tx.Exec(ctx, updateP2PBalancesSQL, upd2.id, upd2.delta, upd2.at, upd2.seq, upd2.n)
 		if err != nil {
