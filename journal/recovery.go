@@ -127,12 +127,15 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 	}
 	var emitted core.Seq
 	for {
+		tb := time.Now()
 		proc, snapSeq, skipped, err := loadBase(snaps, w, rc, upTo)
 		if err != nil {
 			w.Close()
 			return nil, err
 		}
 		out.SnapshotSeq, out.Skipped = snapSeq, skipped
+		rc.Logger.Info("journal: recovery: base loaded", "snapshot_seq", snapSeq, "took", time.Since(tb),
+			"replaying_to", upTo) // start-up progress (issue 39)
 		if emitted < snapSeq {
 			emitted = snapSeq
 		}
@@ -154,6 +157,7 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 			return nil, perr
 		}
 		out.Proc, out.Replayed = proc, n
+		rc.Logger.Info("journal: recovery: WAL replayed; full check next", "replayed", n, "took", time.Since(tb))
 		break
 	}
 	out.MarketCheck = map[core.MarketID]time.Duration{}
