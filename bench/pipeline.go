@@ -83,6 +83,15 @@ type PipelineResult struct {
 	// CheckMaxUs the longest one.
 	Checks     int     `json:"-"`
 	CheckMaxUs float64 `json:"-"`
+	// MaxApplyUs is the processor's longest pause: the longest it spent on
+	// one command (journal.Config.MeasureApply). Snapshots are the
+	// snapshots the state follower wrote, the last one's serialization and
+	// write time and size.
+	MaxApplyUs      float64 `json:"-"`
+	Snapshots       uint64  `json:"-"`
+	SnapSerializeMs float64 `json:"-"`
+	SnapWriteMs     float64 `json:"-"`
+	SnapBytes       int64   `json:"-"`
 }
 
 // keepWholeWAL forbids WAL front truncation, so `replay verify` can re-derive
@@ -113,6 +122,7 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 	calN := 0 // calibration claims made; calibrating goroutine only
 	jc := cfg.Journal
 	jc.Dir, jc.Logger, jc.OnAck = cfg.Dir, cfg.Logger, lat.onAck
+	jc.MeasureApply = true
 	if jc.TruncateLimit == nil {
 		jc.TruncateLimit = keepWholeWAL
 	}
@@ -164,6 +174,7 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 	elapsed := time.Since(start)
 	waitErr = errors.Join(waitErr, stopCheck())
 	perr := errs()
+	st := pl.StateStats()
 	cerr := pl.Close()
 	if err := errors.Join(waitErr, perr, cerr); err != nil {
 		return PipelineResult{}, err
@@ -176,19 +187,24 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 		cfg.Logger.Warn("bench: negative ack latencies recorded as 0", "count", lat.negative, "skew", skew)
 	}
 	return PipelineResult{
-		Commands:       cfg.Commands,
-		LastSeq:        pl.AckedSeq(),
-		CmdsPerSec:     math.Round(float64(cfg.Commands) / elapsed.Seconds()),
-		AckP50us:       round1(lat.quantileMicros(50)),
-		AckP99us:       round1(lat.quantileMicros(99)),
-		AckP999us:      round1(lat.quantileMicros(99.9)),
-		LatencyFromSeq: lat.from,
-		StateHash:      pl.Processor().StateHash(),
-		Elapsed:        elapsed,
-		AckMaxUs:       float64(lat.hist.Max()) / 1e3,
-		ClockSkew:      skew,
-		Checks:         checks,
-		CheckMaxUs:     float64(checkMax.Microseconds()),
+		Commands:        cfg.Commands,
+		LastSeq:         pl.AckedSeq(),
+		CmdsPerSec:      math.Round(float64(cfg.Commands) / elapsed.Seconds()),
+		AckP50us:        round1(lat.quantileMicros(50)),
+		AckP99us:        round1(lat.quantileMicros(99)),
+		AckP999us:       round1(lat.quantileMicros(99.9)),
+		LatencyFromSeq:  lat.from,
+		StateHash:       pl.Processor().StateHash(),
+		Elapsed:         elapsed,
+		AckMaxUs:        float64(lat.hist.Max()) / 1e3,
+		ClockSkew:       skew,
+		Checks:          checks,
+		CheckMaxUs:      float64(checkMax.Microseconds()),
+		MaxApplyUs:      float64(pl.MaxApply().Nanoseconds()) / 1e3,
+		Snapshots:       st.Snapshots,
+		SnapSerializeMs: float64(st.LastSerialize.Microseconds()) / 1e3,
+		SnapWriteMs:     float64(st.LastWrite.Microseconds()) / 1e3,
+		SnapBytes:       st.LastBytes,
 	}, nil
 }
 

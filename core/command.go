@@ -36,7 +36,8 @@ const (
 	KindVoid          Kind = 32 // Market, User = operator: -> VOIDED, settling (every share pays payout/2)
 	KindSettle        Kind = 33 // Market, Qty = most orders + positions to process (1..MaxSettleSlice)
 	KindArchive       Kind = 34 // Market, User = operator: release a settled binary market's slot (its rows are archived downstream)
-	kindMax                = KindArchive
+	KindP2PForget     Kind = 35 // Price = cutoff (unix ns): forget the finished transfers done at or before it (p2p_cmd.go)
+	kindMax                = KindP2PForget
 )
 
 var kindNames = [...]string{"", "CONFIG_ASSET", "CONFIG_MARKET", "PLACE_ORDER", "CANCEL_ORDER",
@@ -44,7 +45,8 @@ var kindNames = [...]string{"", "CONFIG_ASSET", "CONFIG_MARKET", "PLACE_ORDER", 
 	"HALT_MARKET", "RESUME_MARKET", "TICK", "SNAPSHOT", "DEBUG_PANIC", "BREAKER_TRIP", "RESUME_CORE",
 	"CANCEL_ALL", "FAULT", "FORGET_OPS", "P2P_CREATE_USER", "P2P_TRANSFER", "P2P_CANCEL", "P2P_TICK",
 	KindConfigBinary: "CONFIG_BINARY", KindActivate: "ACTIVATE_MARKET", KindSuspendMarket: "SUSPEND_MARKET",
-	KindResolve: "RESOLVE_MARKET", KindVoid: "VOID_MARKET", KindSettle: "SETTLE_MARKET", KindArchive: "ARCHIVE_MARKET"}
+	KindResolve: "RESOLVE_MARKET", KindVoid: "VOID_MARKET", KindSettle: "SETTLE_MARKET", KindArchive: "ARCHIVE_MARKET",
+	KindP2PForget: "P2P_FORGET"}
 
 // Valid reports whether k is a kind the codec can journal and replay.
 // Kinds 25..27 are unassigned.

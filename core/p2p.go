@@ -10,6 +10,8 @@ package core
 //	KindP2PTick        every PENDING transfer with executeAt <= now, in (executeAt, id)
 //	                   order: COMPLETED (hold debited, recipient credited, one step), or
 //	                   DEBIT_FAILED when either account is FROZEN or DISABLED (hold released)
+//	KindP2PForget      every finished transfer with doneAt <= the command's cutoff leaves the
+//	                   core (its history is the sink's p2p_transfers from then on)
 //
 // Cancel and execution race only through the sequence: whichever command
 // comes first decides, and a cancel at or after executeAt is refused
@@ -51,9 +53,11 @@ const (
 	MaxP2PPending = 1_000_000
 	// MaxP2PPendingPerUser bounds the PENDING transfers one sender has.
 	MaxP2PPendingPerUser = 1_000
-	// MaxP2PTransfers bounds the transfers the core keeps (every one ever
-	// made; history is served from them). Past it a new transfer is refused
-	// with TOO_MANY_TRANSFERS: at ~100 bytes each, 10M is ~1 GB.
+	// MaxP2PTransfers bounds the transfers the core retains: PENDING ones
+	// and finished ones not yet forgotten (KindP2PForget). Past it a new
+	// transfer is refused with TOO_MANY_TRANSFERS (~100 bytes each: 10M is
+	// ~1 GB). With a retention running, finished transfers leave after it,
+	// so only MaxP2PPending plus a retention's worth of traffic counts.
 	MaxP2PTransfers = 10_000_000
 	// MaxP2PExecPerTick bounds the transfers one tick executes, so one
 	// command's work (and its events) stays bounded; the rest wait for the
@@ -83,6 +87,9 @@ type P2PUser struct {
 	Initial   Units   // the initial credit (an adjustment), >= 0
 	CreatedAt int64   // unix ns (the command's time)
 	Seq       Seq     // the create command's seq
+
+	forgot    uint64 // the user's transfers (as sender or recipient) the core forgot
+	forgotMax uint64 // the largest id among them (0 = none)
 }
 
 // P2PTransfer is one transfer. Owned by the processor; queries return copies.
@@ -96,7 +103,7 @@ type P2PTransfer struct {
 	CreatedAt int64 // unix ns
 	ExecuteAt int64 // unix ns: CreatedAt + hold; a cancel must come before it
 	DoneAt    int64 // unix ns when it left PENDING (completedAt / cancelledAt / failed), 0 while PENDING
-	ReqID     Key   // the client's requestId (zero = none); unique per sender
+	ReqID     Key   // the client's requestId (zero = none); unique per sender while retained
 	heapIdx   int32 // position in the pending heap while PENDING, else -1
 }
 
@@ -106,6 +113,15 @@ type p2pReq struct {
 	key  Key
 }
 
+// p2pHist is a user's retained transfers (as sender or recipient), ids
+// ascending. A transfer forgotten anywhere but at the front stays as a
+// tombstone (its id no longer in the store) until half the list is
+// tombstones; ids above the user's forgotMax are never tombstones.
+type p2pHist struct {
+	ids  []uint64
+	tomb int
+}
+
 // p2pState is the transfer service's part of the processor state.
 type p2pState struct {
 	users    []P2PUser        // creation order (canonical order for snapshots)
@@ -113,11 +129,13 @@ type p2pState struct {
 	byID     map[UserID]int32 // user id -> index in users
 	nextID   UserID           // next id to try in the reserved range (>= P2PUserBase)
 
-	transfers  p2pStore           // transfer id i is transfers.at(i-1)
-	reqs       map[p2pReq]uint64  // requestId -> transfer id
-	pending    p2pHeap            // PENDING transfers by (executeAt, id)
-	pendingPer map[UserID]int32   // PENDING transfers per sender (absent = 0)
-	byUser     map[UserID][]int32 // derived: indices into transfers per user (sender or recipient), ascending
+	transfers  p2pStore            // the retained transfers, by id
+	reqs       map[p2pReq]uint64   // requestId -> transfer id (retained ones)
+	pending    p2pHeap             // PENDING transfers by (executeAt, id)
+	pendingPer map[UserID]int32    // PENDING transfers per sender (absent = 0)
+	byUser     map[UserID]*p2pHist // derived: the retained transfers per user
+	done       []uint64            // derived: retained finished transfers from doneHead on, by (DoneAt, finish order)
+	doneHead   int
 }
 
 func (s *p2pState) init() {
@@ -126,8 +144,20 @@ func (s *p2pState) init() {
 		s.byID = map[UserID]int32{}
 		s.reqs = map[p2pReq]uint64{}
 		s.pendingPer = map[UserID]int32{}
-		s.byUser = map[UserID][]int32{}
+		s.byUser = map[UserID]*p2pHist{}
 		s.nextID = P2PUserBase
+	}
+}
+
+// link adds retained transfer t to both users' histories.
+func (s *p2pState) link(t *P2PTransfer) {
+	for _, u := range [2]UserID{t.From, t.To} {
+		h := s.byUser[u]
+		if h == nil {
+			h = &p2pHist{}
+			s.byUser[u] = h
+		}
+		h.ids = append(h.ids, t.ID)
 	}
 }
 
@@ -161,30 +191,79 @@ func (p *Processor) P2PUserByID(u UserID) (P2PUser, bool) {
 	return P2PUser{}, false
 }
 
-// P2PTransferByID returns transfer id.
+// P2PTransferByID returns transfer id, if the core retains it.
 func (p *Processor) P2PTransferByID(id uint64) (P2PTransfer, bool) {
-	if id == 0 || id > uint64(p.p2p.transfers.len()) {
-		return P2PTransfer{}, false
+	if t := p.p2p.transfers.get(id); t != nil {
+		return *t, true
 	}
-	return *p.p2p.transfers.at(int32(id - 1)), true
+	return P2PTransfer{}, false
 }
 
 // P2PHistory appends up to limit transfers of user (as sender or
 // recipient), newest first, skipping the newest skip, and returns how many
-// the user has in all.
-func (p *Processor) P2PHistory(u UserID, skip, limit int, dst []P2PTransfer) ([]P2PTransfer, int) {
-	idx := p.p2p.byUser[u]
-	for i := len(idx) - 1 - skip; i >= 0 && limit > 0; i-- {
-		dst = append(dst, *p.p2p.transfers.at(idx[i]))
+// the user has in all (forgotten ones included) and whether the core could
+// answer: false when the page reaches a transfer the core forgot (the
+// caller reads that page from the sink's p2p_transfers), dst then unchanged.
+func (p *Processor) P2PHistory(u UserID, skip, limit int, dst []P2PTransfer) ([]P2PTransfer, int, bool) {
+	var forgot, forgotMax uint64
+	if i, ok := p.p2p.byID[u]; ok {
+		forgot, forgotMax = p.p2p.users[i].forgot, p.p2p.users[i].forgotMax
+	}
+	var ids []uint64
+	tomb := 0
+	if h := p.p2p.byUser[u]; h != nil {
+		ids, tomb = h.ids, h.tomb
+	}
+	total := len(ids) - tomb + int(forgot)
+	if forgot > 0 {
+		// the newest k of the user's transfers are the ids above forgotMax, all retained
+		k := len(ids) - lowerBoundU64(ids, forgotMax+1)
+		if skip+limit > k && skip < total {
+			return dst, total, false
+		}
+	}
+	for i := len(ids) - 1 - skip; i >= 0 && limit > 0; i-- {
+		dst = append(dst, *p.p2p.transfers.at(ids[i]))
 		limit--
 	}
-	return dst, len(idx)
+	return dst, total, true
+}
+
+// P2PEachRetained calls f with the transfers of user the core retains,
+// newest first, until f returns false, and returns how many the core forgot.
+func (p *Processor) P2PEachRetained(u UserID, f func(t *P2PTransfer) bool) (forgotten uint64) {
+	if i, ok := p.p2p.byID[u]; ok {
+		forgotten = p.p2p.users[i].forgot
+	}
+	if h := p.p2p.byUser[u]; h != nil {
+		for i := len(h.ids) - 1; i >= 0; i-- {
+			if t := p.p2p.transfers.get(h.ids[i]); t != nil && !f(t) {
+				break
+			}
+		}
+	}
+	return forgotten
+}
+
+func lowerBoundU64(a []uint64, v uint64) int {
+	lo, hi := 0, len(a)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] < v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // P2PStats is a summary of the transfer service's state, for metrics.
 type P2PStats struct {
 	Users      int
-	Transfers  int
+	Transfers  int    // retained by the core
+	Made       uint64 // ever made (the last id)
+	Finished   int    // retained and no longer PENDING (what a forget may drop)
 	Pending    int
 	OldestDue  int64 // the smallest executeAt among PENDING transfers (0 = none)
 	OldestMade int64 // createdAt of that transfer
@@ -192,13 +271,35 @@ type P2PStats struct {
 
 // P2PStats summarizes the transfer service.
 func (p *Processor) P2PStats() P2PStats {
-	s := P2PStats{Users: len(p.p2p.users), Transfers: p.p2p.transfers.len(), Pending: len(p.p2p.pending)}
+	s := P2PStats{Users: len(p.p2p.users), Transfers: p.p2p.transfers.len(), Made: p.p2p.transfers.last,
+		Finished: len(p.p2p.done) - p.p2p.doneHead, Pending: len(p.p2p.pending)}
 	if len(p.p2p.pending) > 0 {
 		t := p.p2p.transfers.at(p.p2p.pending[0])
 		s.OldestDue, s.OldestMade = t.ExecuteAt, t.CreatedAt
 	}
 	return s
 }
+
+// P2PForgetCutoff returns the cutoff of a KindP2PForget that drops about
+// max of the finished transfers done at or before `before` (oldest first):
+// the doneAt of the max-th, or of the last one if fewer; those done at that
+// same instant go too (n counts them only up to max). 0 when none is due.
+func (p *Processor) P2PForgetCutoff(before int64, max int) (cutoff int64, n int) {
+	s := &p.p2p
+	for i := s.doneHead; i < len(s.done) && n < max; i++ {
+		t := s.transfers.at(s.done[i])
+		if t.DoneAt > before {
+			break
+		}
+		cutoff = t.DoneAt
+		n++
+	}
+	return cutoff, n
+}
+
+// LastTime is the time of the last command applied (unix ns, clamped
+// monotonic): every later command's time is at least this.
+func (p *Processor) LastTime() int64 { return p.lastTime }
 
 // P2PNextDue returns the executeAt of the next transfer a tick would
 // execute, and whether there is one (the server's timer submits a tick only

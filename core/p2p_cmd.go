@@ -11,6 +11,8 @@ package core
 //	                   Key = requestId (optional), Qty = hold in ns (0..MaxP2PHold)
 //	KindP2PCancel      User = caller, OrderID = transfer id, Flags = P2PCancelAdmin or 0
 //	KindP2PTick        nothing: executes what is due at the command's time
+//	KindP2PForget      Price = cutoff (unix ns): forgets every finished transfer with
+//	                   doneAt <= cutoff; result Qty = how many
 //
 // Events: EvP2PUser (User, Asset, Amount = initial, Fee = the user's balance
 // of the asset after it, available + frozen) and EvP2PTransfer
@@ -103,7 +105,7 @@ func (p *Processor) p2pTransfer(c *Command) Code {
 	}
 	if !c.Key.IsZero() {
 		if id, ok := s.reqs[p2pReq{from, c.Key}]; ok {
-			t := s.transfers.at(int32(id - 1))
+			t := s.transfers.at(id)
 			if t.To != to || t.Amount != c.Amount || t.Asset != c.Asset {
 				return CodeReqIDConflict
 			}
@@ -135,16 +137,14 @@ func (p *Processor) p2pTransfer(c *Command) Code {
 	if !ok {
 		return CodeOverflow
 	}
-	ti := s.transfers.add(P2PTransfer{ID: uint64(s.transfers.len()) + 1, From: from, To: to, Asset: c.Asset,
+	t := s.transfers.add(s.transfers.last+1, P2PTransfer{From: from, To: to, Asset: c.Asset,
 		Amount: c.Amount, Status: P2PPending, CreatedAt: p.lastTime, ExecuteAt: int64(executeAt), ReqID: c.Key, heapIdx: -1})
-	t := s.transfers.at(ti)
 	if !c.Key.IsZero() {
 		s.reqs[p2pReq{from, c.Key}] = t.ID
 	}
-	s.push(ti)
+	s.push(t.ID)
 	s.pendingPer[from]++
-	s.byUser[from] = append(s.byUser[from], ti)
-	s.byUser[to] = append(s.byUser[to], ti)
+	s.link(t)
 	p.move(a, c.Asset, -c.Amount, c.Amount)
 	p.emitP2P(t, 0)
 	p.res.orderID = OrderID(t.ID)
@@ -157,11 +157,10 @@ func (p *Processor) p2pCancel(c *Command) Code {
 		return CodeInvalidCommand
 	}
 	id := uint64(c.OrderID)
-	if id == 0 || id > uint64(s.transfers.len()) {
-		return CodeTransferNotFound
+	t := s.transfers.get(id)
+	if t == nil {
+		return CodeTransferNotFound // never made, or forgotten (finished long ago)
 	}
-	ti := int32(id - 1)
-	t := s.transfers.at(ti)
 	if t.From != c.User && c.Flags&P2PCancelAdmin == 0 {
 		return CodeNotTransferSender
 	}
@@ -171,7 +170,7 @@ func (p *Processor) p2pCancel(c *Command) Code {
 	if p.lastTime >= t.ExecuteAt {
 		return CodeCancelWindowExpired
 	}
-	p.p2pFinish(ti, P2PCancelled, OK)
+	p.p2pFinish(id, P2PCancelled, OK)
 	p.res.orderID = OrderID(t.ID)
 	return OK
 }
@@ -214,7 +213,7 @@ func (p *Processor) p2pTick(c *Command) Code {
 
 // p2pFinish takes PENDING transfer ti to a terminal status: COMPLETED moves
 // the hold to the recipient, the others release it.
-func (p *Processor) p2pFinish(ti int32, st P2PStatus, reason Code) {
+func (p *Processor) p2pFinish(ti uint64, st P2PStatus, reason Code) {
 	s := &p.p2p
 	t := s.transfers.at(ti)
 	s.remove(ti)
@@ -222,6 +221,7 @@ func (p *Processor) p2pFinish(ti int32, st P2PStatus, reason Code) {
 		delete(s.pendingPer, t.From)
 	}
 	t.Status, t.Reason, t.DoneAt = st, reason, p.lastTime
+	s.done = append(s.done, ti)
 	a := p.accountIdx(t.From)
 	var e Event
 	if st == P2PCompleted {
@@ -243,4 +243,81 @@ func (p *Processor) emitP2PWith(t *P2PTransfer, flags uint8, fromBal, toBal Unit
 	e.OrderID, e.User, e.OtherUser, e.Asset, e.Amount = OrderID(t.ID), t.From, t.To, t.Asset, t.Amount
 	e.Detail, e.Code, e.Price, e.Key, e.Flags = uint8(t.Status), t.Reason, Price(t.ExecuteAt), t.ReqID, flags
 	e.Fee, e.Fee2 = fromBal, toBal
+}
+
+// p2pForget drops every finished transfer with DoneAt <= the cutoff
+// (c.Price): its slot, its requestId (a repeat of it is a new transfer from
+// then on), its place in both users' histories (counted in the user's
+// forgot and forgotMax). DoneAt follows the sequence (the command time is
+// clamped monotonic), so they are the front of s.done. res.filled reports
+// how many. What it selects depends on the cutoff alone, never on the order
+// of transfers finished at the same instant, so a restored state (whose
+// done list is rebuilt sorted) forgets exactly what the live one did.
+func (p *Processor) p2pForget(c *Command) Code {
+	if c.Flags != 0 || c.User != 0 || c.OrderID != 0 || c.Asset != 0 || c.Amount != 0 || c.Qty != 0 || c.Price <= 0 {
+		return CodeInvalidCommand
+	}
+	s := &p.p2p
+	cutoff := int64(c.Price)
+	n := 0
+	for s.doneHead < len(s.done) {
+		id := s.done[s.doneHead]
+		t := s.transfers.at(id)
+		if t.DoneAt > cutoff {
+			break
+		}
+		s.doneHead++
+		if !t.ReqID.IsZero() {
+			delete(s.reqs, p2pReq{t.From, t.ReqID})
+		}
+		for _, u := range [2]UserID{t.From, t.To} {
+			if i, ok := s.byID[u]; ok {
+				usr := &s.users[i]
+				usr.forgot++
+				usr.forgotMax = max(usr.forgotMax, id)
+			}
+		}
+		from, to := t.From, t.To
+		s.transfers.forget(id) // zeroes *t
+		s.unlink(from, id)
+		s.unlink(to, id)
+		n++
+	}
+	if s.doneHead == len(s.done) {
+		s.done, s.doneHead = s.done[:0], 0
+	} else if s.doneHead >= 1024 && s.doneHead*2 >= len(s.done) {
+		s.done, s.doneHead = append(s.done[:0:0], s.done[s.doneHead:]...), 0
+	}
+	p.res.filled = Units(n)
+	return OK
+}
+
+// unlink takes forgotten transfer id out of user u's history: at once at
+// the front (the usual case: transfers finish roughly in id order), else as
+// a tombstone, compacted once half the list is tombstones.
+func (s *p2pState) unlink(u UserID, id uint64) {
+	h := s.byUser[u]
+	if h.ids[0] != id {
+		if h.tomb++; h.tomb*2 > len(h.ids) {
+			live := h.ids[:0]
+			for _, x := range h.ids {
+				if s.transfers.get(x) != nil {
+					live = append(live, x)
+				}
+			}
+			clear(h.ids[len(live):])
+			h.ids, h.tomb = live, 0
+		}
+		return
+	}
+	h.ids = h.ids[1:]
+	for len(h.ids) > 0 && h.tomb > 0 && s.transfers.get(h.ids[0]) == nil {
+		h.ids, h.tomb = h.ids[1:], h.tomb-1
+	}
+	switch {
+	case len(h.ids) == 0:
+		delete(s.byUser, u)
+	case cap(h.ids) >= 64 && len(h.ids)*4 < cap(h.ids):
+		h.ids = append([]uint64(nil), h.ids...) // release the array's forgotten head
+	}
 }

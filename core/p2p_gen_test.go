@@ -5,7 +5,8 @@ import "testing"
 // p2p draws a transfer-service command for the property mix: mostly
 // transfers between random users (random holds of up to ~5 commands, a
 // requestId one time in four, sometimes a recent one again), cancels of
-// recent transfers by their sender or someone else, ticks, and the
+// recent transfers by their sender or someone else, ticks, forgets of
+// what finished a little while ago, and the
 // refusals (self transfer, unknown users, zero amounts).
 func (g *gen) p2p(c *Command) {
 	u, v := g.pickUser(), g.pickUser()
@@ -29,8 +30,10 @@ func (g *gen) p2p(c *Command) {
 		if g.r.IntN(10) == 0 {
 			c.Flags = P2PCancelAdmin
 		}
-	case x < 92:
+	case x < 89:
 		*c = Command{Kind: KindP2PTick}
+	case x < 92: // the retention: forget what finished a little while ago
+		*c = Command{Kind: KindP2PForget, Price: Price(max(1, g.time-int64(g.r.IntN(100_000))))}
 	case x < 95:
 		*c = Command{Kind: KindP2PTransfer, User: u.id, OrderID: OrderID(u.id), Asset: genUSDT, Amount: 1}
 	case x < 98:

@@ -4,9 +4,9 @@ package core
 // p2pState.transfers, ordered by (ExecuteAt, ID); each transfer keeps its
 // heap position (heapIdx) so a cancel removes it in O(log n). The order is
 // total (ids are unique), so execution order is deterministic.
-type p2pHeap []int32
+type p2pHeap []uint64
 
-func (s *p2pState) less(a, b int32) bool {
+func (s *p2pState) less(a, b uint64) bool {
 	ta, tb := s.transfers.at(a), s.transfers.at(b)
 	if ta.ExecuteAt != tb.ExecuteAt {
 		return ta.ExecuteAt < tb.ExecuteAt
@@ -51,15 +51,15 @@ func (s *p2pState) down(i int) {
 	}
 }
 
-// push adds transfer index ti to the heap.
-func (s *p2pState) push(ti int32) {
+// push adds transfer id ti to the heap.
+func (s *p2pState) push(ti uint64) {
 	s.pending = append(s.pending, ti)
 	s.transfers.at(ti).heapIdx = int32(len(s.pending) - 1)
 	s.up(len(s.pending) - 1)
 }
 
-// remove takes transfer index ti out of the heap.
-func (s *p2pState) remove(ti int32) {
+// remove takes transfer id ti out of the heap.
+func (s *p2pState) remove(ti uint64) {
 	i := int(s.transfers.at(ti).heapIdx)
 	last := len(s.pending) - 1
 	if i != last {

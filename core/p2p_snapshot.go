@@ -1,16 +1,26 @@
 package core
 
-// The transfer service's section of a snapshot (version 3, after the ops):
+import (
+	"cmp"
+	"slices"
+)
+
+// The transfer service's section of a snapshot (version 5, after the ops):
 //
 //	p2p: nextID | users: count, then in creation order: id, handle (len, bytes), asset,
-//	     initial, createdAt, seq
-//	     transfers: count, then by id: from, to, asset, amount, status (u8), reason,
-//	     createdAt, executeAt, doneAt, requestId (key)
+//	     initial, createdAt, seq, forgot, forgotMax
+//	     last (the last transfer id made)
+//	     transfers: count, then the retained ones by id: id - previous id, from, to, asset,
+//	     amount, status (u8), reason, createdAt, executeAt, doneAt, requestId (key)
 //
-// The pending heap, the requestId index, the per-sender pending counts and
-// the per-user history are derived from the transfers on restore (not
-// stored, so not in the state hash: the heap's layout depends on history,
-// its pop order does not).
+// Versions 3 and 4 had neither forgot, forgotMax nor last, and every
+// transfer ever made, ids implicit (1, 2, ...).
+//
+// The pending heap, the requestId index, the per-sender pending counts, the
+// per-user history and the finished list are derived from the transfers on
+// restore (not stored, so not in the state hash: the heap's layout depends
+// on history, its pop order does not; the finished list is rebuilt in
+// (doneAt, id) order, and a forget selects by doneAt alone).
 
 func (p *Processor) appendP2P(w *wbuf) {
 	s := &p.p2p
@@ -25,10 +35,15 @@ func (p *Processor) appendP2P(w *wbuf) {
 		w.sv(int64(u.Initial))
 		w.sv(u.CreatedAt)
 		w.uv(uint64(u.Seq))
+		w.uv(u.forgot)
+		w.uv(u.forgotMax)
 	}
+	w.uv(s.transfers.last)
 	w.uv(uint64(s.transfers.len()))
-	for i := range int32(s.transfers.len()) {
-		t := s.transfers.at(i)
+	prev := uint64(0)
+	s.transfers.each(func(t *P2PTransfer) {
+		w.uv(t.ID - prev)
+		prev = t.ID
 		w.uv(uint64(t.From))
 		w.uv(uint64(t.To))
 		w.uv(uint64(t.Asset))
@@ -39,10 +54,10 @@ func (p *Processor) appendP2P(w *wbuf) {
 		w.sv(t.ExecuteAt)
 		w.sv(t.DoneAt)
 		w.key(t.ReqID)
-	}
+	})
 }
 
-func (p *Processor) readP2P(r *rbuf) error {
+func (p *Processor) readP2P(r *rbuf, ver uint8) error {
 	s := &p.p2p
 	s.init()
 	s.nextID = UserID(r.uv())
@@ -50,6 +65,10 @@ func (p *Processor) readP2P(r *rbuf) error {
 	if n > MaxP2PUsers || n > uint64(len(r.b)) || s.nextID < P2PUserBase {
 		return ErrSnapshot
 	}
+	// sized once: growing these maps and the slice by doubling was half of a
+	// restore's time at 1M users (rehashing)
+	s.byHandle, s.byID = make(map[string]int32, n), make(map[UserID]int32, n)
+	s.users = slices.Grow(s.users, int(n))
 	for ; n > 0 && r.err == nil; n-- {
 		u := P2PUser{ID: UserID(r.uv())}
 		hl := r.uv()
@@ -59,9 +78,12 @@ func (p *Processor) readP2P(r *rbuf) error {
 		u.Handle = string(r.b[:hl])
 		r.b = r.b[hl:]
 		u.Asset, u.Initial, u.CreatedAt, u.Seq = AssetID(r.uv()), Units(r.sv()), r.sv(), Seq(r.uv())
+		if ver >= 5 {
+			u.forgot, u.forgotMax = r.uv(), r.uv()
+		}
 		_, dupH := s.byHandle[u.Handle]
 		_, dupID := s.byID[u.ID]
-		if r.err != nil || dupH || dupID || !ValidP2PHandle(u.Handle) || u.Initial < 0 ||
+		if r.err != nil || dupH || dupID || !ValidP2PHandle(u.Handle) || u.Initial < 0 || (u.forgot == 0) != (u.forgotMax == 0) ||
 			u.Asset == 0 || u.Asset > MaxAssets || !p.assets[u.Asset].configured || p.accountIdx(u.ID) < 0 {
 			return ErrSnapshot
 		}
@@ -70,13 +92,26 @@ func (p *Processor) readP2P(r *rbuf) error {
 		s.users = append(s.users, u)
 		p.assets[u.Asset].adjusted += u.Initial
 	}
+	last := uint64(0)
+	if ver >= 5 {
+		last = r.uv()
+	}
 	n = r.uv()
 	if n > MaxP2PTransfers || n > uint64(len(r.b)) {
 		return ErrSnapshot
 	}
+	s.byUser = make(map[UserID]*p2pHist, min(n, uint64(len(s.users))))
+	id := uint64(0)
 	for ; n > 0 && r.err == nil; n-- {
-		ti := int32(s.transfers.len())
-		t := P2PTransfer{ID: uint64(ti) + 1, From: UserID(r.uv()), To: UserID(r.uv()), Asset: AssetID(r.uv()),
+		step := uint64(1)
+		if ver >= 5 {
+			step = r.uv()
+		}
+		if step == 0 || id+step < id {
+			return ErrSnapshot
+		}
+		id += step
+		t := P2PTransfer{From: UserID(r.uv()), To: UserID(r.uv()), Asset: AssetID(r.uv()),
 			Amount: Units(r.sv()), Status: P2PStatus(r.u8()), Reason: Code(r.uv()), heapIdx: -1}
 		t.CreatedAt, t.ExecuteAt, t.DoneAt, t.ReqID = r.sv(), r.sv(), r.sv(), r.key()
 		_, okF := s.byID[t.From]
@@ -85,20 +120,35 @@ func (p *Processor) readP2P(r *rbuf) error {
 			t.Reason >= codeCount || t.Asset == 0 || t.Asset > MaxAssets || !p.assets[t.Asset].configured {
 			return ErrSnapshot
 		}
-		s.transfers.add(t)
+		tp := s.transfers.add(id, t)
 		if !t.ReqID.IsZero() {
 			k := p2pReq{t.From, t.ReqID}
 			if _, dup := s.reqs[k]; dup {
 				return ErrSnapshot
 			}
-			s.reqs[k] = t.ID
+			s.reqs[k] = id
 		}
 		if t.Status == P2PPending {
-			s.push(ti)
+			s.push(id)
 			s.pendingPer[t.From]++
+		} else {
+			s.done = append(s.done, id)
 		}
-		s.byUser[t.From] = append(s.byUser[t.From], ti)
-		s.byUser[t.To] = append(s.byUser[t.To], ti)
+		s.link(tp)
 	}
-	return r.err
+	if ver < 5 {
+		last = id
+	}
+	if r.err != nil || last < id {
+		return ErrSnapshot
+	}
+	s.transfers.last = last
+	slices.SortFunc(s.done, func(a, b uint64) int {
+		da, db := s.transfers.at(a).DoneAt, s.transfers.at(b).DoneAt
+		if da != db {
+			return cmp.Compare(da, db)
+		}
+		return cmp.Compare(a, b)
+	})
+	return nil
 }

@@ -45,7 +45,7 @@ func TestP2PStoreAcrossChunks(t *testing.T) {
 	if _, ok := p.P2PTransferByID(n + 1); ok {
 		t.Fatal("a transfer past the last")
 	}
-	if h, total := p.P2PHistory(to, 0, n+5, nil); len(h) != n || total != n || h[0].ID != n || h[n-1].ID != 1 {
+	if h, total, _ := p.P2PHistory(to, 0, n+5, nil); len(h) != n || total != n || h[0].ID != n || h[n-1].ID != 1 {
 		t.Fatalf("recipient history: %d of %d, want %d newest first", len(h), total, n)
 	}
 	cancelled := uint64(p2pChunk + 7)

@@ -370,14 +370,14 @@ func TestP2PHistory(t *testing.T) {
 		mine = append(mine, d.create(xfer(from, to, 1, "")))
 		d.create(xfer(b, c, 1, "")) // not alice's
 	}
-	page, total := d.p.P2PHistory(a, 2, 3, nil)
+	page, total, _ := d.p.P2PHistory(a, 2, 3, nil)
 	if total != 7 || len(page) != 3 || page[0].ID != mine[4] || page[2].ID != mine[2] {
 		t.Fatalf("page: total %d %+v", total, page)
 	}
-	if page, _ = d.p.P2PHistory(a, 6, 3, nil); len(page) != 1 || page[0].ID != mine[0] {
+	if page, _, _ = d.p.P2PHistory(a, 6, 3, nil); len(page) != 1 || page[0].ID != mine[0] {
 		t.Fatalf("last page %+v", page)
 	}
-	if page, _ = d.p.P2PHistory(a, 7, 3, nil); len(page) != 0 {
+	if page, _, _ = d.p.P2PHistory(a, 7, 3, nil); len(page) != 0 {
 		t.Fatal("past the end")
 	}
 }

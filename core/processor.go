@@ -185,6 +185,8 @@ func (p *Processor) dispatch(c *Command) Code {
 		return p.settle(c)
 	case KindArchive:
 		return p.archive(c)
+	case KindP2PForget:
+		return p.p2pForget(c)
 	}
 	return CodeUnknownCommand
 }
@@ -199,7 +201,7 @@ var haltedAllowed = [kindMax + 1]bool{
 	KindConfigAsset: true, KindConfigMarket: true, KindSpotDeposit: true, KindSpotWithdraw: true,
 	KindSpotRefund: true, KindAdjust: true, KindSetAccountStatus: true, KindHaltMarket: true,
 	KindTick: true, KindSnapshot: true, KindBreakerTrip: true, KindResumeCore: true, KindFault: true,
-	KindForgetOps: true, KindConfigBinary: true,
+	KindForgetOps: true, KindP2PForget: true, KindConfigBinary: true,
 }
 
 // emit appends an event stamped with the current command's seq and time.

@@ -1,6 +1,9 @@
 package core
 
-import "errors"
+import (
+	"errors"
+	"slices"
+)
 
 // ErrSnapshot is returned by Restore for a snapshot that does not decode or
 // whose structure is inconsistent (an order of an unknown account, a
@@ -8,7 +11,7 @@ import "errors"
 var ErrSnapshot = errors.New("core: invalid snapshot")
 
 // Restore builds a processor from a serialization made by AppendSnapshot
-// (version 4, or an older one: 3 from before binary market questions, 2
+// (version 5, or an older one: 4 from before the transfer retention, 3 from before binary market questions, 2
 // from before binary markets and p2p, 1 from before the breaker). It
 // rebuilds every index but checks no invariant: the state is restored exactly as it was stored,
 // drifted aggregates included, and the caller decides what to do about its
@@ -75,6 +78,11 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
+	orders := 0
+	for i := range ms {
+		orders += len(ms[i].sides[0]) + len(ms[i].sides[1])
+	}
+	p.pool.slots = slices.Grow(p.pool.slots, orders) // one allocation, not a doubling per power of two
 	for i := range ms {
 		if err := p.placeStaged(&ms[i], ver); err != nil {
 			return nil, err
@@ -92,7 +100,7 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 		return nil, err
 	}
 	if ver >= 3 {
-		if err := p.readP2P(&r); err != nil {
+		if err := p.readP2P(&r, ver); err != nil {
 			return nil, err
 		}
 	}
@@ -290,6 +298,7 @@ func (p *Processor) readAccounts(r *rbuf, ver uint8) ([]int32, error) {
 		return nil, ErrSnapshot
 	}
 	var open []int32
+	p.accounts = slices.Grow(p.accounts, int(n))
 	for ; n > 0 && r.err == nil; n-- {
 		u := UserID(r.uv())
 		if _, dup := p.userIdx.get(u); dup {

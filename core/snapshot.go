@@ -23,14 +23,15 @@ import (
 //	          binary head and positions: binary_snapshot.go
 //	accounts: count, then in creation order: id, status, openOrders, n, n x (asset, avail, frozen)
 //	ops:      count, then the live ones in insertion order: kind, key, user, asset, amount, code, flags
-//	p2p:      the transfer service (version 3, p2p_snapshot.go)
+//	p2p:      the transfer service (version 5, p2p_snapshot.go)
 //
 // Version 1 (before the breaker and the stored aggregates: a halted byte,
 // no totals, orders per side), version 2 (before binary markets and the
 // transfer service: no market kind byte, no p2p section) and version 3
-// (before binary market questions: a binary head without the question) are
-// still read (restore.go), never written.
-const SnapshotVersion = 4
+// (before binary market questions: a binary head without the question) and
+// version 4 (before the transfer service's retention: every transfer, ids
+// implicit) are still read (restore.go), never written.
+const SnapshotVersion = 5
 
 // AppendSnapshot appends the canonical serialization of the whole state to dst.
 func (p *Processor) AppendSnapshot(dst []byte) []byte {
@@ -174,7 +175,10 @@ func (w *wbuf) balance(asset AssetID, b Balance) {
 }
 
 // StateHash is the hex SHA-256 of the canonical serialization.
-func (p *Processor) StateHash() string {
-	sum := sha256.Sum256(p.AppendSnapshot(nil))
+func (p *Processor) StateHash() string { return StateHashOf(p.AppendSnapshot(nil)) }
+
+// StateHashOf is the state hash of a canonical serialization (AppendSnapshot's).
+func StateHashOf(state []byte) string {
+	sum := sha256.Sum256(state)
 	return hex.EncodeToString(sum[:])
 }

@@ -277,9 +277,12 @@ func (s *Server) orderHistory(q *HistoryQuery, st *reqState) *APIError {
 }
 
 // awaitArchive waits until the archive has persisted seq (bounded).
-func (s *Server) awaitArchive(seq core.Seq) *APIError {
+func (s *Server) awaitArchive(seq core.Seq) *APIError { return s.awaitSeq(s.archive.PersistedSeq, seq) }
+
+// awaitSeq waits until persisted() reaches seq (bounded by archiveWait).
+func (s *Server) awaitSeq(persisted func() core.Seq, seq core.Seq) *APIError {
 	deadline := time.Now().Add(s.archiveWait)
-	for s.archive.PersistedSeq() < seq {
+	for persisted() < seq {
 		if time.Now().After(deadline) {
 			return Unavailable(CodeServiceUnavailable, "older history is still being written to the archive; retry")
 		}

@@ -29,6 +29,20 @@ type P2PConfig struct {
 	Asset core.AssetID  // the service's asset; its scale is the API's decimals
 	Scale uint8         // the asset's scale (USD: 2)
 	Hold  time.Duration // the cancel window: executeAt = createdAt + Hold
+	// Archive, if set, answers the history pages that reach transfers the
+	// core forgot (RunP2PRetention); without it nothing is ever forgotten,
+	// so the core answers every page.
+	Archive P2PArchive
+}
+
+// P2PArchive is the sink's copy of the transfers (p2p_transfers), which
+// holds every transfer the core forgot.
+type P2PArchive interface {
+	// PersistedSeq is the last seq whose effects the archive holds.
+	PersistedSeq() core.Seq
+	// P2PTransfers calls each with the transfers of the user with handle,
+	// newest first, skipping the newest offset, at most limit.
+	P2PTransfers(handle string, offset, limit int, each func(t core.P2PTransfer, from, to string)) error
 }
 
 // The spec's error codes produced at the edge (the core's share its strings).

@@ -153,7 +153,8 @@ func (s *Server) listP2PTransfers(ctx *fasthttp.RequestCtx, st *reqState) *APIEr
 		from, to string
 	}
 	var rows []row
-	total := 0
+	total, held := 0, true
+	var viewSeq core.Seq
 	var aerr *APIError
 	if err := s.backend.Read(func(p *core.Processor, _ *History) error {
 		u, ok, e := ownHandle(p, st.claims, h)
@@ -162,7 +163,8 @@ func (s *Server) listP2PTransfers(ctx *fasthttp.RequestCtx, st *reqState) *APIEr
 			return nil
 		}
 		var ts []core.P2PTransfer
-		ts, total = p.P2PHistory(u.ID, (page-1)*size, size, nil)
+		ts, total, held = p.P2PHistory(u.ID, (page-1)*size, size, nil)
+		viewSeq = p.LastSeq()
 		for _, t := range ts {
 			f, _ := p.P2PUserByID(t.From)
 			to, _ := p.P2PUserByID(t.To)
@@ -174,6 +176,21 @@ func (s *Server) listP2PTransfers(ctx *fasthttp.RequestCtx, st *reqState) *APIEr
 	}
 	if aerr != nil {
 		return aerr
+	}
+	if !held { // the page reaches transfers the core forgot: all of it from the archive, once it has caught up with the view
+		arch := s.p2p.Archive
+		if arch == nil {
+			return Unavailable(CodeServiceUnavailable, "older transfers are not available")
+		}
+		if err := s.awaitSeq(arch.PersistedSeq, viewSeq); err != nil {
+			return err
+		}
+		if err := arch.P2PTransfers(string(h), (page-1)*size, size, func(t core.P2PTransfer, from, to string) {
+			rows = append(rows, row{t, from, to})
+		}); err != nil {
+			s.log.Error("gateway: transfer history archive", "err", err)
+			return Unavailable(CodeServiceUnavailable, "the transfer archive is unavailable; retry")
+		}
 	}
 	sc := s.p2p.Scale
 	o := append(st.out[:0], `{"content":[`...)

@@ -29,6 +29,10 @@ const (
 	// before each check: nothing waits for the check, but every command is
 	// applied once more.
 	CheckOnFollower
+	// CheckOnState checks the state follower's replica (state.go), the one
+	// that writes the snapshots: nothing waits for the check, and no
+	// replica is added.
+	CheckOnState
 )
 
 // CheckerConfig configures RunChecker.
@@ -51,7 +55,9 @@ func (pl *Pipeline) RunChecker(ctx context.Context, cfg CheckerConfig) error {
 		return fmt.Errorf("journal: check interval %v", cfg.Interval)
 	}
 	check := pl.checkView
-	if cfg.Replica == CheckOnFollower {
+	if cfg.Replica == CheckOnState {
+		check = pl.checkState
+	} else if cfg.Replica == CheckOnFollower {
 		f, err := pl.NewFollower(pl.DurableSeq() + 1)
 		if err != nil {
 			return err

@@ -52,8 +52,15 @@ type Config struct {
 	KeepSnapshots int    // DefaultKeepSnapshots if 0
 	SegmentSize   int    // WAL segment size; the WAL default if 0
 	NoSync        bool   // tests and benchmarks of the non-durable path only
-	Core          core.Config
-	Logger        *slog.Logger
+	// NoSnapshots runs no state follower (state.go): no periodic snapshot,
+	// no CheckOnState, no StateHashAt; the poison-rebuild base stays the
+	// start's state. Benchmarks' baseline only ("snapshots off").
+	NoSnapshots bool
+	// MeasureApply times every command on the processor (MaxApply): a
+	// benchmark's measure of the processor's longest pause.
+	MeasureApply bool
+	Core         core.Config
+	Logger       *slog.Logger
 	// Now returns unix nanoseconds; time.Now by default. Called once per
 	// command at sequencing.
 	Now func() int64
@@ -137,7 +144,7 @@ type Pipeline struct {
 	snaps *SnapshotStore
 
 	proc     *core.Processor            // owned by the processor goroutine after Start
-	baseSnap []byte                     // serialized state at lastSnap (or at start): the poison-rebuild base; processor goroutine
+	baseSnap atomic.Pointer[[]byte]     // serialized state at the last snapshot (or at start): the poison-rebuild base; written by the state follower
 	poisoned map[core.Seq]core.Rollback // commands discarded instead of applied; processor goroutine
 
 	recovery   RecoveryReport // what the start-up recovery found; immutable after Start
@@ -150,12 +157,11 @@ type Pipeline struct {
 	viewMu  sync.RWMutex
 	viewSeq core.Seq // seq the view reflects; guarded by viewMu
 
-	durable  atomic.Uint64 // highest seq fsynced in the WAL
-	jDone    atomic.Bool   // the journaler has stopped: durable will not grow
-	durWait  waiter        // woken when durable grows or the journaler stops
-	pendSnap bool          // an explicit snapshot request waits for the writer; processor goroutine
-	applied  atomic.Uint64 // highest seq applied by the processor
-	acked    atomic.Uint64 // highest seq released
+	durable atomic.Uint64 // highest seq fsynced in the WAL
+	jDone   atomic.Bool   // the journaler has stopped: durable will not grow
+	durWait waiter        // woken when durable grows or the journaler stops
+	applied atomic.Uint64 // highest seq applied by the processor
+	acked   atomic.Uint64 // highest seq released
 	// release's hand-over: relBusy is held by the one goroutine releasing;
 	// relPending asks it for another pass; relNext (the next ring seq to
 	// release) and rst's view belong to the relBusy holder.
@@ -166,16 +172,17 @@ type Pipeline struct {
 	dead       chan struct{} // closed when the pipeline stops (close or failure)
 	deadOnce   sync.Once
 
-	snapJobs   chan snapJob
-	snapDoneCh chan struct{} // closed when the snapshotter exits
-	lastSnap   core.Seq      // processor goroutine only
+	// The state follower (state.go): a replica of its own that writes the
+	// snapshots and answers checks and state hashes off the processor.
+	stateReqs  chan stateReq
+	stateStop  context.CancelFunc
+	stateCtx   context.Context
+	snapDoneCh chan struct{} // closed when the state follower exits
+	lastSnap   core.Seq      // the state follower's; read by Close after snapDoneCh
+	state      stateStats
+	maxApply   atomic.Int64 // ns, with Config.MeasureApply
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
-}
-
-type snapJob struct {
-	seq  core.Seq
-	data []byte
 }
 
 // Start recovers the state in cfg.Dir (snapshot + WAL replay + full invariant
@@ -225,14 +232,34 @@ func Start(cfg Config) (*Pipeline, error) {
 	}
 	pl := &Pipeline{cfg: cfg, log: cfg.Logger, ring: r, wal: rec.WAL, snaps: rec.Snapshots,
 		proc: rec.Proc, poisoned: rec.Poisoned, base: rec.Proc.LastSeq(), lastSnap: rec.SnapshotSeq,
-		dead: make(chan struct{}), snapJobs: make(chan snapJob, 2)}
-	pl.baseSnap = rec.Proc.AppendSnapshot(nil)
+		dead: make(chan struct{}), stateReqs: make(chan stateReq)}
+	base := rec.State // serialized once, by the recovery (its state hash)
+	rec.State = nil
+	pl.baseSnap.Store(&base)
 	pl.durWait.init()
 	pl.jst = r.NewStage()
 	pl.pst = r.NewStage()
+	// The state follower's replica is restored beside the read view's (two
+	// copies of the recovered state, in parallel: start-up time at scale).
+	var sf *Follower
+	sfErr := make(chan error, 1)
+	if cfg.NoSnapshots {
+		sfErr <- nil
+	} else {
+		go func() {
+			t := time.Now()
+			var err error
+			sf, err = pl.newStateFollower(base)
+			cfg.Logger.Info("journal: start: state follower's replica restored", "took", time.Since(t))
+			sfErr <- err
+		}()
+	}
 	if cfg.ReadView {
-		view, err := core.Restore(cfg.Core, pl.baseSnap)
+		t := time.Now()
+		view, err := core.Restore(cfg.Core, base)
+		cfg.Logger.Info("journal: start: read view's replica restored", "took", time.Since(t))
 		if err != nil {
+			<-sfErr
 			rec.WAL.Close()
 			return nil, fmt.Errorf("journal: read view: %w", err)
 		}
@@ -241,6 +268,10 @@ func Start(cfg Config) (*Pipeline, error) {
 		pl.rst = r.NewStage(pl.jst, pl.vst)
 	} else {
 		pl.rst = r.NewStage(pl.jst, pl.pst)
+	}
+	if err := <-sfErr; err != nil {
+		rec.WAL.Close()
+		return nil, err
 	}
 	pl.recovery = RecoveryReport{Duration: rec.Duration, MarketCheck: rec.MarketCheck, Open: rec.Open,
 		Contained: rec.Contained, Skipped: rec.Skipped, SnapshotSeq: rec.SnapshotSeq, Seq: rec.Proc.LastSeq()}
@@ -256,8 +287,13 @@ func Start(cfg Config) (*Pipeline, error) {
 		pl.wg.Add(1)
 		go pl.viewer()
 	}
+	pl.stateCtx, pl.stateStop = context.WithCancel(context.Background())
 	pl.snapDoneCh = make(chan struct{})
-	go pl.snapshotter()
+	if sf == nil {
+		close(pl.snapDoneCh)
+	} else {
+		go pl.stateFollower(sf)
+	}
 	if err := pl.tripRecovered(rec); err != nil {
 		_ = pl.Close()
 		return nil, err
@@ -398,7 +434,7 @@ func (pl *Pipeline) Close() error {
 	pl.closeOnce.Do(func() {
 		pl.ring.Close()
 		pl.wg.Wait()
-		close(pl.snapJobs)
+		pl.stateStop()
 		<-pl.snapDoneCh
 		if pl.Err() == nil && pl.proc.LastSeq() > pl.lastSnap && pl.DurableSeq() >= pl.proc.LastSeq() {
 			err = pl.snaps.Write(uint64(pl.proc.LastSeq()), pl.proc.AppendSnapshot(nil))

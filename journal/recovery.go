@@ -43,6 +43,9 @@ type Recovered struct {
 	Replayed    uint64                     // commands replayed from the WAL
 	Poisoned    map[core.Seq]core.Rollback // commands discarded instead of applied (poison, or a failed per-command check)
 	StateHash   string
+	// State is the recovered state's canonical serialization (what
+	// StateHash hashes): the base Pipeline restores its replicas from.
+	State []byte
 	// Open are the violations of the recovered state that nothing halts yet
 	// (the base and the WAL reproduce them): the caller starts each such
 	// market HALTED, or the core for balance-level ones, with reason
@@ -124,12 +127,15 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 	}
 	var emitted core.Seq
 	for {
+		tb := time.Now()
 		proc, snapSeq, skipped, err := loadBase(snaps, w, rc, upTo)
 		if err != nil {
 			w.Close()
 			return nil, err
 		}
 		out.SnapshotSeq, out.Skipped = snapSeq, skipped
+		rc.Logger.Info("journal: recovery: base loaded", "snapshot_seq", snapSeq, "took", time.Since(tb),
+			"replaying_to", upTo) // start-up progress (issue 39)
 		if emitted < snapSeq {
 			emitted = snapSeq
 		}
@@ -151,6 +157,7 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 			return nil, perr
 		}
 		out.Proc, out.Replayed = proc, n
+		rc.Logger.Info("journal: recovery: WAL replayed; full check next", "replayed", n, "took", time.Since(tb))
 		break
 	}
 	out.MarketCheck = map[core.MarketID]time.Duration{}
@@ -169,7 +176,8 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 		logging.Critical(context.Background(), rc.Logger, "journal: recovered state holds invariant violations under halts in force; operator action needed",
 			"violations", describeViolations(out.Contained), "core_halted", out.Proc.Halted())
 	}
-	out.StateHash = out.Proc.StateHash()
+	out.State = out.Proc.AppendSnapshot(nil)
+	out.StateHash = core.StateHashOf(out.State)
 	out.Duration = time.Since(start)
 	rc.Logger.Info("journal: recovered", "seq", out.Proc.LastSeq(), "snapshot_seq", out.SnapshotSeq,
 		"replayed", out.Replayed, "state_hash", out.StateHash, "duration", out.Duration.String())

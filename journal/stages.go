@@ -118,7 +118,16 @@ func (pl *Pipeline) processor() {
 				pl.releaseApplied()
 			}
 			slot := pl.ring.Slot(s)
+			var t0 int64
+			if pl.cfg.MeasureApply {
+				t0 = nanotime()
+			}
 			evs, discard := pl.applySafe(&slot.Cmd)
+			if pl.cfg.MeasureApply {
+				if d := nanotime() - t0; d > pl.maxApply.Load() {
+					pl.maxApply.Store(d)
+				}
+			}
 			slot.Discard = discard
 			if evs == nil { // a discarded command whose rebuild failed: the pipeline has failed
 				if s > next {
@@ -137,13 +146,6 @@ func (pl *Pipeline) processor() {
 					r.Events = append(r.Events[:0], evs...)
 				}
 			}
-			seq := slot.Cmd.Seq
-			if slot.Cmd.Kind == core.KindSnapshot {
-				pl.pendSnap = true
-			}
-			if pl.pendSnap || uint64(seq-pl.lastSnap) >= pl.cfg.SnapshotEvery {
-				pl.takeSnapshot(seq)
-			}
 		}
 		pl.applied.Store(uint64(pl.base) + uint64(hi))
 		pl.pst.Commit(hi)
@@ -157,26 +159,6 @@ func (pl *Pipeline) processor() {
 func (pl *Pipeline) releaseApplied() {
 	if pl.vst == nil {
 		pl.release()
-	}
-}
-
-// takeSnapshot serializes the state on the processor goroutine and hands it
-// to the snapshot writer, which writes it only once seq is durable (a
-// snapshot must never cover a command the WAL could still lose).
-func (pl *Pipeline) takeSnapshot(seq core.Seq) {
-	if len(pl.snapJobs) == cap(pl.snapJobs) {
-		return // the writer is busy: do not serialize a state that would be thrown away (retried at the next command)
-	}
-	// Sized from the last snapshot: growing a fresh buffer by doubling
-	// would copy it several times and fault in twice its size, on the
-	// processor goroutine.
-	data := pl.proc.AppendSnapshot(make([]byte, 0, len(pl.baseSnap)+len(pl.baseSnap)/4+4096))
-	select {
-	case pl.snapJobs <- snapJob{seq: seq, data: data}:
-		pl.lastSnap = seq
-		pl.baseSnap = data // the writer only reads it
-		pl.pendSnap = false
-	default: // the writer is busy: try again at the next command (pendSnap keeps an explicit request)
 	}
 }
 
@@ -212,7 +194,7 @@ func (pl *Pipeline) discard(c *core.Command, rb core.Rollback, cause any) []core
 		return nil // the state is unusable; a restart recovers from disk
 	}
 	pl.poisoned[c.Seq] = rb
-	proc, err := rebuild(pl.baseSnap, pl.wal, pl.cfg.Core, c.Seq-1, pl.poisoned)
+	proc, err := rebuild(*pl.baseSnap.Load(), pl.wal, pl.cfg.Core, c.Seq-1, pl.poisoned)
 	if err != nil {
 		pl.fail(fmt.Errorf("journal: rebuild after the discarded command at seq %d: %w", c.Seq, err))
 		return nil // the state is unusable; a restart recovers from disk
@@ -256,55 +238,6 @@ func (pl *Pipeline) release() {
 			pl.relNext = hi + 1
 		}
 		pl.relBusy.Store(false)
-	}
-}
-
-// snapshotter writes snapshots once durable, prunes old ones, and asks the
-// journaler to truncate the WAL behind the oldest kept snapshot (never past
-// Config.TruncateLimit).
-func (pl *Pipeline) snapshotter() {
-	defer close(pl.snapDoneCh)
-	for job := range pl.snapJobs {
-		if err := pl.waitDurable(job.seq); err != nil {
-			// The journaler stopped below job.seq (failure, or a command
-			// applied after the journaler drained at Close): never write a
-			// snapshot the WAL does not cover. Drain the channel and exit.
-			for range pl.snapJobs {
-			}
-			return
-		}
-		if err := pl.snaps.Write(uint64(job.seq), job.data); err != nil {
-			pl.log.Error("journal: snapshot write failed", "seq", job.seq, "err", err)
-			continue
-		}
-		pl.log.Info("journal: snapshot written", "seq", job.seq, "bytes", len(job.data))
-		// A downstream consumer (TruncateLimit) pins the newest snapshot at
-		// or below its seq and the WAL after that snapshot; 0 means its seq
-		// is not known yet (e.g. Postgres unreachable since the start):
-		// then nothing is pruned or truncated.
-		var pin uint64
-		if pl.cfg.TruncateLimit != nil {
-			if pin = uint64(pl.cfg.TruncateLimit()); pin == 0 {
-				continue
-			}
-		}
-		oldest, pinned, err := pl.snaps.PruneKeeping(pl.cfg.KeepSnapshots, pin)
-		if err != nil {
-			pl.log.Warn("journal: snapshot prune failed", "err", err)
-			continue
-		}
-		limit := oldest
-		if pin > 0 {
-			limit = min(limit, pinned) // 0 if no snapshot <= pin: the consumer needs the WAL from the start
-		}
-		if t := limit + 1; limit > 0 && t <= pl.wal.LastSeq() {
-			// Here, not on the journaler: TruncateFront waits for running
-			// WAL iterations (a follower's replay), which must never stall
-			// the group commit.
-			if err := pl.wal.TruncateFront(t); err != nil {
-				pl.log.Warn("journal: front truncation failed", "seq", t, "err", err)
-			}
-		}
 	}
 }
 

@@ -3,7 +3,6 @@ package persist
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -20,10 +19,17 @@ import (
 //	EvP2PUser                 user_balances row; a 'charge' balance_changes row for an initial credit
 //	EvP2PTransfer PENDING     p2p_transfers row (a repeated requestId writes nothing)
 //	EvP2PTransfer COMPLETED   status, completed_at; transfer_out + transfer_in balance_changes
-//	                          with before/after; both user_balances rows
+//	                          with before/after
 //	EvP2PTransfer CANCELLED   status, cancelled_at
 //	EvP2PTransfer DEBIT_FAILED status, failure_reason
+//	EvBalance                 of a transfer-service user in its asset, from any command (a
+//	                          transfer, a trade, an adjustment, a deposit): user_balances.balance
+//	                          moves by it (available + held), version + 1 (issue 39: the row
+//	                          never lags the core)
 //
+// Which users have a user_balances row, and in which asset, is cached
+// (known): read once per user id from user_balances, an id without a row
+// cached as "not a transfer-service user" (0) until an EvP2PUser for it.
 
 // Within a batch the changes are collapsed as the orders' are: a transfer
 // created and finished in the batch is one inserted row, an older one one
@@ -68,7 +74,12 @@ type p2pChangeRow struct {
 }
 
 type p2pBalance struct {
-	balance, at, seq, n int64
+	delta, at, seq, n int64 // the batch's change of available + held, the last change's time and seq, how many
+}
+
+type p2pBalKey struct {
+	user  core.UserID
+	asset core.AssetID
 }
 
 // p2pRows collects a batch's p2p changes. handles survives the batches.
@@ -78,33 +89,38 @@ type p2pRows struct {
 	xfers   []p2pXferRow
 	xferIdx map[int64]int
 	changes []p2pChangeRow
-	bals    map[core.UserID]*p2pBalance // users created before the batch
-	balIDs  []core.UserID               // bals' keys in first-change order
+	bals    map[p2pBalKey]*p2pBalance // balance changes of users not created in the batch (maybe not users at all)
+	balIDs  []p2pBalKey               // bals' keys in first-change order
 	handles map[core.UserID]string
+	known   map[core.UserID]core.AssetID // a user's asset; 0 = no user_balances row (see above)
+	balRows int                          // user_balances rows the batch updates (writeP2P)
 }
 
 func (p *p2pRows) reset() {
 	if p.userIdx == nil {
-		p.userIdx, p.xferIdx, p.bals, p.handles = map[core.UserID]int{}, map[int64]int{}, map[core.UserID]*p2pBalance{}, map[core.UserID]string{}
+		p.userIdx, p.xferIdx, p.bals, p.handles = map[core.UserID]int{}, map[int64]int{}, map[p2pBalKey]*p2pBalance{}, map[core.UserID]string{}
+		p.known = map[core.UserID]core.AssetID{}
 	}
-	p.users, p.xfers, p.changes, p.balIDs = p.users[:0], p.xfers[:0], p.changes[:0], p.balIDs[:0]
+	p.users, p.xfers, p.changes, p.balIDs, p.balRows = p.users[:0], p.xfers[:0], p.changes[:0], p.balIDs[:0], 0
 	clear(p.userIdx)
 	clear(p.xferIdx)
 	clear(p.bals)
 }
 
-// rows is how many rows the batch writes.
-func (p *p2pRows) rows() int { return len(p.users) + len(p.xfers) + len(p.changes) + len(p.balIDs) }
+// rows is how many rows the batch writes (the user_balances updates once
+// writeP2P has told the service's users from the others).
+func (p *p2pRows) rows() int { return len(p.users) + len(p.xfers) + len(p.changes) + p.balRows }
 
-// add records the p2p events of one command.
+// add records the p2p events of one command, and the balance changes that
+// may be a transfer-service user's.
 func (p *p2pRows) add(c *core.Command, evs []core.Event) {
-	if c.Kind < core.KindP2PCreateUser || c.Kind > core.KindP2PTick {
-		return
-	}
 	for i := range evs {
 		e := &evs[i]
 		switch {
+		case e.Kind == core.EvBalance:
+			p.balance(e)
 		case e.Kind == core.EvP2PUser:
+			p.known[e.User] = e.Asset
 			p.handles[e.User] = textSafe(c.Text)
 			p.userIdx[e.User] = len(p.users)
 			p.users = append(p.users, p2pUserRow{handle: textSafe(c.Text), id: e.User, asset: int32(e.Asset),
@@ -145,8 +161,6 @@ func (p *p2pRows) transfer(e *core.Event) {
 				before: int64(e.Fee) + amt, after: int64(e.Fee), seq: int64(e.Seq)},
 			p2pChangeRow{ext: id, typ: "transfer_in", user: e.OtherUser, amount: amt, related: true, at: e.Time,
 				before: int64(e.Fee2) - amt, after: int64(e.Fee2), seq: int64(e.Seq)})
-		p.balance(e.User, int64(e.Fee), e)
-		p.balance(e.OtherUser, int64(e.Fee2), e)
 	case core.P2PCancelled:
 		x.cancelled = e.Time
 	case core.P2PDebitFailed:
@@ -154,21 +168,34 @@ func (p *p2pRows) transfer(e *core.Event) {
 	}
 }
 
-// balance records user u's balance after event e.
-func (p *p2pRows) balance(u core.UserID, v int64, e *core.Event) {
-	if i, ok := p.userIdx[u]; ok {
+// balance records balance event e if its user may be a transfer-service
+// user in e's asset: on the user's row when it was created in the batch
+// (changes before its creation are in the row's initial balance), else in
+// bals, resolved against user_balances when the batch is written.
+func (p *p2pRows) balance(e *core.Event) {
+	d := int64(e.DAvail + e.DFrozen)
+	if d == 0 {
+		return // a hold or its release: available + held unchanged
+	}
+	if a, ok := p.known[e.User]; ok && a != e.Asset {
+		return // not a user of the service, or another asset
+	}
+	if i, ok := p.userIdx[e.User]; ok {
 		r := &p.users[i]
-		r.balance, r.updatedAt, r.updatedSeq = v, e.Time, int64(e.Seq)
+		r.balance += d
+		r.updatedAt, r.updatedSeq = e.Time, int64(e.Seq)
 		r.version++
 		return
 	}
-	b := p.bals[u]
+	k := p2pBalKey{e.User, e.Asset}
+	b := p.bals[k]
 	if b == nil {
 		b = &p2pBalance{}
-		p.bals[u] = b
-		p.balIDs = append(p.balIDs, u)
+		p.bals[k] = b
+		p.balIDs = append(p.balIDs, k)
 	}
-	b.balance, b.at, b.seq = v, e.Time, int64(e.Seq)
+	b.delta += d
+	b.at, b.seq = e.Time, int64(e.Seq)
 	b.n++
 }
 
@@ -190,19 +217,19 @@ const (
 FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::timestamptz[], $7::bigint[])
 	AS u(id, status, completed_at, cancelled_at, failure_reason, at, seq)
 WHERE t.id = u.id`
-	updateP2PBalancesSQL = `UPDATE user_balances AS b SET balance = u.balance, updated_at = u.at, updated_seq = u.seq,
+	updateP2PBalancesSQL = `UPDATE user_balances AS b SET balance = b.balance + u.delta, updated_at = u.at, updated_seq = u.seq,
 	version = b.version + u.n
-FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bigint[], $5::bigint[]) AS u(id, balance, at, seq, n)
+FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bigint[], $5::bigint[]) AS u(id, delta, at, seq, n)
 WHERE b.id = u.id`
-	p2pHandlesSQL = `SELECT id, user_id FROM user_balances WHERE id = ANY($1)`
+	p2pHandlesSQL = `SELECT id, user_id, asset FROM user_balances WHERE id = ANY($1)`
 )
 
 // writeP2P writes the batch's p2p rows in tx.
 func writeP2P(ctx context.Context, tx pgx.Tx, p *p2pRows, cb *copyBuf) error {
-	if p.rows() == 0 {
+	if p.rows() == 0 && len(p.balIDs) == 0 {
 		return nil
 	}
-	if err := p.loadHandles(ctx, tx); err != nil {
+	if err := p.loadUsers(ctx, tx); err != nil {
 		return err
 	}
 	cb.reset()
@@ -305,14 +332,22 @@ func writeP2P(ctx context.Context, tx pgx.Tx, p *p2pRows, cb *copyBuf) error {
 	if err := cb.send(ctx, tx, "balance_changes", copyP2PChangesSQL); err != nil {
 		return err
 	}
-	if n := len(p.balIDs); n > 0 {
-		ids, bal, seq, cnt := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		at := make([]time.Time, n)
-		for i, u := range p.balIDs {
-			b := p.bals[u]
-			ids[i], bal[i], seq[i], cnt[i], at[i] = int64(u), b.balance, b.seq, b.n, time.Unix(0, b.at).UTC()
+	var upd2 struct {
+		id, delta, seq, n []int64
+		at                []time.Time
+	}
+	for _, k := range p.balIDs {
+		if _, inBatch := p.userIdx[k.user]; inBatch || p.known[k.user] != k.asset {
+			continue // before its creation (in its initial balance), or not a user of the service in that asset
 		}
-		tag, err := tx.Exec(ctx, updateP2PBalancesSQL, ids, bal, at, seq, cnt)
+		b := p.bals[k]
+		upd2.id, upd2.delta, upd2.seq, upd2.n = append(upd2.id, int64(k.user)), append(upd2.delta, b.delta),
+			append(upd2.seq, b.seq), append(upd2.n, b.n)
+		upd2.at = append(upd2.at, time.Unix(0, b.at).UTC())
+	}
+	p.balRows = len(upd2.id)
+	if n := len(upd2.id); n > 0 {
+		tag, err := tx.Exec(ctx, updateP2PBalancesSQL, upd2.id, upd2.delta, upd2.at, upd2.seq, upd2.n)
 		if err != nil {
 			return fmt.Errorf("persist: update %d user_balances: %w", n, err)
 		}
@@ -323,43 +358,64 @@ func writeP2P(ctx context.Context, tx pgx.Tx, p *p2pRows, cb *copyBuf) error {
 	return nil
 }
 
-// loadHandles reads the handles of the batch's users missing from the cache.
-func (p *p2pRows) loadHandles(ctx context.Context, tx pgx.Tx) error {
-	var missing []int64
+// loadUsers reads from user_balances the handles of the batch's users
+// missing from the cache, and whether the users whose balances changed
+// are the service's (and in which asset), once per user id.
+func (p *p2pRows) loadUsers(ctx context.Context, tx pgx.Tx) error {
+	var missing, handles []int64
+	seen := map[core.UserID]bool{}
 	need := func(u core.UserID) {
-		if _, ok := p.handles[u]; !ok && !slices.Contains(missing, int64(u)) {
+		if !seen[u] {
+			seen[u] = true
 			missing = append(missing, int64(u))
+		}
+	}
+	needHandle := func(u core.UserID) {
+		if _, ok := p.handles[u]; !ok {
+			need(u)
+			handles = append(handles, int64(u))
 		}
 	}
 	for i := range p.xfers {
 		if x := &p.xfers[i]; x.isNew {
-			need(x.from)
-			need(x.to)
+			needHandle(x.from)
+			needHandle(x.to)
 		}
 	}
 	for i := range p.changes {
-		need(p.changes[i].user)
+		needHandle(p.changes[i].user)
+	}
+	for _, k := range p.balIDs {
+		if _, ok := p.known[k.user]; !ok {
+			need(k.user)
+		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
 	rows, err := tx.Query(ctx, p2pHandlesSQL, missing)
 	if err != nil {
-		return fmt.Errorf("persist: read p2p handles: %w", err)
+		return fmt.Errorf("persist: read p2p users: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
 		var h string
-		if err := rows.Scan(&id, &h); err != nil {
+		var a int32
+		if err := rows.Scan(&id, &h, &a); err != nil {
 			return err
 		}
-		p.handles[core.UserID(id)] = h
+		p.handles[core.UserID(id)], p.known[core.UserID(id)] = h, core.AssetID(a)
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
 	for _, u := range missing {
+		if _, ok := p.known[core.UserID(u)]; !ok {
+			p.known[core.UserID(u)] = 0 // no row: not a user of the service (until an EvP2PUser)
+		}
+	}
+	for _, u := range handles {
 		if _, ok := p.handles[core.UserID(u)]; !ok {
 			return fmt.Errorf("persist: user %d has a transfer but no user_balances row", u)
 		}

@@ -116,3 +116,60 @@ func dumpP2P(t *testing.T, pool *pgxpool.Pool) map[string][]string {
 		"p2p_transfers":   dumpTable(t, pool, "p2p_transfers", "id"),
 	}
 }
+
+// TestSinkP2PBalancesFollowEveryChange (issue 39): user_balances follows
+// every change of a transfer-service user's balance in its asset — a
+// trade, a deposit, an adjustment, a transfer, and a deposit made to its id
+// before the user existed (in the initial balance, not counted twice) —
+// and ignores other assets and other users, for every batch size.
+func TestSinkP2PBalancesFollowEveryChange(t *testing.T) {
+	r := newRecorder(t)
+	const alice, bob, mm core.UserID = 11, 12, 14
+	r.ok(core.Command{Kind: core.KindSpotDeposit, User: bob, Asset: usdt, Amount: 700, Key: key("pre-bob")}) // before bob is a user
+	r.ok(core.Command{Kind: core.KindP2PCreateUser, User: alice, Text: "alice", Asset: usdt, Amount: 1_000 * oneUSDT})
+	r.ok(core.Command{Kind: core.KindP2PCreateUser, User: bob, Text: "bob", Asset: usdt})
+	r.ok(core.Command{Kind: core.KindSpotDeposit, User: mm, Asset: btc, Amount: 10 * oneBTC, Key: key("mm")})
+	r.ok(limit(mm, core.Sell, core.GTC, 20_000*oneUSDT, oneBTC/100, ""))   // rests
+	r.ok(limit(alice, core.Buy, core.GTC, 20_000*oneUSDT, oneBTC/100, "")) // alice pays 200 USDT + fee
+	r.ok(core.Command{Kind: core.KindSpotDeposit, User: alice, Asset: usdt, Amount: 5 * oneUSDT, Key: key("d1")})
+	r.ok(core.Command{Kind: core.KindSpotDeposit, User: alice, Asset: btc, Amount: oneBTC, Key: key("d2")}) // another asset
+	r.ok(core.Command{Kind: core.KindAdjust, User: bob, Asset: usdt, Amount: 300, Key: key("adj")})
+	r.ok(core.Command{Kind: core.KindP2PTransfer, User: alice, OrderID: core.OrderID(bob), Asset: usdt, Amount: 42})
+	r.ok(core.Command{Kind: core.KindP2PTick})
+	r.ok(limit(alice, core.Buy, core.GTC, 10_000*oneUSDT, oneBTC/100, "")) // rests: a hold, the balance unchanged
+	if tr, _ := r.p.P2PTransferByID(1); tr.Status != core.P2PCompleted {
+		t.Fatalf("transfer %v", tr.Status)
+	}
+	want := func(u core.UserID) int64 { b := r.p.BalanceOf(u, usdt); return int64(b.Avail + b.Frozen) }
+	_, pool := migratedDB(t)
+	ctx := context.Background()
+	for _, size := range []int{1, 2, len(r.recs)} {
+		resetTables(t, pool)
+		if _, err := pool.Exec(ctx, `TRUNCATE user_balances, balance_changes, p2p_transfers RESTART IDENTITY`); err != nil {
+			t.Fatal(err)
+		}
+		sink := NewSink(pool, Options{})
+		for i := 0; i < len(r.recs); i += size {
+			if err := sink.WriteBatch(ctx, r.recs[i:min(i+size, len(r.recs))]); err != nil {
+				t.Fatalf("batch size %d at %d: %v", size, i, err)
+			}
+		}
+		for _, u := range []core.UserID{alice, bob} {
+			var bal, version int64
+			if err := pool.QueryRow(ctx, `SELECT balance, version FROM user_balances WHERE id = $1`, int64(u)).Scan(&bal, &version); err != nil {
+				t.Fatal(err)
+			}
+			if bal != want(u) {
+				t.Fatalf("batch size %d: user %d balance %d, the core's %d", size, u, bal, want(u))
+			}
+			// alice: the trade, the deposit, the transfer; bob: the adjustment, the transfer
+			if wantV := map[core.UserID]int64{alice: 3, bob: 2}[u]; version != wantV {
+				t.Fatalf("batch size %d: user %d version %d, want %d", size, u, version, wantV)
+			}
+		}
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM user_balances`).Scan(&n); err != nil || n != 2 {
+			t.Fatalf("user_balances rows %d (%v): only the service's users", n, err)
+		}
+	}
+}

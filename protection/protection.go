@@ -108,7 +108,7 @@ func (p *Protection) marketName(id core.MarketID) string {
 // runChecker runs the periodic full check until ctx ends; it stops the
 // server only if the pipeline does.
 func (p *Protection) runChecker(ctx context.Context, pl *journal.Pipeline, interval time.Duration) {
-	err := pl.RunChecker(ctx, journal.CheckerConfig{Interval: interval, Replica: journal.CheckOnView,
+	err := pl.RunChecker(ctx, journal.CheckerConfig{Interval: interval, Replica: journal.CheckOnState,
 		OnCheck: func(d time.Duration, _ core.Seq, open []core.Violation) {
 			p.checkTime.Observe(d.Seconds())
 			p.violations.Add(float64(len(open)))

@@ -63,3 +63,69 @@ func compareCheck(cfg bench.PipelineConfig, rounds int, stdout, stderr io.Writer
 	}
 	return exitOK
 }
+
+// compareState runs the pipeline scenario rounds times with snapshots and
+// the periodic check off (no state follower) and on (the state follower
+// writing a snapshot every cfg.Journal.SnapshotEvery commands and checking
+// every cfg.Check.Interval), interleaved, each in a fresh subdir, and prints
+// every run and the medians of the processor's longest pause, the ack
+// percentiles and the throughput, with their on/off ratios (issue 39 item 3).
+// Open loop with --rate, closed loop without.
+func compareState(cfg bench.PipelineConfig, rounds int, stdout, stderr io.Writer) int {
+	if cfg.Check.Interval <= 0 {
+		cfg.Check.Interval = 100 * time.Millisecond
+	}
+	cfg.Check.Replica = journal.CheckOnState
+	cfg.Journal.ReadView = true
+	cfg.Progress = nil
+	names := []string{"off", "on"}
+	res := make([][]bench.PipelineResult, 2)
+	for r := 0; r < rounds; r++ {
+		for i, name := range names {
+			c := cfg
+			c.Dir = filepath.Join(cfg.Dir, fmt.Sprintf("state%d-%s", r, name))
+			if i == 0 {
+				c.Journal.NoSnapshots, c.Check.Interval = true, 0
+			}
+			x, err := bench.RunPipeline(c)
+			if err != nil {
+				fmt.Fprintln(stderr, "bench:", err)
+				return exitFail
+			}
+			res[i] = append(res[i], x)
+			fmt.Fprintf(stdout, "round %d %-3s cmds_per_sec %9.0f  ack_p50_us %7.1f  ack_p99_us %8.1f  ack_p999_us %8.1f  ack_max_us %9.1f  "+
+				"max_apply_us %8.1f  snapshots %3d (serialize %.1f ms, write %.1f ms, %d B)  checks %3d (max %.0f us)\n",
+				r, name, x.CmdsPerSec, x.AckP50us, x.AckP99us, x.AckP999us, x.AckMaxUs, x.MaxApplyUs, x.Snapshots,
+				x.SnapSerializeMs, x.SnapWriteMs, x.SnapBytes, x.Checks, x.CheckMaxUs)
+		}
+	}
+	med := func(f func(bench.PipelineResult) float64, i int) float64 {
+		xs := make([]float64, rounds)
+		for r := range xs {
+			xs[r] = f(res[i][r])
+		}
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	ratio := func(f func(bench.PipelineResult) float64) float64 {
+		xs := make([]float64, rounds)
+		for r := range xs {
+			xs[r] = f(res[1][r]) / f(res[0][r])
+		}
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	for _, m := range []struct {
+		name string
+		f    func(bench.PipelineResult) float64
+	}{
+		{"cmds_per_sec", func(x bench.PipelineResult) float64 { return x.CmdsPerSec }},
+		{"ack_p99_us", func(x bench.PipelineResult) float64 { return x.AckP99us }},
+		{"ack_p999_us", func(x bench.PipelineResult) float64 { return x.AckP999us }},
+		{"max_apply_us", func(x bench.PipelineResult) float64 { return x.MaxApplyUs }},
+	} {
+		fmt.Fprintf(stdout, "median %-13s off %10.1f  on %10.1f  on/off (median of the rounds' ratios) %.3f\n",
+			m.name, med(m.f, 0), med(m.f, 1), ratio(m.f))
+	}
+	return exitOK
+}

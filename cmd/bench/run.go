@@ -36,6 +36,8 @@ scenarios:
   sink          Postgres sink throughput and lag (commit - ack) while the pipeline runs its workload
   p2p           spec 003 transfers: POST /transfers and GET balance vs the hello-world ceiling, core execution, publisher
   ws            WebSocket fan-out: 1,000 subscribers on one market; pipeline rate with it on vs off, msgs/s, ack -> delivery latency
+  state         spec 003 transfers with a short retention through the pipeline: memory and snapshot size vs transfers made
+  restart       journal.Start on a large state (accounts, resting orders, pending transfers, binary markets): time to ready
   wrk-check     our load generator vs wrk on the same hello-world target (rate, p50, p99, ratios)
   merge         merge several bench all outputs into one report of per-row medians
   all           a short run of every scenario: report.json, report.md and plots in --out
@@ -79,6 +81,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runSink(args[1:], stdout, stderr)
 	case "wrk-check":
 		return runWrkCheck(args[1:], stdout, stderr)
+	case "state":
+		return runStateBench(args[1:], stdout, stderr)
+	case "restart":
+		return runRestartBench(args[1:], stdout, stderr)
 	case "p2p":
 		return runP2P(args[1:], stdout, stderr)
 	case "hello-server":
@@ -119,7 +125,11 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Journal.ReadView, "read-view", false, "keep the read view's replica, as the exchange does")
 	fs.DurationVar(&cfg.Check.Interval, "check-interval", 0, "run the periodic full invariant check at this interval (0 = off; the exchange's --core-check-interval)")
 	var replica string
-	fs.StringVar(&replica, "check-replica", "view", "replica of the periodic check: view (needs --read-view) or follower")
+	fs.StringVar(&replica, "check-replica", "view", "replica of the periodic check: view (needs --read-view), follower or state (the state follower)")
+	var snapEvery uint64
+	fs.Uint64Var(&snapEvery, "snapshot-every", 0, "commands between snapshots (0 = the journal's default)")
+	var stateCompare int
+	fs.IntVar(&stateCompare, "state-compare", 0, "run N rounds with snapshots and the check off, then on (the state follower: --snapshot-every, --check-interval or 100ms), interleaved, and print pauses, ack percentiles and ratios (issue 39; subdirs of --data)")
 	var compare int
 	fs.IntVar(&compare, "check-compare", 0, "run N rounds of the same run with the check off, on the view and on a follower, interleaved, and print the rates and ratios (subdirs of --data)")
 	fs.StringVar(&cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file")
@@ -141,13 +151,19 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 		cfg.Check.Replica = journal.CheckOnView
 	case "follower":
 		cfg.Check.Replica = journal.CheckOnFollower
+	case "state":
+		cfg.Check.Replica = journal.CheckOnState
 	default:
-		fmt.Fprintln(stderr, "bench pipeline: --check-replica must be view or follower")
+		fmt.Fprintln(stderr, "bench pipeline: --check-replica must be view, follower or state")
 		return exitUsage
 	}
+	cfg.Journal.SnapshotEvery = snapEvery
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if compare > 0 {
 		return compareCheck(cfg, compare, stdout, stderr)
+	}
+	if stateCompare > 0 {
+		return compareState(cfg, stateCompare, stdout, stderr)
 	}
 	cfg.Progress = func(acked core.Seq) { fmt.Fprintf(stderr, "acked %d\n", acked) }
 
@@ -184,8 +200,9 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "commands      %d\nlast_seq      %d\ncmds_per_sec  %.0f\nack_p50_us    %.1f\n"+
-		"ack_p99_us    %.1f\nack_p999_us   %.1f\nack_max_us    %.1f\nlatency_from  seq %d\nelapsed       %v\nstate_hash    %s\n",
+		"ack_p99_us    %.1f\nack_p999_us   %.1f\nack_max_us    %.1f\nlatency_from  seq %d\nelapsed       %v\nstate_hash    %s\n"+
+		"max_apply_us  %.1f\nsnapshots     %d (last: serialize %.1f ms, write %.1f ms, %d bytes)\n",
 		res.Commands, res.LastSeq, res.CmdsPerSec, res.AckP50us, res.AckP99us, res.AckP999us, res.AckMaxUs, res.LatencyFromSeq,
-		res.Elapsed.Round(1e6), res.StateHash)
+		res.Elapsed.Round(1e6), res.StateHash, res.MaxApplyUs, res.Snapshots, res.SnapSerializeMs, res.SnapWriteMs, res.SnapBytes)
 	return exitOK
 }

@@ -81,6 +81,9 @@ type Config struct {
 	Publish publish.Config
 	// Stream is the WebSocket fan-out, GET /ws (package stream).
 	Stream stream.Flags
+	// P2PRetention is how long finished spec 003 transfers stay in the core
+	// (--p2p-retention; only with Postgres: docs/p2p-retention.md).
+	P2PRetention time.Duration
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -181,6 +184,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.StringVar(&cfg.Publish.Prefix, "nats-subject-prefix", pub.Prefix, "the prefix of the stream's subjects (ubs. gives ubs.transfer.created, ubs.trade, ...)")
 	fs.StringVar(&cfg.Publish.NATSURL, "nats-url", pub.NATSURL, "NATS server (JetStream) the event publisher writes stream "+publish.Stream+" to, e.g. nats://127.0.0.1:4222; empty = publisher off; env UBS_NATS_URL")
 	cfg.Stream.Register(fs)
+	fs.DurationVar(&cfg.P2PRetention, "p2p-retention", gateway.DefaultP2PRetention, "how long a finished user-to-user transfer stays in the core before only Postgres holds it (with Postgres only; without it nothing is forgotten)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -206,8 +210,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if cfg.DataDir == "" {
 		return Config{}, usageError{errors.New("--data-dir must not be empty")}
 	}
-	if cfg.Protection.CoreCheckInterval < 0 || cfg.Protection.AuditRetention < 0 || cfg.FollowerMaxRetained == 0 {
-		return Config{}, usageError{errors.New("--core-check-interval and --audit-retention must be >= 0, --follower-max-retained > 0")}
+	if cfg.Protection.CoreCheckInterval < 0 || cfg.Protection.AuditRetention < 0 || cfg.FollowerMaxRetained == 0 || cfg.P2PRetention <= 0 {
+		return Config{}, usageError{errors.New("--core-check-interval and --audit-retention must be >= 0, --follower-max-retained and --p2p-retention > 0")}
 	}
 	if cfg.HistoryWindow < 1 || cfg.HistoryWindow > gateway.MaxFinishedOrders {
 		return Config{}, usageError{fmt.Errorf("--history-window must be in 1..%d", gateway.MaxFinishedOrders)}

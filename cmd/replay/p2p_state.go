@@ -10,7 +10,10 @@ import (
 
 // The transfer-service part of `replay state --user` (spec 003): the
 // user's handle, every PENDING transfer it sends or receives (what holds
-// its funds as of the seq) and its newest transfers.
+// its funds as of the seq) and its newest transfers — of those the core
+// retains at that seq: finished transfers past the retention were forgotten
+// by a sequenced KindP2PForget (their rows are in the sink's p2p_transfers),
+// and the view says how many.
 
 // p2pRecent is how many of a user's newest transfers the view lists.
 const p2pRecent = 10
@@ -31,7 +34,8 @@ type p2pTransferView struct {
 type p2pUserView struct {
 	Handle    string            `json:"handle,omitempty"` // "" for a user with transfers but no handle
 	CreatedAt string            `json:"created_at,omitempty"`
-	Transfers int               `json:"transfers"` // as sender or recipient, in all
+	Transfers int               `json:"transfers"` // as sender or recipient, retained by the core at the seq
+	Forgotten uint64            `json:"forgotten"` // finished ones the core forgot by then (KindP2PForget)
 	Pending   []p2pTransferView `json:"pending"`   // PENDING ones, newest first
 	Recent    []p2pTransferView `json:"recent"`    // the newest p2pRecent, newest first
 }
@@ -40,22 +44,11 @@ type p2pUserView struct {
 // nor a transfer.
 func p2pView(p *core.Processor, u core.UserID, nm *names, raw bool) *p2pUserView {
 	usr, isUser := p.P2PUserByID(u)
-	page, n := p.P2PHistory(u, 0, p2pPage, nil)
-	if !isUser && n == 0 {
-		return nil
-	}
-	v := &p2pUserView{Transfers: n, Pending: []p2pTransferView{}, Recent: []p2pTransferView{}}
-	if isUser {
-		v.Handle, v.CreatedAt = usr.Handle, p2pTime(usr.CreatedAt)
-	}
-	// A page at a time: a user's history may hold millions of transfers.
-	for seen := 0; len(page) > 0; {
-		for i := range page {
-			pending, recent := page[i].Status == core.P2PPending, seen+i < p2pRecent
-			if !pending && !recent {
-				continue
-			}
-			tv := transferView(&page[i], nm, raw)
+	v := &p2pUserView{Pending: []p2pTransferView{}, Recent: []p2pTransferView{}}
+	v.Forgotten = p.P2PEachRetained(u, func(t *core.P2PTransfer) bool {
+		pending, recent := t.Status == core.P2PPending, v.Transfers < p2pRecent
+		if pending || recent {
+			tv := transferView(t, nm, raw)
 			if pending {
 				v.Pending = append(v.Pending, tv)
 			}
@@ -63,15 +56,17 @@ func p2pView(p *core.Processor, u core.UserID, nm *names, raw bool) *p2pUserView
 				v.Recent = append(v.Recent, tv)
 			}
 		}
-		seen += len(page)
-		page, _ = p.P2PHistory(u, seen, p2pPage, page[:0])
+		v.Transfers++
+		return true
+	})
+	if !isUser && v.Transfers == 0 && v.Forgotten == 0 {
+		return nil
+	}
+	if isUser {
+		v.Handle, v.CreatedAt = usr.Handle, p2pTime(usr.CreatedAt)
 	}
 	return v
 }
-
-// p2pPage is how many transfers p2pView copies out of the core at a time
-// (a variable: the test pages through a few).
-var p2pPage = 4096
 
 func transferView(t *core.P2PTransfer, nm *names, raw bool) p2pTransferView {
 	v := p2pTransferView{ID: t.ID, From: t.From, To: t.To, Asset: nm.asset(t.Asset), Amount: nm.units(t.Amount, t.Asset, raw),
@@ -95,7 +90,11 @@ func printP2P(w io.Writer, v *p2pUserView) {
 	if handle == "" {
 		handle = "none"
 	}
-	fmt.Fprintf(w, "transfers: handle %s, %d in all, %d pending\n", handle, v.Transfers, len(v.Pending))
+	fmt.Fprintf(w, "transfers: handle %s, %d retained by the core at this seq, %d pending", handle, v.Transfers, len(v.Pending))
+	if v.Forgotten > 0 {
+		fmt.Fprintf(w, "; %d finished ones forgotten by then (past the retention: see p2p_transfers)", v.Forgotten)
+	}
+	fmt.Fprintln(w)
 	line := func(t p2pTransferView) {
 		fmt.Fprintf(w, "  #%d from %d to %d, %s %s, %s (created %s, executes %s", t.ID, t.From, t.To, t.Amount, t.Asset, t.Status,
 			t.CreatedAt, t.ExecuteAt)

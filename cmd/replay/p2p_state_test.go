@@ -28,7 +28,10 @@ func TestStateP2P(t *testing.T) {
 		{Kind: core.KindP2PTick}, // executes #1
 		{Kind: core.KindP2PTransfer, User: bob, OrderID: core.OrderID(alice), Asset: 1, Amount: 100, Qty: hour}, // #3
 		{Kind: core.KindP2PCancel, User: bob, OrderID: 3},
+		// the retention: forgets what finished by command 5's time (#1, executed by the tick)
+		{Kind: core.KindP2PForget, Price: core.Price(int64(1_700_000_006) * int64(time.Second))},
 	}
+	const beforeForget = 8
 	now := int64(1_700_000_000) * int64(time.Second)
 	dir := pipelineDir(t, cmds, func() int64 { now += int64(time.Second); return now })
 	state := func(user core.UserID, at int) userState {
@@ -44,8 +47,6 @@ func TestStateP2P(t *testing.T) {
 		}
 		return st
 	}
-	defer func(n int) { p2pPage = n }(p2pPage)
-	p2pPage = 2 // three transfers: two pages, the views must neither repeat nor skip one
 	ids := func(ts []p2pTransferView) string {
 		var b strings.Builder
 		for _, x := range ts {
@@ -60,8 +61,8 @@ func TestStateP2P(t *testing.T) {
 		ids(st.P2P.Pending) != " #2 PENDING #1 PENDING" || ids(st.P2P.Recent) != " #2 PENDING #1 PENDING" {
 		t.Fatalf("alice at seq 5: %+v", st.P2P)
 	}
-	// At the end: #1 executed, #3 cancelled, #2 still holds 500 of alice's.
-	st = state(alice, len(cmds))
+	// Before the forget: #1 executed, #3 cancelled, #2 still holds 500 of alice's.
+	st = state(alice, beforeForget)
 	p := st.P2P
 	if p == nil || p.Transfers != 3 || ids(p.Pending) != " #2 PENDING" ||
 		ids(p.Recent) != " #3 CANCELLED #2 PENDING #1 COMPLETED" {
@@ -77,6 +78,11 @@ func TestStateP2P(t *testing.T) {
 	if fmt.Sprint(p.Recent) != fmt.Sprint(want) || p.CreatedAt != at(2) {
 		t.Fatalf("alice's transfers:\n got %+v (user created %s)\nwant %+v (%s)", p.Recent, p.CreatedAt, want, at(2))
 	}
+	// After it the core retains #3 and #2 only, and says it forgot one.
+	if st := state(alice, len(cmds)); st.P2P == nil || st.P2P.Transfers != 2 || st.P2P.Forgotten != 1 ||
+		ids(st.P2P.Recent) != " #3 CANCELLED #2 PENDING" {
+		t.Fatalf("alice after the forget: %+v", st.P2P)
+	}
 	if st := state(bob, len(cmds)); st.P2P == nil || st.P2P.Handle != "bob" || ids(st.P2P.Pending) != " #2 PENDING" {
 		t.Fatalf("bob at the end: %+v", st.P2P)
 	}
@@ -87,7 +93,8 @@ func TestStateP2P(t *testing.T) {
 	}
 	// The human form.
 	code, out, _ := runReplay(t, "state", "--quiet", "--raw", "--data", dir, "--user", strconv.Itoa(int(alice)))
-	if code != exitOK || !strings.Contains(out, "transfers: handle alice, 3 in all, 1 pending") ||
+	if code != exitOK || !strings.Contains(out, "transfers: handle alice, 2 retained by the core at this seq, 1 pending; "+
+		"1 finished ones forgotten by then (past the retention: see p2p_transfers)") ||
 		!strings.Contains(out, "#2 from 101 to 102, 500 #1, PENDING (created 2023-11-14T22:13:25Z, executes 2023-11-14T23:13:25Z)\n") {
 		t.Fatalf("human state: exit %d:\n%s", code, out)
 	}

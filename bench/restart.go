@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal"
+)
+
+// The restart scenario (issue 39 item 4): a data dir holding a large state
+// — accounts, resting orders spread over spot markets, PENDING spec 003
+// transfers, active binary markets — as a snapshot at the WAL's last seq,
+// and the time journal.Start takes on it with the read view and the state
+// follower, as the exchange starts (recovery: snapshot load, full check;
+// then the two replicas). The HTTP server, Postgres and the order history's
+// warm-up are not in it.
+
+// RestartConfig configures RunRestart.
+type RestartConfig struct {
+	Dir      string
+	Logger   *slog.Logger // the pipeline's (start-up progress); discards if nil
+	Accounts int          // spec 003 users (each an account with USD), <= core.MaxP2PUsers
+	Orders   int          // resting bids, one per account at most, spread over Markets
+	Markets  int          // spot markets, <= 200
+	Pending  int          // PENDING transfers (a day's hold)
+	Binary   int          // active binary markets
+}
+
+// RestartResult is what RunRestart measured.
+type RestartResult struct {
+	Build         time.Duration // making the state (not part of the restart)
+	SnapshotBytes int
+	Start         time.Duration // journal.Start: process start to "ready" for the pipeline
+	Recovery      time.Duration // of which the recovery (snapshot load, replay, full check)
+	Close         time.Duration
+	Seq           core.Seq
+}
+
+func (r RestartResult) String() string {
+	return fmt.Sprintf("build %v  snapshot %.1f MB  start %v (recovery %v, replicas %v)  close %v  seq %d",
+		r.Build.Round(time.Millisecond), float64(r.SnapshotBytes)/(1<<20), r.Start.Round(time.Millisecond),
+		r.Recovery.Round(time.Millisecond), (r.Start - r.Recovery).Round(time.Millisecond), r.Close.Round(time.Millisecond), r.Seq)
+}
+
+// RunRestart builds cfg.Dir and measures a start on it.
+func RunRestart(cfg RestartConfig) (RestartResult, error) {
+	if cfg.Dir == "" || cfg.Accounts < 2 || cfg.Orders > cfg.Accounts || cfg.Markets < 1 || cfg.Markets > 200 ||
+		cfg.Binary < 0 || cfg.Markets+cfg.Binary > core.MaxMarkets || cfg.Pending > cfg.Accounts {
+		return RestartResult{}, errors.New("bench: restart: bad config")
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	t0 := time.Now()
+	wal, err := journal.Open(filepath.Join(cfg.Dir, journal.WALDir), journal.Options{NoSync: true, Logger: quiet})
+	if err != nil {
+		return RestartResult{}, err
+	}
+	p := core.New(core.Config{})
+	var (
+		entries []journal.Entry
+		arena   []byte
+		seq     core.Seq
+		bad     error
+	)
+	apply := func(c core.Command) {
+		seq++
+		c.Seq, c.Time = seq, DefaultTime+int64(seq)
+		evs := p.Apply(&c)
+		if r := evs[len(evs)-1]; r.Code != core.OK && bad == nil {
+			bad = fmt.Errorf("bench: restart: seq %d %v: %v", seq, c.Kind, r.Code)
+		}
+		off := len(arena)
+		arena = core.EncodeCommand(arena, &c)
+		entries = append(entries, journal.Entry{Seq: uint64(seq), Payload: arena[off:len(arena):len(arena)]})
+		if len(entries) == replayAppendBatch && bad == nil {
+			bad = wal.AppendBatch(entries)
+			entries, arena = entries[:0], arena[:0]
+		}
+	}
+	const usd, base core.AssetID = 1, 2
+	apply(core.Command{Kind: core.KindConfigAsset, Asset: usd, BaseScale: 2})
+	apply(core.Command{Kind: core.KindConfigAsset, Asset: base, BaseScale: 0})
+	for m := 1; m <= cfg.Markets; m++ {
+		apply(core.Command{Kind: core.KindConfigMarket, Market: core.MarketID(m), Cfg: core.MarketCfg{Base: base, Quote: usd,
+			Tick: 1, Lot: 1, MinQty: 1, MaxQty: 1_000_000, MakerFee: 1_000, TakerFee: 2_000}})
+	}
+	for b := 1; b <= cfg.Binary; b++ {
+		m := core.MarketID(cfg.Markets + b)
+		apply(core.Command{Kind: core.KindConfigBinary, Market: m, Cfg: core.MarketCfg{Quote: usd, Lot: 1, MinQty: 1,
+			MaxQty: 1_000_000, MakerFee: 1_000, TakerFee: 2_000}})
+		apply(core.Command{Kind: core.KindActivate, Market: m})
+	}
+	const firstUser = 1_000 // below: reserved ids (the fee account)
+	for u := 0; u < cfg.Accounts && bad == nil; u++ {
+		apply(core.Command{Kind: core.KindP2PCreateUser, User: core.UserID(firstUser + u), Text: "user" + strconv.Itoa(u), Asset: usd, Amount: 1_000_000})
+	}
+	for i := 0; i < cfg.Orders && bad == nil; i++ {
+		apply(core.Command{Kind: core.KindPlaceOrder, User: core.UserID(firstUser + i), Market: core.MarketID(1 + i%cfg.Markets),
+			Side: core.Buy, Type: core.Limit, TIF: core.GTC, Price: core.Price(100 + i%5_000), Qty: 1})
+	}
+	for i := 0; i < cfg.Pending && bad == nil; i++ {
+		apply(core.Command{Kind: core.KindP2PTransfer, User: core.UserID(firstUser + i), OrderID: core.OrderID(firstUser + (i+1)%cfg.Accounts),
+			Asset: usd, Amount: 1, Qty: core.MaxP2PHold})
+	}
+	if bad == nil && len(entries) > 0 {
+		bad = wal.AppendBatch(entries)
+	}
+	if err := errors.Join(bad, wal.Close()); err != nil {
+		return RestartResult{}, err
+	}
+	snaps, err := journal.OpenSnapshotStore(filepath.Join(cfg.Dir, journal.SnapshotDir), quiet)
+	if err != nil {
+		return RestartResult{}, err
+	}
+	snap := p.AppendSnapshot(nil)
+	if err := snaps.Write(uint64(seq), snap); err != nil {
+		return RestartResult{}, err
+	}
+	res := RestartResult{Build: time.Since(t0), SnapshotBytes: len(snap), Seq: seq}
+	p, snap = nil, nil
+	t1 := time.Now()
+	log := cfg.Logger
+	if log == nil {
+		log = quiet
+	}
+	pl, err := journal.Start(journal.Config{Dir: cfg.Dir, ReadView: true, Logger: log})
+	if err != nil {
+		return res, err
+	}
+	res.Start, res.Recovery = time.Since(t1), pl.Recovery().Duration
+	t2 := time.Now()
+	if pl.AckedSeq() != seq {
+		_ = pl.Close()
+		return res, fmt.Errorf("bench: restart: recovered seq %d, want %d", pl.AckedSeq(), seq)
+	}
+	err = pl.Close()
+	res.Close = time.Since(t2)
+	return res, err
+}

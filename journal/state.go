@@ -1,0 +1,261 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// The state follower (issue 39): a replica of the core of its own, fed from
+// the durable WAL like every follower (follower.go), that does the work on
+// the whole state which used to stall the acknowledgement path:
+//
+//   - snapshots: every Config.SnapshotEvery commands (exactly: its batches
+//     stop there) and after every KindSnapshot (at the end of the batch that
+//     holds it), it serializes its replica and writes it; the processor
+//     never serializes. Each written
+//     snapshot becomes the processor's poison-rebuild base (baseSnap).
+//   - the periodic full check (CheckOnState): at the replica's seq, while
+//     the processor and the read view go on.
+//   - the state hash at an exact seq (StateHashAt), for replication.
+//
+// It only reads durable commands, so a snapshot never covers a command the
+// WAL could still lose. A snapshot trails the processor by the follower's
+// lag (normally one batch). Its cost is a second application of every
+// command, on another goroutine (docs/state-at-scale.md has the budget).
+
+// stateBatch bounds the commands the state follower applies between two
+// looks at its requests.
+const stateBatch = 4096
+
+type stateReqKind uint8
+
+const (
+	reqCheck stateReqKind = iota + 1
+	reqHash
+)
+
+type stateReq struct {
+	kind  stateReqKind
+	seq   core.Seq // reqHash: the seq wanted
+	reply chan stateRes
+}
+
+type stateRes struct {
+	seq  core.Seq
+	open []core.Violation
+	hash string
+	d    time.Duration // the check or hash alone
+	err  error
+}
+
+// stateStats are the state follower's numbers (StateStats).
+type stateStats struct {
+	snapshots   atomic.Uint64
+	serializeNs atomic.Int64 // the last snapshot's serialization
+	writeNs     atomic.Int64 // the last snapshot's write (temp file, fsync, rename)
+	bytes       atomic.Int64 // the last snapshot's size
+	seq         atomic.Uint64
+}
+
+// StateStats is what the state follower did last.
+type StateStats struct {
+	Snapshots     uint64        // written since start
+	LastSerialize time.Duration // of the last snapshot, on the follower
+	LastWrite     time.Duration
+	LastBytes     int64
+	Seq           core.Seq // the follower's replica is at this seq
+}
+
+// StateStats returns the state follower's numbers.
+func (pl *Pipeline) StateStats() StateStats {
+	st := &pl.state
+	return StateStats{Snapshots: st.snapshots.Load(), LastSerialize: time.Duration(st.serializeNs.Load()),
+		LastWrite: time.Duration(st.writeNs.Load()), LastBytes: st.bytes.Load(), Seq: core.Seq(st.seq.Load())}
+}
+
+// newStateFollower returns a follower whose replica is base, the state at
+// pl.base (recovery's result: no second replay).
+func (pl *Pipeline) newStateFollower(base []byte) (*Follower, error) {
+	proc, err := core.Restore(pl.cfg.Core, base)
+	if err != nil {
+		return nil, fmt.Errorf("journal: state follower: %w", err)
+	}
+	return &Follower{pl: pl, proc: proc, base: base, poisoned: map[core.Seq]core.Rollback{}, next: pl.base + 1}, nil
+}
+
+// stateFollower runs the state follower until Close (or a failure).
+func (pl *Pipeline) stateFollower(f *Follower) {
+	defer close(pl.snapDoneCh)
+	var pend []stateReq
+	pl.state.seq.Store(uint64(f.NextSeq() - 1))
+	for {
+		pend = pl.answer(f, pend)
+		if durable := pl.DurableSeq(); f.NextSeq() <= durable {
+			n := min(stateBatch, durable-f.NextSeq()+1)
+			if due := pl.lastSnap + core.Seq(min(pl.cfg.SnapshotEvery, 1<<62)); due >= f.NextSeq() {
+				n = min(n, due-f.NextSeq()+1) // stop at the periodic snapshot's seq: they land every SnapshotEvery
+			}
+			for _, r := range pend { // stop exactly at a hash request's seq
+				if r.kind == reqHash && r.seq >= f.NextSeq() {
+					n = min(n, r.seq-f.NextSeq()+1)
+				}
+			}
+			recs, err := f.Next(pl.stateCtx, int(n))
+			if err != nil {
+				if !errors.Is(err, context.Canceled) && !errors.Is(err, ErrStopped) {
+					pl.fail(fmt.Errorf("journal: state follower: %w", err))
+				}
+				pl.failPending(pend)
+				return
+			}
+			asked := false
+			for i := range recs {
+				asked = asked || recs[i].Cmd.Kind == core.KindSnapshot
+			}
+			seq := f.NextSeq() - 1
+			pl.state.seq.Store(uint64(seq))
+			if asked || uint64(seq-pl.lastSnap) >= pl.cfg.SnapshotEvery {
+				pl.writeSnapshot(f, seq)
+			}
+			select {
+			case r := <-pl.stateReqs:
+				pend = append(pend, r)
+			default:
+			}
+			continue
+		}
+		woken := pl.durWait.changed()
+		if pl.DurableSeq() >= f.NextSeq() {
+			continue
+		}
+		select {
+		case <-pl.stateCtx.Done():
+			pl.failPending(pend)
+			return
+		case <-pl.dead:
+			pl.failPending(pend)
+			return
+		case <-woken:
+		case r := <-pl.stateReqs:
+			pend = append(pend, r)
+		}
+	}
+}
+
+// answer answers the requests the replica can answer at its seq and
+// returns the others.
+func (pl *Pipeline) answer(f *Follower, pend []stateReq) []stateReq {
+	at := f.NextSeq() - 1
+	keep := pend[:0]
+	for _, r := range pend {
+		t0 := time.Now()
+		switch {
+		case r.kind == reqCheck:
+			open, _ := f.proc.UnhaltedViolations()
+			r.reply <- stateRes{seq: at, open: open, d: time.Since(t0)}
+		case r.seq == at:
+			r.reply <- stateRes{seq: at, hash: f.proc.StateHash(), d: time.Since(t0)}
+		case r.seq < at:
+			r.reply <- stateRes{seq: at, err: fmt.Errorf("journal: state hash at seq %d: the state follower is past it (at %d)", r.seq, at)}
+		default:
+			keep = append(keep, r)
+		}
+	}
+	return keep
+}
+
+func (pl *Pipeline) failPending(pend []stateReq) {
+	for _, r := range pend {
+		r.reply <- stateRes{err: ErrStopped}
+	}
+}
+
+// ask sends r to the state follower and waits for its answer.
+func (pl *Pipeline) ask(ctx context.Context, r stateReq) (stateRes, error) {
+	r.reply = make(chan stateRes, 1)
+	select {
+	case pl.stateReqs <- r:
+	case <-ctx.Done():
+		return stateRes{}, ctx.Err()
+	case <-pl.snapDoneCh:
+		return stateRes{}, ErrStopped
+	}
+	select {
+	case res := <-r.reply:
+		return res, res.err
+	case <-ctx.Done():
+		return stateRes{}, ctx.Err()
+	}
+}
+
+// StateHashAt returns the state hash at exactly seq, computed on the state
+// follower (the processor does not stop): it waits until seq is durable and
+// the follower reaches it. A seq the follower has passed is an error.
+func (pl *Pipeline) StateHashAt(ctx context.Context, seq core.Seq) (string, error) {
+	res, err := pl.ask(ctx, stateReq{kind: reqHash, seq: seq})
+	return res.hash, err
+}
+
+// checkState runs the full check on the state follower at its seq.
+func (pl *Pipeline) checkState(ctx context.Context) (core.Seq, []core.Violation, time.Duration, error) {
+	res, err := pl.ask(ctx, stateReq{kind: reqCheck})
+	return res.seq, res.open, res.d, err
+}
+
+// writeSnapshot serializes the follower's replica at seq, writes it, makes
+// it the poison-rebuild base, prunes old snapshots and truncates the WAL
+// behind the oldest kept one (never past Config.TruncateLimit).
+func (pl *Pipeline) writeSnapshot(f *Follower, seq core.Seq) {
+	prev := *pl.baseSnap.Load()
+	t0 := time.Now()
+	// Sized from the last one: growing a fresh buffer by doubling would copy it several times.
+	data := f.proc.AppendSnapshot(make([]byte, 0, len(prev)+len(prev)/4+4096))
+	t1 := time.Now()
+	if err := pl.snaps.Write(uint64(seq), data); err != nil {
+		pl.log.Error("journal: snapshot write failed", "seq", seq, "err", err)
+		return
+	}
+	t2 := time.Now()
+	pl.lastSnap = seq
+	pl.baseSnap.Store(&data)
+	pl.state.snapshots.Add(1)
+	pl.state.serializeNs.Store(int64(t1.Sub(t0)))
+	pl.state.writeNs.Store(int64(t2.Sub(t1)))
+	pl.state.bytes.Store(int64(len(data)))
+	pl.log.Info("journal: snapshot written", "seq", seq, "bytes", len(data), "serialize", t1.Sub(t0), "write", t2.Sub(t1))
+	// A downstream consumer (TruncateLimit) pins the newest snapshot at or
+	// below its seq and the WAL after that snapshot; 0 means its seq is not
+	// known yet (e.g. Postgres unreachable since the start): then nothing is
+	// pruned or truncated.
+	var pin uint64
+	if pl.cfg.TruncateLimit != nil {
+		if pin = uint64(pl.cfg.TruncateLimit()); pin == 0 {
+			return
+		}
+	}
+	oldest, pinned, err := pl.snaps.PruneKeeping(pl.cfg.KeepSnapshots, pin)
+	if err != nil {
+		pl.log.Warn("journal: snapshot prune failed", "err", err)
+		return
+	}
+	limit := oldest
+	if pin > 0 {
+		limit = min(limit, pinned) // 0 if no snapshot <= pin: the consumer needs the WAL from the start
+	}
+	if t := limit + 1; limit > 0 && t <= pl.wal.LastSeq() {
+		// Here, not on the journaler: TruncateFront waits for running WAL
+		// iterations (a follower's replay), which must never stall the group commit.
+		if err := pl.wal.TruncateFront(t); err != nil {
+			pl.log.Warn("journal: front truncation failed", "seq", t, "err", err)
+		}
+	}
+}
+
+// MaxApply is the longest the processor spent on one command since start
+// (only with Config.MeasureApply; 0 otherwise).
+func (pl *Pipeline) MaxApply() time.Duration { return time.Duration(pl.maxApply.Load()) }
