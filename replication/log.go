@@ -1,0 +1,505 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// Defaults of Config.
+const (
+	DefaultStream  = "UBS_LOG"
+	DefaultSubject = "ubs.log"
+	// DefaultAttempt bounds one attempt of an append (publish to ack), after
+	// which the outcome is read back from the stream.
+	DefaultAttempt = 2 * time.Second
+	// headroom is what a message's headers and the protocol may take of the
+	// server's max payload.
+	headroom = 1024
+)
+
+// Errors.
+var (
+	// ErrFenced: another node has appended to the log since this node's
+	// last append (it was promoted): this node must acknowledge nothing more.
+	// Sticky: every later Append of the Log returns it.
+	ErrFenced = errors.New("replication: fenced: another node appended to the log")
+	// ErrBehind: Claim named a stream sequence that is not the log's last:
+	// read the log further and claim again.
+	ErrBehind = errors.New("replication: the log holds records this node has not read")
+	// ErrNotWriter: Append before a successful Claim.
+	ErrNotWriter = errors.New("replication: this node has not claimed the log")
+)
+
+// Config configures a Log.
+type Config struct {
+	URL      string // NATS server URL(s), comma separated
+	Stream   string // DefaultStream if empty
+	Subject  string // DefaultSubject if empty
+	Replicas int    // the stream's replicas: 3 on a cluster, 1 on a single server (1 if 0)
+	Node     string // this node's name, written in its epoch markers
+	// Attempt bounds one append attempt; DefaultAttempt if 0.
+	Attempt time.Duration
+	Logger  *slog.Logger
+}
+
+// Log is the replicated sequenced-command log: a JetStream stream in which
+// the writer (the primary) appends every group commit, each message
+// expecting the stream's last sequence to be the one the writer appended
+// before it (Nats-Expected-Last-Sequence). That expectation is the fence:
+// once another node has appended (a promotion's epoch marker), every
+// append of the old writer is refused and it learns it is fenced. No clock
+// is involved.
+//
+// One goroutine appends (the journaler); Follow may run beside it.
+type Log struct {
+	cfg    Config
+	log    *slog.Logger
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	maxMsg int // bytes of one message's body
+
+	// The writer's state: the journaler's goroutine only.
+	epoch   uint64 // 0 until Claim
+	last    uint64 // the stream sequence the next append expects to follow
+	buf     []byte
+	pending []sent
+
+	fenced   atomic.Bool
+	appended atomic.Uint64 // the last command stored in the stream by this node
+	streamSq atomic.Uint64 // the stream sequence of the last record this node stored
+	refused  atomic.Uint64 // appends refused by the fence
+}
+
+// sent is one message of an append in flight.
+type sent struct {
+	id   string
+	body []byte
+	fut  jetstream.PubAckFuture
+}
+
+// Open connects to NATS and creates the stream (or updates its config).
+func Open(ctx context.Context, cfg Config) (*Log, error) {
+	if cfg.Stream == "" {
+		cfg.Stream = DefaultStream
+	}
+	if cfg.Subject == "" {
+		cfg.Subject = DefaultSubject
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Attempt == 0 {
+		cfg.Attempt = DefaultAttempt
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.URL == "" {
+		return nil, errors.New("replication: no NATS URL")
+	}
+	nc, err := nats.Connect(cfg.URL, nats.Name("ubscore-replication-"+cfg.Node), nats.MaxReconnects(-1),
+		nats.ReconnectWait(100*time.Millisecond), nats.Timeout(2*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("replication: connect %s: %w", cfg.URL, err)
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(cfg.Attempt))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("replication: %w", err)
+	}
+	scfg := jetstream.StreamConfig{
+		Name:       cfg.Stream,
+		Subjects:   []string{cfg.Subject},
+		Storage:    jetstream.FileStorage,
+		Replicas:   cfg.Replicas,
+		Retention:  jetstream.LimitsPolicy,
+		Discard:    jetstream.DiscardNew, // never drop an old record to make room: refuse the append
+		Duplicates: 2 * time.Minute,
+	}
+	// A cluster that has just started may not know its peers yet ("no
+	// suitable peers"), or have no meta leader: retry until ctx ends.
+	var s jetstream.Stream
+	for {
+		s, err = js.CreateOrUpdateStream(ctx, scfg)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		cfg.Logger.Warn("replication: stream not ready, retrying", "stream", cfg.Stream, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("replication: stream %s (replicas %d): %w", cfg.Stream, cfg.Replicas, err)
+	}
+	return &Log{cfg: cfg, log: cfg.Logger, nc: nc, js: js, stream: s,
+		maxMsg: int(nc.MaxPayload()) - headroom}, nil
+}
+
+// Close closes the connection.
+func (l *Log) Close() { l.nc.Drain() } //nolint:errcheck // closing either way
+
+// Epoch is this node's epoch as the writer (0: not the writer).
+func (l *Log) Epoch() uint64 { return l.epoch }
+
+// Fenced tells whether an append of this node has been refused because
+// another node appended.
+func (l *Log) Fenced() bool { return l.fenced.Load() }
+
+// Appended is the last command this node has stored in the stream.
+func (l *Log) Appended() core.Seq { return core.Seq(l.appended.Load()) }
+
+// Refused counts this node's appends refused by the fence.
+func (l *Log) Refused() uint64 { return l.refused.Load() }
+
+// Tail is the stream's last record (nil if the stream is empty) and its
+// stream sequence.
+func (l *Log) Tail(ctx context.Context) (uint64, *Record, error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("replication: stream info: %w", err)
+	}
+	last := info.State.LastSeq
+	if info.State.Msgs == 0 {
+		return last, nil, nil
+	}
+	r, err := l.get(ctx, last)
+	if err != nil {
+		return 0, nil, err
+	}
+	return last, &r, nil
+}
+
+// get reads and decodes the record at stream sequence sq.
+func (l *Log) get(ctx context.Context, sq uint64) (Record, error) {
+	m, err := l.stream.GetMsg(ctx, sq)
+	if err != nil {
+		return Record{}, fmt.Errorf("replication: read record %d: %w", sq, err)
+	}
+	r, err := DecodeRecord(m.Data)
+	if err != nil {
+		return Record{}, fmt.Errorf("replication: record %d: %w", sq, err)
+	}
+	return r, nil
+}
+
+// Claim makes this node the log's writer at epoch: it appends an epoch
+// marker expecting the stream's last sequence to be at (the last record
+// the caller has read and applied; 0 for an empty stream). If another node
+// appended after at, Claim returns ErrBehind: read on and claim again.
+// applied is the last command the caller holds; epoch must be above every
+// epoch in the log.
+func (l *Log) Claim(ctx context.Context, at uint64, applied core.Seq, epoch uint64) error {
+	if l.fenced.Load() {
+		return ErrFenced
+	}
+	body := appendEpoch(nil, epoch, applied, l.cfg.Node)
+	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: l.cfg.Subject, Data: body,
+		Header: nats.Header{jetstream.MsgIDHeader: []string{msgID(epoch, KindEpoch, applied)}}},
+		jetstream.WithExpectLastSequence(at))
+	if wrongLast(err) {
+		return fmt.Errorf("%w (expected stream sequence %d): %v", ErrBehind, at, err)
+	}
+	if err != nil {
+		return fmt.Errorf("replication: claim epoch %d: %w", epoch, err)
+	}
+	l.epoch, l.last = epoch, ack.Sequence
+	l.streamSq.Store(ack.Sequence)
+	l.appended.Store(uint64(applied))
+	l.log.Info("replication: claimed the log", "node", l.cfg.Node, "epoch", epoch, "stream_seq", ack.Sequence,
+		"seq", applied)
+	return nil
+}
+
+// wrongLast tells whether err is the stream refusing an expected last
+// sequence (either of the two codes the server uses).
+func wrongLast(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+	}
+	return false
+}
+
+// msgID names a record uniquely in the log: the writer's epoch, the kind
+// and the first command (or seq) it covers.
+func msgID(epoch uint64, k Kind, seq core.Seq) string {
+	return strconv.FormatUint(epoch, 10) + "." + string(rune(k)) + "." + strconv.FormatUint(uint64(seq), 10)
+}
+
+// Begin starts appending the commands first..first+len(cmds)-1 (the WAL's
+// payloads; already in the caller's WAL or about to be): it publishes them,
+// split over the server's max payload, without waiting. Wait must follow
+// before the next Begin. The caller may overlap Begin..Wait with its local
+// fsync.
+func (l *Log) Begin(first core.Seq, cmds [][]byte) error {
+	if l.fenced.Load() {
+		return ErrFenced
+	}
+	if l.epoch == 0 {
+		return ErrNotWriter
+	}
+	l.pending = l.pending[:0]
+	for len(cmds) > 0 {
+		n, size := 0, commandsOverhead
+		for n < len(cmds) && (n == 0 || size+len(cmds[n])+10 <= l.maxMsg) {
+			size += len(cmds[n]) + 10
+			n++
+		}
+		body := AppendCommands(nil, l.epoch, first, cmds[:n])
+		l.pending = append(l.pending, sent{id: msgID(l.epoch, KindCommands, first), body: body})
+		first += core.Seq(n)
+		cmds = cmds[n:]
+	}
+	l.publish(0)
+	return nil
+}
+
+// AppendHash appends the writer's state hash after command seq (no wait),
+// which must already be in the log.
+func (l *Log) AppendHash(seq core.Seq, hash string) error {
+	if l.fenced.Load() {
+		return ErrFenced
+	}
+	if l.epoch == 0 {
+		return ErrNotWriter
+	}
+	if seq == 0 || seq > l.Appended() {
+		return fmt.Errorf("replication: hash after command %d, but the log holds commands up to %d", seq, l.Appended())
+	}
+	l.pending = append(l.pending[:0], sent{id: msgID(l.epoch, KindHash, seq), body: appendHash(nil, l.epoch, seq, core.Seq(l.appended.Load()), hash)})
+	l.publish(0)
+	return nil
+}
+
+// publish sends pending[from:], each expecting the one before it.
+func (l *Log) publish(from int) {
+	for i := from; i < len(l.pending); i++ {
+		p := &l.pending[i]
+		fut, err := l.js.PublishMsgAsync(&nats.Msg{Subject: l.cfg.Subject, Data: p.body,
+			Header: nats.Header{jetstream.MsgIDHeader: []string{p.id}}},
+			jetstream.WithExpectLastSequence(l.last+uint64(i)))
+		if err != nil { // too many pending, or closed: Wait reads the outcome back
+			p.fut = nil
+			continue
+		}
+		p.fut = fut
+	}
+}
+
+// Wait returns once every record of the last Begin (or AppendHash) is
+// stored by the stream (a quorum of its replicas holds it), retrying while
+// the stream cannot answer (no quorum, no connection) until ctx ends. It
+// returns ErrFenced if another node appended first.
+func (l *Log) Wait(ctx context.Context) error {
+	backoff := 20 * time.Millisecond
+	var err error
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if ctx.Err() != nil {
+				return fmt.Errorf("replication: append not confirmed: %w (last error: %v)", ctx.Err(), err)
+			}
+			if attempt == 1 || attempt%50 == 0 {
+				l.log.Warn("replication: append not confirmed, reading the log back", "err", err, "attempt", attempt)
+			}
+			select {
+			case <-ctx.Done():
+				continue
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+			// What is stored? Our records from l.last+1 on, in order, move
+			// the fence forward; anything else there means another node
+			// appended.
+			if err = l.reconcile(ctx); err != nil {
+				if errors.Is(err, ErrFenced) {
+					return err
+				}
+				continue // the stream cannot answer yet
+			}
+			if len(l.pending) == 0 {
+				return nil
+			}
+			l.publish(0)
+		}
+		if err = l.await(ctx); err == nil {
+			l.last += uint64(len(l.pending))
+			l.stored(l.pending)
+			l.pending = l.pending[:0]
+			return nil
+		}
+		if errors.Is(err, ErrFenced) {
+			return err
+		}
+	}
+}
+
+// stored records that recs are in the stream, l.last being the last one's
+// stream sequence.
+func (l *Log) stored(recs []sent) {
+	l.streamSq.Store(l.last)
+	for i := len(recs) - 1; i >= 0; i-- {
+		if r, err := DecodeRecord(recs[i].body); err == nil && r.Kind == KindCommands {
+			l.appended.Store(uint64(r.Last()))
+			return
+		}
+	}
+}
+
+// await waits for every pending future. On an error every future is
+// dropped (each delivers one outcome): the next attempt reads the stream.
+func (l *Log) await(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			for i := range l.pending {
+				l.pending[i].fut = nil
+			}
+		}
+	}()
+	for i := range l.pending {
+		fut := l.pending[i].fut
+		if fut == nil {
+			return errors.New("not sent")
+		}
+		select {
+		case <-fut.Ok():
+		case err := <-fut.Err():
+			if wrongLast(err) {
+				return l.fence(err)
+			}
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// reconcile reads the stream after l.last: the pending records found there
+// in order are stored (dropped from pending, l.last moves on); a record of
+// anyone else fences this node.
+func (l *Log) reconcile(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.Attempt) // a stream without a leader does not answer
+	defer cancel()
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	for sq := l.last + 1; sq <= info.State.LastSeq; sq++ {
+		m, err := l.stream.GetMsg(ctx, sq)
+		if err != nil {
+			return err
+		}
+		if len(l.pending) == 0 || m.Header.Get(jetstream.MsgIDHeader) != l.pending[0].id {
+			return l.fence(fmt.Errorf("stream sequence %d holds %q", sq, m.Header.Get(jetstream.MsgIDHeader)))
+		}
+		l.last = sq
+		l.stored(l.pending[:1])
+		l.pending = l.pending[1:]
+	}
+	return nil
+}
+
+func (l *Log) fence(cause error) error {
+	if !l.fenced.Swap(true) {
+		l.refused.Add(1)
+		l.log.Error("replication: FENCED: another node appended to the log; acknowledging nothing more",
+			"node", l.cfg.Node, "epoch", l.epoch, "expected_stream_seq", l.last, "cause", cause)
+	}
+	return fmt.Errorf("%w: %v", ErrFenced, cause)
+}
+
+// Follow delivers every record from stream sequence from on, in order, to
+// fn, with its stream sequence, until ctx ends or fn fails. It does not
+// stop at the end of the stream: it waits for new records.
+func (l *Log) Follow(ctx context.Context, from uint64, fn func(sq uint64, r Record) error) error {
+	if from == 0 {
+		from = 1
+	}
+	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from})
+	if err != nil {
+		return fmt.Errorf("replication: follow from %d: %w", from, err)
+	}
+	next := from
+	for {
+		msgs, err := cons.Fetch(256, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("replication: follow: %w", err)
+		}
+		for m := range msgs.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("replication: follow: %w", err)
+			}
+			sq := md.Sequence.Stream
+			if sq != next {
+				return fmt.Errorf("replication: follow: stream sequence %d after %d (a gap: purged?)", sq, next-1)
+			}
+			r, err := DecodeRecord(m.Data())
+			if err != nil {
+				return fmt.Errorf("replication: record %d: %w", sq, err)
+			}
+			if err := fn(sq, r); err != nil {
+				return err
+			}
+			next = sq + 1
+		}
+		if err := msgs.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !strings.Contains(err.Error(), "timeout") {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("replication: follow: %w", err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// Seek finds the stream sequence of the record holding command seq (for a
+// node that resumes following after its own WAL's last command): the first
+// record whose Last() >= seq, by binary search (Last never decreases along
+// the log). It returns the stream's last sequence + 1 if no record holds
+// seq yet.
+func (l *Log) Seek(ctx context.Context, seq core.Seq) (uint64, error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("replication: stream info: %w", err)
+	}
+	lo, hi := info.State.FirstSeq, info.State.LastSeq+1 // answer in [lo, hi]
+	if info.State.Msgs == 0 {
+		return hi, nil
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		r, err := l.get(ctx, mid)
+		if err != nil {
+			return 0, err
+		}
+		if r.Last() < seq {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}

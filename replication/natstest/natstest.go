@@ -1,0 +1,152 @@
+// Package natstest runs real NATS servers with JetStream inside a test
+// process: one server, or a cluster whose nodes can be stopped and started
+// again (same ports, same store) to take a quorum away and give it back.
+// Servers bind 127.0.0.1 only and are shut down by t.Cleanup.
+package natstest
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Cluster is n NATS servers routed to each other, JetStream on each.
+type Cluster struct {
+	t       testing.TB
+	name    string
+	ports   []int // client ports
+	routes  []int // cluster (route) ports
+	dirs    []string
+	servers []*server.Server // nil: stopped
+}
+
+// Start runs a cluster of n nodes (n = 1: a single server, no routes) and
+// waits until JetStream has a meta leader.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, name: fmt.Sprintf("ubs-%d", time.Now().UnixNano()%1e6), servers: make([]*server.Server, n)}
+	base := t.TempDir()
+	for i := 0; i < n; i++ {
+		c.ports = append(c.ports, freePort(t))
+		c.routes = append(c.routes, freePort(t))
+		c.dirs = append(c.dirs, filepath.Join(base, fmt.Sprintf("n%d", i)))
+	}
+	t.Cleanup(c.Shutdown)
+	for i := 0; i < n; i++ {
+		c.StartNode(i)
+	}
+	c.WaitReady(30 * time.Second)
+	return c
+}
+
+// URL is a client URL listing every node (a client fails over among them).
+func (c *Cluster) URL() string {
+	urls := make([]string, len(c.ports))
+	for i, p := range c.ports {
+		urls[i] = fmt.Sprintf("nats://127.0.0.1:%d", p)
+	}
+	return strings.Join(urls, ",")
+}
+
+// NodeURL is node i's client URL.
+func (c *Cluster) NodeURL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.ports[i]) }
+
+// StartNode starts node i (again), with its ports and store.
+func (c *Cluster) StartNode(i int) {
+	c.t.Helper()
+	if c.servers[i] != nil {
+		return
+	}
+	opts := &server.Options{
+		ServerName: fmt.Sprintf("n%d", i),
+		Host:       "127.0.0.1",
+		Port:       c.ports[i],
+		JetStream:  true,
+		StoreDir:   c.dirs[i],
+		NoLog:      true,
+		NoSigs:     true,
+	}
+	if len(c.ports) > 1 {
+		opts.Cluster = server.ClusterOpts{Name: c.name, Host: "127.0.0.1", Port: c.routes[i]}
+		var rs []string
+		for j, p := range c.routes {
+			if j != i {
+				rs = append(rs, fmt.Sprintf("nats://127.0.0.1:%d", p))
+			}
+		}
+		opts.Routes = server.RoutesFromStr(strings.Join(rs, ","))
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		c.t.Fatalf("natstest: node %d: %v", i, err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(20 * time.Second) {
+		s.Shutdown()
+		c.t.Fatalf("natstest: node %d not ready", i)
+	}
+	c.servers[i] = s
+}
+
+// StopNode shuts node i down (its store stays for StartNode).
+func (c *Cluster) StopNode(i int) {
+	if s := c.servers[i]; s != nil {
+		s.Shutdown()
+		s.WaitForShutdown()
+		c.servers[i] = nil
+	}
+}
+
+// Shutdown stops every node.
+func (c *Cluster) Shutdown() {
+	for i := range c.servers {
+		c.StopNode(i)
+	}
+}
+
+// WaitReady waits until every running node is JetStream-ready and, on a
+// cluster, a meta leader is elected.
+func (c *Cluster) WaitReady(d time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		ok := true
+		for _, s := range c.servers {
+			if s != nil && (!s.JetStreamEnabled() || (len(c.servers) > 1 && !s.JetStreamIsClustered())) {
+				ok = false
+			}
+		}
+		if ok && c.hasMetaLeader() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("natstest: JetStream not ready after %v", d)
+}
+
+func (c *Cluster) hasMetaLeader() bool {
+	if len(c.servers) == 1 {
+		return true
+	}
+	for _, s := range c.servers {
+		if s != nil && s.JetStreamIsLeader() {
+			return true
+		}
+	}
+	return false
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("natstest: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
