@@ -82,6 +82,14 @@ type Config struct {
 	// lock is held: state derived from events and read inside Read stays
 	// consistent with the replica. It must not block or keep evs.
 	OnView func(c *core.Command, evs []core.Event)
+	// Replicator, if set, is the replicated log of sync replication
+	// (replicate.go): a command is durable only once the local fsync and
+	// the log have both stored it.
+	Replicator Replicator
+	// Standby starts the pipeline as a standby: it applies only the
+	// commands SubmitSequenced gives it (a primary's, from the replicated
+	// log) and refuses Submit with ErrStandby, until Promote.
+	Standby bool
 }
 
 // Slot is one ring entry. The submitter writes Cmd, Reply and Enq; the
@@ -171,6 +179,8 @@ type Pipeline struct {
 	lastSnap   core.Seq      // processor goroutine only
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
+
+	repState // sync replication and the standby mode (replicate.go)
 }
 
 type snapJob struct {
@@ -227,6 +237,11 @@ func Start(cfg Config) (*Pipeline, error) {
 		proc: rec.Proc, poisoned: rec.Poisoned, base: rec.Proc.LastSeq(), lastSnap: rec.SnapshotSeq,
 		dead: make(chan struct{}), snapJobs: make(chan snapJob, 2)}
 	pl.baseSnap = rec.Proc.AppendSnapshot(nil)
+	pl.repCtx, pl.repCancel = context.WithCancel(context.Background())
+	pl.standby.Store(cfg.Standby)
+	if cfg.Replicator != nil {
+		pl.rep.Store(&repBox{r: cfg.Replicator})
+	}
 	pl.durWait.init()
 	pl.jst = r.NewStage()
 	pl.pst = r.NewStage()
@@ -291,6 +306,9 @@ func (pl *Pipeline) Submit(c *core.Command, reply *Reply) (core.Seq, error) {
 	if !c.Kind.Valid() {
 		return 0, ErrInvalidKind
 	}
+	if err := pl.standbyCheck(); err != nil {
+		return 0, err
+	}
 	lo, _, err := pl.ring.Claim(1)
 	if err != nil {
 		return 0, ErrStopped
@@ -302,6 +320,9 @@ func (pl *Pipeline) Submit(c *core.Command, reply *Reply) (core.Seq, error) {
 func (pl *Pipeline) TrySubmit(c *core.Command, reply *Reply) (core.Seq, error) {
 	if !c.Kind.Valid() {
 		return 0, ErrInvalidKind
+	}
+	if err := pl.standbyCheck(); err != nil {
+		return 0, err
 	}
 	lo, _, ok := pl.ring.TryClaim(1)
 	if !ok {
@@ -335,6 +356,9 @@ func (pl *Pipeline) SubmitBatch(cmds []core.Command) (core.Seq, error) {
 		if !cmds[i].Kind.Valid() {
 			return 0, ErrInvalidKind
 		}
+	}
+	if err := pl.standbyCheck(); err != nil {
+		return 0, err
 	}
 	lo, hi, err := pl.ring.Claim(len(cmds))
 	if err != nil {
@@ -397,7 +421,10 @@ func (pl *Pipeline) Close() error {
 	var err error
 	pl.closeOnce.Do(func() {
 		pl.ring.Close()
+		grace := time.AfterFunc(replicateCloseGrace, pl.repCancel)
 		pl.wg.Wait()
+		grace.Stop()
+		pl.repCancel()
 		close(pl.snapJobs)
 		<-pl.snapDoneCh
 		if pl.Err() == nil && pl.proc.LastSeq() > pl.lastSnap && pl.DurableSeq() >= pl.proc.LastSeq() {
@@ -433,6 +460,9 @@ func (pl *Pipeline) String() string {
 func (pl *Pipeline) SubmitFunc(n int, fill func(seq core.Seq, c *core.Command)) (core.Seq, error) {
 	if n < 1 || n > pl.ring.Cap() {
 		return 0, fmt.Errorf("%w: %d commands (1..%d)", ErrBatchSize, n, pl.ring.Cap())
+	}
+	if err := pl.standbyCheck(); err != nil {
+		return 0, err
 	}
 	lo, hi, err := pl.ring.Claim(n)
 	if err != nil {

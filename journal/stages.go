@@ -27,9 +27,10 @@ func (pl *Pipeline) journaler() {
 		pl.durWait.notify()
 	}()
 	var (
-		buf     []byte
-		offs    []int
-		entries []Entry
+		buf      []byte
+		offs     []int
+		entries  []Entry
+		payloads [][]byte // entries' payloads for the Replicator
 	)
 	next := int64(1)
 	for {
@@ -51,7 +52,15 @@ func (pl *Pipeline) journaler() {
 			entries = append(entries, Entry{Seq: uint64(pl.base) + uint64(next) + uint64(i), Payload: buf[offs[i]:offs[i+1]]})
 		}
 		t0 := nanotime()
-		if err := pl.wal.AppendBatch(entries); err != nil {
+		var rep Replicator
+		rep, payloads, err = pl.repBegin(entries, payloads)
+		if err == nil {
+			err = pl.wal.AppendBatch(entries)
+		}
+		if err == nil {
+			err = pl.repWait(rep, entries)
+		}
+		if err != nil {
 			pl.jst.Halt()
 			pl.fail(err)
 			return

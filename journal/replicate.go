@@ -1,0 +1,149 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// Replicator is the replicated command log of sync replication (DESIGN §8;
+// package replication): the journaler hands it every group commit before
+// its local write, and a command becomes durable — durable_seq, replies,
+// the read view's answers, every follower — only once the local fsync and
+// Wait have both succeeded. Begin and Wait are called on the journaler's
+// goroutine only, one Begin then one Wait per group commit.
+type Replicator interface {
+	// Begin starts storing cmds (the WAL payloads of commands first...)
+	// without waiting; it must copy what it keeps.
+	Begin(first core.Seq, cmds [][]byte) error
+	// Wait returns once the last Begin's commands are stored, or an error:
+	// the pipeline then stops (a fenced node acknowledges nothing more).
+	Wait(ctx context.Context) error
+}
+
+// Errors of a standby pipeline.
+var (
+	// ErrStandby: Submit on a standby, which applies only the commands of
+	// the replicated log (SubmitSequenced) and issues none of its own.
+	ErrStandby = errors.New("journal: standby: this node applies the primary's commands and issues none")
+	// ErrSequence: SubmitSequenced out of order.
+	ErrSequence = errors.New("journal: sequenced commands out of order")
+	// ErrNotStandby: SubmitSequenced on a primary.
+	ErrNotStandby = errors.New("journal: not a standby")
+)
+
+// replicateCloseGrace bounds how long Close lets a group commit wait for
+// the replicated log (e.g. while the NATS cluster has no quorum) before it
+// gives up on it; the batch then stays in the local WAL only, unacknowledged.
+const replicateCloseGrace = 10 * time.Second
+
+// repBox holds the Replicator (an interface cannot be stored in an
+// atomic.Pointer directly).
+type repBox struct{ r Replicator }
+
+// replicator is the current Replicator (nil: none).
+func (pl *Pipeline) replicator() Replicator {
+	if b := pl.rep.Load(); b != nil {
+		return b.r
+	}
+	return nil
+}
+
+// repBegin is the journaler's first half of sync replication for one
+// group commit, before its local write: start storing entries in the
+// replicated log. It returns the Replicator (nil: none) for repWait, and
+// payloads (a buffer kept by the journaler).
+func (pl *Pipeline) repBegin(entries []Entry, payloads [][]byte) (Replicator, [][]byte, error) {
+	rep := pl.replicator()
+	if rep == nil {
+		return nil, payloads, nil
+	}
+	payloads = payloads[:0]
+	for _, e := range entries {
+		payloads = append(payloads, e.Payload)
+	}
+	if err := rep.Begin(core.Seq(entries[0].Seq), payloads); err != nil {
+		return nil, payloads, fmt.Errorf("journal: replicate: %w", err)
+	}
+	return rep, payloads, nil
+}
+
+// repWait is the second half, after the local write: the group commit is
+// durable once the log has stored it too.
+func (pl *Pipeline) repWait(rep Replicator, entries []Entry) error {
+	if rep == nil {
+		return nil
+	}
+	if err := rep.Wait(pl.repCtx); err != nil {
+		return fmt.Errorf("journal: replicate commands %d..%d: %w", entries[0].Seq, entries[len(entries)-1].Seq, err)
+	}
+	return nil
+}
+
+// Standby tells whether the pipeline is a standby (Config.Standby, until
+// Promote).
+func (pl *Pipeline) Standby() bool { return pl.standby.Load() }
+
+// SubmitSequenced applies commands a primary sequenced (a standby
+// following the replicated log): they keep their Seq and Time, and must
+// continue the pipeline's seq exactly (ErrSequence otherwise, and nothing
+// is submitted). One goroutine only. It waits while the ring is full.
+func (pl *Pipeline) SubmitSequenced(cmds []core.Command) error {
+	if !pl.standby.Load() {
+		return ErrNotStandby
+	}
+	for len(cmds) > 0 {
+		n := min(len(cmds), pl.ring.Cap())
+		next := pl.base + core.Seq(pl.ring.Claimed()) + 1
+		for i := range cmds[:n] {
+			if cmds[i].Seq != next+core.Seq(i) || !cmds[i].Kind.Valid() {
+				return fmt.Errorf("%w: command %d (%v) where %d was due", ErrSequence, cmds[i].Seq, cmds[i].Kind, next+core.Seq(i))
+			}
+		}
+		lo, hi, err := pl.ring.Claim(n)
+		if err != nil {
+			return ErrStopped
+		}
+		enq := nanotime()
+		for i := lo; i <= hi; i++ {
+			s := pl.ring.Slot(i)
+			s.Cmd = cmds[i-lo]
+			s.Reply = nil
+			s.Enq = enq
+		}
+		pl.ring.Publish(lo, hi)
+		cmds = cmds[n:]
+	}
+	return nil
+}
+
+// Promote turns a standby into the primary: from now on it sequences
+// commands of its own (Submit), and, with rep, every group commit is
+// durable only once rep stores it. The caller has applied the whole
+// replicated log and claimed it (an epoch marker) first.
+func (pl *Pipeline) Promote(rep Replicator) {
+	if rep != nil {
+		pl.rep.Store(&repBox{r: rep})
+	}
+	pl.standby.Store(false)
+}
+
+// standbyCheck is Submit's refusal on a standby.
+func (pl *Pipeline) standbyCheck() error {
+	if pl.standby.Load() {
+		return ErrStandby
+	}
+	return nil
+}
+
+// repState is the Pipeline's replication state.
+type repState struct {
+	rep       atomic.Pointer[repBox]
+	standby   atomic.Bool
+	repCtx    context.Context // Wait's context: ends replicateCloseGrace after Close begins
+	repCancel context.CancelFunc
+}
