@@ -147,3 +147,11 @@ type repState struct {
 	repCtx    context.Context // Wait's context: ends replicateCloseGrace after Close begins
 	repCancel context.CancelFunc
 }
+
+// IterateWAL calls fn for every durable command from seq from on (its WAL
+// payload, valid during fn only), in order, from the WAL's first entry if
+// from is older; an error from fn stops it and is returned.
+func (pl *Pipeline) IterateWAL(from core.Seq, fn func(seq core.Seq, payload []byte) error) error {
+	from = max(from, core.Seq(pl.wal.FirstSeq()))
+	return pl.wal.Iterate(uint64(from), func(seq uint64, payload []byte) error { return fn(core.Seq(seq), payload) })
+}

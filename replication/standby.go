@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +18,13 @@ type Applier interface {
 	SubmitSequenced(cmds []core.Command) error
 	DurableSeq() core.Seq
 	Promote(rep journal.Replicator)
+	IterateWAL(from core.Seq, fn func(seq core.Seq, payload []byte) error) error
 }
+
+// ErrDiverged: this node's WAL holds commands the log does not (an
+// unreplicated tail of a fenced primary, while another node appended other
+// commands at the same seqs). It must not apply the log on top of them.
+var ErrDiverged = errors.New("replication: this node's WAL diverges from the log")
 
 // Standby follows the replicated log and applies every command of it to its
 // own pipeline, in order, exactly once (commands its WAL already holds are
@@ -119,6 +126,9 @@ func (s *Standby) apply(r Record, buf *[]core.Command) error {
 	if r.Seq > have+1 {
 		return fmt.Errorf("replication: the log skips from command %d to %d", have, r.Seq)
 	}
+	if err := s.checkOverlap(r, have); err != nil {
+		return err
+	}
 	cmds := (*buf)[:0]
 	for i, b := range r.Commands {
 		seq := r.Seq + core.Seq(i)
@@ -147,6 +157,78 @@ func (s *Standby) apply(r Record, buf *[]core.Command) error {
 	return nil
 }
 
+// errStop ends a WAL iteration early.
+var errStop = errors.New("stop")
+
+// checkOverlap compares the commands of r that this node's WAL already
+// holds (after a restart) with the log's: they must be the same bytes.
+func (s *Standby) checkOverlap(r Record, have core.Seq) error {
+	to := min(r.Last(), have)
+	if r.Seq > to {
+		return nil
+	}
+	err := s.pl.IterateWAL(r.Seq, func(seq core.Seq, p []byte) error {
+		if seq > to {
+			return errStop
+		}
+		if !bytes.Equal(p, r.Commands[seq-r.Seq]) {
+			return fmt.Errorf("%w: command %d differs (log epoch %d)", ErrDiverged, seq, r.Epoch)
+		}
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	return err
+}
+
+// appendTail stores the commands after the log's last one that this node's
+// WAL holds (written locally, never acknowledged: the primary stopped
+// before the log stored them), so the log has every command of the node
+// that now writes it.
+func (s *Standby) appendTail(ctx context.Context, logLast core.Seq) error {
+	var batch [][]byte
+	first := logLast + 1
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := s.log.Begin(first, batch); err != nil {
+			return err
+		}
+		if err := s.log.Wait(ctx); err != nil {
+			return err
+		}
+		first += core.Seq(len(batch))
+		batch = batch[:0]
+		return nil
+	}
+	to := core.Seq(s.submitted.Load())
+	err := s.pl.IterateWAL(logLast+1, func(seq core.Seq, p []byte) error {
+		if seq > to {
+			return errStop
+		}
+		if seq != first+core.Seq(len(batch)) {
+			return fmt.Errorf("replication: local WAL holds %d where %d was due", seq, first+core.Seq(len(batch)))
+		}
+		batch = append(batch, append([]byte(nil), p...))
+		if len(batch) == 1024 {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return err
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if first != to+1 {
+		return fmt.Errorf("replication: appended the local tail up to %d, the WAL holds up to %d", first-1, to)
+	}
+	return nil
+}
+
 // Promote makes this standby the primary: it stops following, reads the
 // log to its end, claims it with the next epoch (reading on and claiming
 // again while another node appends), and switches the pipeline to the
@@ -162,15 +244,21 @@ func (s *Standby) Promote(ctx context.Context) (epoch uint64, err error) {
 		<-done
 	}
 	for {
-		last, _, err := s.log.Tail(ctx)
+		last, tail, err := s.log.Tail(ctx)
 		if err != nil {
 			return 0, err
 		}
-		if err := s.follow(ctx, s.streamSeq.Load()+1, last); err != nil {
-			return 0, err
+		if from := s.streamSeq.Load() + 1; from <= last {
+			if err := s.follow(ctx, from, last); err != nil {
+				return 0, err
+			}
+		}
+		var logLast core.Seq
+		if tail != nil {
+			logLast = tail.Last()
 		}
 		epoch = s.epoch.Load() + 1
-		err = s.log.Claim(ctx, last, core.Seq(s.submitted.Load()), epoch)
+		err = s.log.Claim(ctx, last, logLast, epoch)
 		if errors.Is(err, ErrBehind) {
 			continue // the old primary appended meanwhile: read it too
 		}
@@ -178,6 +266,13 @@ func (s *Standby) Promote(ctx context.Context) (epoch uint64, err error) {
 			return 0, err
 		}
 		s.epoch.Store(epoch)
+		// A restarted primary's WAL may end past the log: never
+		// acknowledged, but applied here; the log gets them first.
+		if core.Seq(s.submitted.Load()) > logLast {
+			if err := s.appendTail(ctx, logLast); err != nil {
+				return 0, err
+			}
+		}
 		s.pl.Promote(s.log)
 		return epoch, nil
 	}

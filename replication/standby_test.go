@@ -142,3 +142,77 @@ func TestStandbyFollowsAndPromotes(t *testing.T) {
 		t.Fatalf("new primary: last %d (want %d), log holds %d at epoch %d", more, last+500, lb.Appended(), lb.Epoch())
 	}
 }
+
+// TestRestartedPrimaryAndDivergence: a node starting as the primary whose
+// WAL ends past the log (commands written locally, never stored by the
+// log) appends them to the log before it serves; a standby started on it
+// reaches the same state; and a node whose WAL holds other commands at the
+// same seqs refuses to apply the log (ErrDiverged) instead of forking.
+func TestRestartedPrimaryAndDivergence(t *testing.T) {
+	c := natstest.Start(t, 1)
+	ctx := context.Background()
+	w, err := bench.NewWorkload(3, bench.Options{Users: 20, Markets: 1, SeedPerBook: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A's WAL holds 400 commands the log has never seen.
+	dirA := t.TempDir()
+	pa, err := journal.Start(journal.Config{Dir: dirA, Logger: quiet(), SnapshotEvery: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := submit(t, pa, w, 400)
+	if err := pa.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pa, err = journal.Start(journal.Config{Dir: dirA, Logger: quiet(), Standby: true, ReadView: true, SnapshotEvery: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pa.Close() })
+	la := openLog(t, c.URL(), "a")
+	if epoch, err := replication.NewStandby(la, pa).Promote(ctx); err != nil || epoch != 1 {
+		t.Fatalf("start as primary: epoch %d, %v", epoch, err)
+	}
+	if la.Appended() != last {
+		t.Fatalf("the log holds up to %d, A's WAL up to %d", la.Appended(), last)
+	}
+	last = submit(t, pa, w, 100)
+
+	pb := startPipeline(t, journal.Config{Standby: true})
+	go func() { _ = replication.NewStandby(openLog(t, c.URL(), "b"), pb).Run(ctx) }()
+	waitFor(t, "the standby", func() bool { s, _ := viewHash(t, pb); return s >= last })
+	sa, ha := viewHash(t, pa)
+	sb, hb := viewHash(t, pb)
+	if sa != sb || ha != hb {
+		t.Fatalf("primary %d %s, standby %d %s", sa, ha, sb, hb)
+	}
+
+	// C wrote 50 commands of its own (another workload): not the log's.
+	dirC := t.TempDir()
+	pc, err := journal.Start(journal.Config{Dir: dirC, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := bench.NewWorkload(99, bench.Options{Users: 20, Markets: 1, SeedPerBook: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit(t, pc, other, 50)
+	if err := pc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pc, err = journal.Start(journal.Config{Dir: dirC, Logger: quiet(), Standby: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pc.Close() })
+	run, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := replication.NewStandby(openLog(t, c.URL(), "c"), pc).Run(run); !errors.Is(err, replication.ErrDiverged) {
+		t.Fatalf("a diverged node followed the log: %v", err)
+	}
+	if pc.DurableSeq() != 50 {
+		t.Fatalf("the diverged node applied the log: durable %d", pc.DurableSeq())
+	}
+}
