@@ -245,6 +245,11 @@ func Start(cfg Config) (*Pipeline, error) {
 	pl.durWait.init()
 	pl.jst = r.NewStage()
 	pl.pst = r.NewStage()
+	durable := pl.jst // the stage after which a command is durable
+	if cfg.Replicator != nil || cfg.Standby {
+		pl.repst = r.NewStage(pl.jst)
+		durable = pl.repst
+	}
 	if cfg.ReadView {
 		view, err := core.Restore(cfg.Core, pl.baseSnap)
 		if err != nil {
@@ -253,9 +258,9 @@ func Start(cfg Config) (*Pipeline, error) {
 		}
 		pl.view, pl.viewSeq = view, pl.base
 		pl.vst = r.NewStage(pl.pst)
-		pl.rst = r.NewStage(pl.jst, pl.vst)
+		pl.rst = r.NewStage(durable, pl.vst)
 	} else {
-		pl.rst = r.NewStage(pl.jst, pl.pst)
+		pl.rst = r.NewStage(durable, pl.pst)
 	}
 	pl.recovery = RecoveryReport{Duration: rec.Duration, MarketCheck: rec.MarketCheck, Open: rec.Open,
 		Contained: rec.Contained, Skipped: rec.Skipped, SnapshotSeq: rec.SnapshotSeq, Seq: rec.Proc.LastSeq()}
@@ -267,6 +272,10 @@ func Start(cfg Config) (*Pipeline, error) {
 	pl.wg.Add(2)
 	go pl.journaler()
 	go pl.processor()
+	if pl.repst != nil {
+		pl.wg.Add(1)
+		go pl.replicationStage()
+	}
 	if pl.vst != nil {
 		pl.wg.Add(1)
 		go pl.viewer()

@@ -8,21 +8,24 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal/ring"
 )
 
 // Replicator is the replicated command log of sync replication (DESIGN §8;
 // package replication): the journaler hands it every group commit before
-// its local write, and a command becomes durable — durable_seq, replies,
-// the read view's answers, every follower — only once the local fsync and
-// Wait have both succeeded. Begin and Wait are called on the journaler's
-// goroutine only, one Begin then one Wait per group commit.
+// its local write (Append, without waiting: several group commits may be in
+// flight), and the replication stage — a ring stage after the journaler —
+// makes a command durable (durable_seq, replies, the read view's answers,
+// every follower) only once the local fsync is done and WaitStored says the
+// log holds it too.
 type Replicator interface {
-	// Begin starts storing cmds (the WAL payloads of commands first...)
-	// without waiting; it must copy what it keeps.
-	Begin(first core.Seq, cmds [][]byte) error
-	// Wait returns once the last Begin's commands are stored, or an error:
-	// the pipeline then stops (a fenced node acknowledges nothing more).
-	Wait(ctx context.Context) error
+	// Append starts storing cmds (the WAL payloads of commands first...)
+	// without waiting; it must copy what it keeps. Journaler goroutine.
+	Append(first core.Seq, cmds [][]byte) error
+	// WaitStored returns once every command up to seq is stored, or an
+	// error: the pipeline then stops (a fenced node acknowledges nothing
+	// more). Replication stage goroutine.
+	WaitStored(ctx context.Context, seq core.Seq) error
 }
 
 // Errors of a standby pipeline.
@@ -53,35 +56,54 @@ func (pl *Pipeline) replicator() Replicator {
 	return nil
 }
 
-// repBegin is the journaler's first half of sync replication for one
-// group commit, before its local write: start storing entries in the
-// replicated log. It returns the Replicator (nil: none) for repWait, and
-// payloads (a buffer kept by the journaler).
-func (pl *Pipeline) repBegin(entries []Entry, payloads [][]byte) (Replicator, [][]byte, error) {
+// repAppend is the journaler's part of sync replication for one group
+// commit, before its local write: send entries to the replicated log.
+// payloads is a buffer the journaler keeps.
+func (pl *Pipeline) repAppend(entries []Entry, payloads [][]byte) ([][]byte, error) {
 	rep := pl.replicator()
 	if rep == nil {
-		return nil, payloads, nil
+		return payloads, nil
 	}
 	payloads = payloads[:0]
 	for _, e := range entries {
 		payloads = append(payloads, e.Payload)
 	}
-	if err := rep.Begin(core.Seq(entries[0].Seq), payloads); err != nil {
-		return nil, payloads, fmt.Errorf("journal: replicate: %w", err)
+	if err := rep.Append(core.Seq(entries[0].Seq), payloads); err != nil {
+		return payloads, fmt.Errorf("journal: replicate: %w", err)
 	}
-	return rep, payloads, nil
+	return payloads, nil
 }
 
-// repWait is the second half, after the local write: the group commit is
-// durable once the log has stored it too.
-func (pl *Pipeline) repWait(rep Replicator, entries []Entry) error {
-	if rep == nil {
-		return nil
+// replicationStage runs after the journaler when the pipeline may
+// replicate (Config.Replicator or Config.Standby): what the journaler has
+// fsynced becomes durable once the replicated log has stored it too (at
+// once when there is no Replicator: a standby, whose log is the primary's).
+// It owns durable_seq then.
+func (pl *Pipeline) replicationStage() {
+	defer pl.wg.Done()
+	defer func() { // durable will not grow any more: release every waiter
+		pl.jDone.Store(true)
+		pl.durWait.notify()
+	}()
+	next := int64(1)
+	for {
+		hi, err := pl.repst.WaitFor(next)
+		if err != nil {
+			return
+		}
+		if rep := pl.replicator(); rep != nil {
+			if err := rep.WaitStored(pl.repCtx, pl.base+core.Seq(hi)); err != nil {
+				pl.repst.Halt()
+				pl.fail(fmt.Errorf("journal: replicate commands up to %d: %w", pl.base+core.Seq(hi), err))
+				return
+			}
+		}
+		pl.durable.Store(uint64(pl.base) + uint64(hi))
+		pl.durWait.notify()
+		pl.repst.Commit(hi)
+		pl.release()
+		next = hi + 1
 	}
-	if err := rep.Wait(pl.repCtx); err != nil {
-		return fmt.Errorf("journal: replicate commands %d..%d: %w", entries[0].Seq, entries[len(entries)-1].Seq, err)
-	}
-	return nil
 }
 
 // Standby tells whether the pipeline is a standby (Config.Standby, until
@@ -143,6 +165,7 @@ func (pl *Pipeline) standbyCheck() error {
 // repState is the Pipeline's replication state.
 type repState struct {
 	rep       atomic.Pointer[repBox]
+	repst     *ring.Stage[Slot] // the replication stage (nil: durable once fsynced)
 	standby   atomic.Bool
 	repCtx    context.Context // Wait's context: ends replicateCloseGrace after Close begins
 	repCancel context.CancelFunc

@@ -23,8 +23,10 @@ func nanotime() int64 { return int64(time.Since(clockBase)) }
 func (pl *Pipeline) journaler() {
 	defer pl.wg.Done()
 	defer func() { // durable will not grow any more: release every waiter
-		pl.jDone.Store(true)
-		pl.durWait.notify()
+		if pl.repst == nil { // else the replication stage owns durable
+			pl.jDone.Store(true)
+			pl.durWait.notify()
+		}
 	}()
 	var (
 		buf      []byte
@@ -52,13 +54,9 @@ func (pl *Pipeline) journaler() {
 			entries = append(entries, Entry{Seq: uint64(pl.base) + uint64(next) + uint64(i), Payload: buf[offs[i]:offs[i+1]]})
 		}
 		t0 := nanotime()
-		var rep Replicator
-		rep, payloads, err = pl.repBegin(entries, payloads)
+		payloads, err = pl.repAppend(entries, payloads)
 		if err == nil {
 			err = pl.wal.AppendBatch(entries)
-		}
-		if err == nil {
-			err = pl.repWait(rep, entries)
 		}
 		if err != nil {
 			pl.jst.Halt()
@@ -67,6 +65,11 @@ func (pl *Pipeline) journaler() {
 		}
 		if pl.cfg.OnJournalBatch != nil {
 			pl.cfg.OnJournalBatch(len(entries), time.Duration(nanotime()-t0))
+		}
+		if pl.repst != nil { // durable once the log holds it too
+			pl.jst.Commit(hi)
+			next = hi + 1
+			continue
 		}
 		pl.durable.Store(uint64(pl.base) + uint64(hi))
 		pl.durWait.notify()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,7 +62,8 @@ type Config struct {
 // append of the old writer is refused and it learns it is fenced. No clock
 // is involved.
 //
-// One goroutine appends (the journaler); Follow may run beside it.
+// One goroutine appends (the journaler) and one waits (the pipeline's
+// replication stage); Follow may run beside them.
 type Log struct {
 	cfg    Config
 	log    *slog.Logger
@@ -70,23 +72,28 @@ type Log struct {
 	stream jetstream.Stream
 	maxMsg int // bytes of one message's body
 
-	// The writer's state: the journaler's goroutine only.
-	epoch   uint64 // 0 until Claim
-	last    uint64 // the stream sequence the next append expects to follow
-	buf     []byte
-	pending []sent
+	// The writer's state, guarded by mu (Append runs on the journaler,
+	// WaitStored on the pipeline's replication stage).
+	mu       sync.Mutex
+	epoch    uint64   // 0 until Claim
+	last     uint64   // the stream sequence of the last record known stored
+	queue    []sent   // sent, not yet known stored, in order: queue[i] expects last+i
+	sentUpTo core.Seq // the last command appended (stored or queued)
+	enqueued uint64   // records appended since Open
 
 	fenced   atomic.Bool
 	appended atomic.Uint64 // the last command stored in the stream by this node
+	storedN  atomic.Uint64 // records appended since Open and known stored
 	streamSq atomic.Uint64 // the stream sequence of the last record this node stored
 	refused  atomic.Uint64 // appends refused by the fence
 }
 
-// sent is one message of an append in flight.
+// sent is one record in flight.
 type sent struct {
 	id   string
 	body []byte
-	fut  jetstream.PubAckFuture
+	upTo core.Seq               // the log's last command once it is stored
+	fut  jetstream.PubAckFuture // nil: not sent (WaitStored reads back and sends again)
 }
 
 // Open connects to NATS and creates the stream (or updates its config).
@@ -154,7 +161,11 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 func (l *Log) Close() { l.nc.Drain() } //nolint:errcheck // closing either way
 
 // Epoch is this node's epoch as the writer (0: not the writer).
-func (l *Log) Epoch() uint64 { return l.epoch }
+func (l *Log) Epoch() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epoch
+}
 
 // Fenced tells whether an append of this node has been refused because
 // another node appended.
@@ -217,7 +228,9 @@ func (l *Log) Claim(ctx context.Context, at uint64, applied core.Seq, epoch uint
 	if err != nil {
 		return fmt.Errorf("replication: claim epoch %d: %w", epoch, err)
 	}
-	l.epoch, l.last = epoch, ack.Sequence
+	l.mu.Lock()
+	l.epoch, l.last, l.sentUpTo = epoch, ack.Sequence, applied
+	l.mu.Unlock()
 	l.streamSq.Store(ack.Sequence)
 	l.appended.Store(uint64(applied))
 	l.log.Info("replication: claimed the log", "node", l.cfg.Node, "epoch", epoch, "stream_seq", ack.Sequence,
@@ -242,157 +255,181 @@ func msgID(epoch uint64, k Kind, seq core.Seq) string {
 	return strconv.FormatUint(epoch, 10) + "." + string(rune(k)) + "." + strconv.FormatUint(uint64(seq), 10)
 }
 
-// Begin starts appending the commands first..first+len(cmds)-1 (the WAL's
-// payloads; already in the caller's WAL or about to be): it publishes them,
-// split over the server's max payload, without waiting. Wait must follow
-// before the next Begin. The caller may overlap Begin..Wait with its local
-// fsync.
-func (l *Log) Begin(first core.Seq, cmds [][]byte) error {
-	if l.fenced.Load() {
-		return ErrFenced
+// Append sends the commands first..first+len(cmds)-1 (the WAL's payloads;
+// copied) to the log, split over the server's max payload, without
+// waiting: several appends may be in flight, each message expecting the one
+// before it, so a refused or lost message makes every later one fail too
+// and the log never gets a hole. WaitStored tells when they are stored.
+// Safe beside WaitStored; one goroutine appends.
+func (l *Log) Append(first core.Seq, cmds [][]byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
 	}
-	if l.epoch == 0 {
-		return ErrNotWriter
-	}
-	l.pending = l.pending[:0]
 	for len(cmds) > 0 {
 		n, size := 0, commandsOverhead
 		for n < len(cmds) && (n == 0 || size+len(cmds[n])+10 <= l.maxMsg) {
 			size += len(cmds[n]) + 10
 			n++
 		}
-		body := AppendCommands(nil, l.epoch, first, cmds[:n])
-		l.pending = append(l.pending, sent{id: msgID(l.epoch, KindCommands, first), body: body})
+		l.enqueue(sent{id: msgID(l.epoch, KindCommands, first), body: AppendCommands(nil, l.epoch, first, cmds[:n]),
+			upTo: first + core.Seq(n) - 1})
 		first += core.Seq(n)
 		cmds = cmds[n:]
 	}
-	l.publish(0)
 	return nil
 }
 
-// AppendHash appends the writer's state hash after command seq (no wait),
-// which must already be in the log.
+// AppendHash sends the writer's state hash after command seq, which must
+// already be appended, without waiting.
 func (l *Log) AppendHash(seq core.Seq, hash string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if seq == 0 || seq > l.sentUpTo {
+		return fmt.Errorf("replication: hash after command %d, but the log holds commands up to %d", seq, l.sentUpTo)
+	}
+	l.enqueue(sent{id: msgID(l.epoch, KindHash, seq), body: appendHash(nil, l.epoch, seq, l.sentUpTo, hash), upTo: l.sentUpTo})
+	return nil
+}
+
+// writable is nil if this node may append (under mu).
+func (l *Log) writable() error {
 	if l.fenced.Load() {
 		return ErrFenced
 	}
 	if l.epoch == 0 {
 		return ErrNotWriter
 	}
-	if seq == 0 || seq > l.Appended() {
-		return fmt.Errorf("replication: hash after command %d, but the log holds commands up to %d", seq, l.Appended())
-	}
-	l.pending = append(l.pending[:0], sent{id: msgID(l.epoch, KindHash, seq), body: appendHash(nil, l.epoch, seq, core.Seq(l.appended.Load()), hash)})
-	l.publish(0)
 	return nil
 }
 
-// publish sends pending[from:], each expecting the one before it.
-func (l *Log) publish(from int) {
-	for i := from; i < len(l.pending); i++ {
-		p := &l.pending[i]
-		fut, err := l.js.PublishMsgAsync(&nats.Msg{Subject: l.cfg.Subject, Data: p.body,
-			Header: nats.Header{jetstream.MsgIDHeader: []string{p.id}}},
-			jetstream.WithExpectLastSequence(l.last+uint64(i)))
-		if err != nil { // too many pending, or closed: Wait reads the outcome back
-			p.fut = nil
-			continue
-		}
-		p.fut = fut
+// enqueue adds a record to the queue and sends it (under mu).
+func (l *Log) enqueue(r sent) {
+	l.queue = append(l.queue, r)
+	l.enqueued++
+	l.sentUpTo = r.upTo
+	l.send(len(l.queue) - 1)
+}
+
+// send publishes queue[i], expecting the stream's last sequence to be the
+// record before it (under mu). A failed send leaves no future: WaitStored
+// reads the stream back and sends it again.
+func (l *Log) send(i int) {
+	r := &l.queue[i]
+	r.fut = nil
+	fut, err := l.js.PublishMsgAsync(&nats.Msg{Subject: l.cfg.Subject, Data: r.body,
+		Header: nats.Header{jetstream.MsgIDHeader: []string{r.id}}},
+		jetstream.WithExpectLastSequence(l.last+uint64(i)))
+	if err == nil {
+		r.fut = fut
 	}
 }
 
-// Wait returns once every record of the last Begin (or AppendHash) is
-// stored by the stream (a quorum of its replicas holds it), retrying while
-// the stream cannot answer (no quorum, no connection) until ctx ends. It
-// returns ErrFenced if another node appended first.
+// Wait returns once every record appended so far (commands and hashes) is
+// stored; see WaitStored.
 func (l *Log) Wait(ctx context.Context) error {
+	l.mu.Lock()
+	n := l.enqueued
+	l.mu.Unlock()
+	return l.waitUntil(ctx, func() bool { return l.storedN.Load() >= n })
+}
+
+// WaitStored returns once the log has stored every command up to seq (a
+// quorum of the stream's replicas holds it), retrying while the stream
+// cannot answer (no quorum, no connection) until ctx ends; ErrFenced if
+// another node appended first. One goroutine waits.
+func (l *Log) WaitStored(ctx context.Context, seq core.Seq) error {
+	return l.waitUntil(ctx, func() bool { return core.Seq(l.appended.Load()) >= seq })
+}
+
+// waitUntil takes the queue's acks in order until done holds.
+func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
 	backoff := 20 * time.Millisecond
-	var err error
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			if ctx.Err() != nil {
-				return fmt.Errorf("replication: append not confirmed: %w (last error: %v)", ctx.Err(), err)
-			}
-			if attempt == 1 || attempt%50 == 0 {
-				l.log.Warn("replication: append not confirmed, reading the log back", "err", err, "attempt", attempt)
-			}
+	failures := 0
+	var lastErr error
+	for !done() {
+		l.mu.Lock()
+		if err := l.writable(); err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		if len(l.queue) == 0 {
+			l.mu.Unlock()
+			return fmt.Errorf("replication: wait for a record never appended (appended up to command %d)", l.sentUpTo)
+		}
+		fut := l.queue[0].fut
+		l.mu.Unlock()
+		var err error
+		if fut == nil {
+			err = errors.New("not sent")
+		} else {
 			select {
-			case <-ctx.Done():
+			case <-fut.Ok():
+				l.mu.Lock()
+				l.pop()
+				l.mu.Unlock()
+				failures, backoff = 0, 20*time.Millisecond
 				continue
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, time.Second)
-			// What is stored? Our records from l.last+1 on, in order, move
-			// the fence forward; anything else there means another node
-			// appended.
-			if err = l.reconcile(ctx); err != nil {
-				if errors.Is(err, ErrFenced) {
-					return err
+			case err = <-fut.Err():
+				l.mu.Lock() // every later future fails its expectation: read back instead
+				for i := range l.queue {
+					l.queue[i].fut = nil
 				}
-				continue // the stream cannot answer yet
+				l.mu.Unlock()
+			case <-ctx.Done():
+				return fmt.Errorf("replication: append not confirmed: %w (last error: %v)", ctx.Err(), lastErr)
 			}
-			if len(l.pending) == 0 {
-				return nil
+		}
+		// Unknown outcome: read the stream back.
+		lastErr = err
+		if failures == 0 || failures%50 == 0 {
+			l.log.Warn("replication: append not confirmed, reading the log back", "err", err, "failures", failures)
+		}
+		failures++
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replication: append not confirmed: %w (last error: %v)", ctx.Err(), lastErr)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+		l.mu.Lock()
+		err = l.reconcile(ctx)
+		if err == nil {
+			for i := range l.queue { // the rest, in order, expecting what is stored
+				l.send(i)
 			}
-			l.publish(0)
+		} else {
+			lastErr = err
 		}
-		if err = l.await(ctx); err == nil {
-			l.last += uint64(len(l.pending))
-			l.stored(l.pending)
-			l.pending = l.pending[:0]
-			return nil
-		}
+		l.mu.Unlock()
 		if errors.Is(err, ErrFenced) {
 			return err
 		}
 	}
-}
-
-// stored records that recs are in the stream, l.last being the last one's
-// stream sequence.
-func (l *Log) stored(recs []sent) {
-	l.streamSq.Store(l.last)
-	for i := len(recs) - 1; i >= 0; i-- {
-		if r, err := DecodeRecord(recs[i].body); err == nil && r.Kind == KindCommands {
-			l.appended.Store(uint64(r.Last()))
-			return
-		}
-	}
-}
-
-// await waits for every pending future. On an error every future is
-// dropped (each delivers one outcome): the next attempt reads the stream.
-func (l *Log) await(ctx context.Context) (err error) {
-	defer func() {
-		if err != nil {
-			for i := range l.pending {
-				l.pending[i].fut = nil
-			}
-		}
-	}()
-	for i := range l.pending {
-		fut := l.pending[i].fut
-		if fut == nil {
-			return errors.New("not sent")
-		}
-		select {
-		case <-fut.Ok():
-		case err := <-fut.Err():
-			if wrongLast(err) {
-				return l.fence(err)
-			}
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 	return nil
 }
 
-// reconcile reads the stream after l.last: the pending records found there
-// in order are stored (dropped from pending, l.last moves on); a record of
-// anyone else fences this node.
+// pop marks the head of the queue stored (under mu).
+func (l *Log) pop() {
+	r := l.queue[0]
+	l.last++
+	l.storedN.Add(1)
+	l.streamSq.Store(l.last)
+	l.appended.Store(uint64(r.upTo))
+	l.queue[0] = sent{}
+	l.queue = l.queue[1:]
+	if len(l.queue) == 0 {
+		l.queue = l.queue[:0:0] // let the backing array go
+	}
+}
+
+// reconcile reads the stream after l.last (under mu): the queued records
+// found there, in order, are stored; a record of anyone else fences this
+// node.
 func (l *Log) reconcile(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Attempt) // a stream without a leader does not answer
 	defer cancel()
@@ -405,12 +442,10 @@ func (l *Log) reconcile(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if len(l.pending) == 0 || m.Header.Get(jetstream.MsgIDHeader) != l.pending[0].id {
+		if len(l.queue) == 0 || m.Header.Get(jetstream.MsgIDHeader) != l.queue[0].id {
 			return l.fence(fmt.Errorf("stream sequence %d holds %q", sq, m.Header.Get(jetstream.MsgIDHeader)))
 		}
-		l.last = sq
-		l.stored(l.pending[:1])
-		l.pending = l.pending[1:]
+		l.pop()
 	}
 	return nil
 }
@@ -419,7 +454,7 @@ func (l *Log) fence(cause error) error {
 	if !l.fenced.Swap(true) {
 		l.refused.Add(1)
 		l.log.Error("replication: FENCED: another node appended to the log; acknowledging nothing more",
-			"node", l.cfg.Node, "epoch", l.epoch, "expected_stream_seq", l.last, "cause", cause)
+			"node", l.cfg.Node, "epoch", l.epoch, "stream_seq", l.last, "cause", cause)
 	}
 	return fmt.Errorf("%w: %v", ErrFenced, cause)
 }
@@ -431,10 +466,24 @@ func (l *Log) Follow(ctx context.Context, from uint64, fn func(sq uint64, r Reco
 	if from == 0 {
 		from = 1
 	}
-	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from})
-	if err != nil {
-		return fmt.Errorf("replication: follow from %d: %w", from, err)
+	var cons jetstream.Consumer
+	for { // a cluster regaining its quorum may not answer yet
+		attempt, cancel := context.WithTimeout(ctx, l.cfg.Attempt)
+		var err error
+		cons, err = l.stream.OrderedConsumer(attempt, jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from})
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("replication: follow from %d: %w", from, err)
+		}
+		l.log.Warn("replication: follow: consumer not created, retrying", "from", from, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 	next := from
 	for {

@@ -100,7 +100,7 @@ func open(t *testing.T, url, node string, replicas int) *Log {
 
 func appendWait(t *testing.T, l *Log, first core.Seq, cmds [][]byte) error {
 	t.Helper()
-	if err := l.Begin(first, cmds); err != nil {
+	if err := l.Append(first, cmds); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -241,7 +241,7 @@ func TestFencedByPromotion(t *testing.T) {
 	if !errors.Is(err, ErrFenced) || !a.Fenced() || a.Refused() != 1 {
 		t.Fatalf("old writer's append: %v (fenced %v)", err, a.Fenced())
 	}
-	if err := a.Begin(6, cmdsFrom(6, 1, 1)); !errors.Is(err, ErrFenced) {
+	if err := a.Append(6, cmdsFrom(6, 1, 1)); !errors.Is(err, ErrFenced) {
 		t.Fatalf("fenced is not sticky: %v", err)
 	}
 	if a.Appended() != 5 {
@@ -289,7 +289,7 @@ func TestQuorum(t *testing.T) {
 		}
 	}
 	c.StopNode(1)
-	if err := w.Begin(seq, cmdsFrom(seq, 10, 50)); err != nil {
+	if err := w.Append(seq, cmdsFrom(seq, 10, 50)); err != nil {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -298,7 +298,9 @@ func TestQuorum(t *testing.T) {
 	if err == nil || errors.Is(err, ErrFenced) {
 		t.Fatalf("two nodes down: Wait = %v, want unconfirmed", err)
 	}
-	c.StartNode(1)
+	if err := c.StartNode(1); err != nil {
+		t.Fatal(err)
+	}
 	long, cancel := context.WithTimeout(ctx, 60*time.Second)
 	err = w.Wait(long) // the same batch, retried until a quorum stores it
 	cancel()

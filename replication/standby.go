@@ -193,7 +193,7 @@ func (s *Standby) appendTail(ctx context.Context, logLast core.Seq) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		if err := s.log.Begin(first, batch); err != nil {
+		if err := s.log.Append(first, batch); err != nil {
 			return err
 		}
 		if err := s.log.Wait(ctx); err != nil {

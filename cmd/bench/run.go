@@ -35,6 +35,7 @@ scenarios:
   pg-baseline   the naive one-transaction ledger alone on Postgres
   sink          Postgres sink throughput and lag (commit - ack) while the pipeline runs its workload
   p2p           spec 003 transfers: POST /transfers and GET balance vs the hello-world ceiling, core execution, publisher
+  replication   durable commands/s and ack latency with sync replication (R=3 JetStream, in process) vs the local WAL alone
   wrk-check     our load generator vs wrk on the same hello-world target (rate, p50, p99, ratios)
   merge         merge several bench all outputs into one report of per-row medians
   all           a short run of every scenario: report.json, report.md and plots in --out
@@ -76,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runWrkCheck(args[1:], stdout, stderr)
 	case "p2p":
 		return runP2P(args[1:], stdout, stderr)
+	case "replication":
+		return runReplication(args[1:], stdout, stderr)
 	case "hello-server":
 		return runHelloServer(args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -1,7 +1,8 @@
-// Package natstest runs real NATS servers with JetStream inside a test
-// process: one server, or a cluster whose nodes can be stopped and started
-// again (same ports, same store) to take a quorum away and give it back.
-// Servers bind 127.0.0.1 only and are shut down by t.Cleanup.
+// Package natstest runs real NATS servers with JetStream inside a test or
+// benchmark process: one server, or a cluster whose nodes can be stopped
+// and started again (same ports, same store) to take a quorum away and
+// give it back. Servers bind 127.0.0.1 only; Start shuts them down in
+// t.Cleanup, Run's caller calls Shutdown.
 package natstest
 
 import (
@@ -17,7 +18,6 @@ import (
 
 // Cluster is n NATS servers routed to each other, JetStream on each.
 type Cluster struct {
-	t       testing.TB
 	name    string
 	ports   []int // client ports
 	routes  []int // cluster (route) ports
@@ -25,23 +25,45 @@ type Cluster struct {
 	servers []*server.Server // nil: stopped
 }
 
-// Start runs a cluster of n nodes (n = 1: a single server, no routes) and
-// waits until JetStream has a meta leader.
+// Start runs a cluster of n nodes (n = 1: a single server, no routes) for
+// a test and waits until JetStream has a meta leader.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, name: fmt.Sprintf("ubs-%d", time.Now().UnixNano()%1e6), servers: make([]*server.Server, n)}
-	base := t.TempDir()
-	for i := 0; i < n; i++ {
-		c.ports = append(c.ports, freePort(t))
-		c.routes = append(c.routes, freePort(t))
-		c.dirs = append(c.dirs, filepath.Join(base, fmt.Sprintf("n%d", i)))
+	c, err := Run(n, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(c.Shutdown)
-	for i := 0; i < n; i++ {
-		c.StartNode(i)
-	}
-	c.WaitReady(30 * time.Second)
 	return c
+}
+
+// Run is Start outside a test: the nodes store under dir, and the caller
+// calls Shutdown.
+func Run(n int, dir string) (*Cluster, error) {
+	c := &Cluster{name: fmt.Sprintf("ubs-%d", time.Now().UnixNano()%1e6), servers: make([]*server.Server, n)}
+	for i := 0; i < n; i++ {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		r, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		c.ports, c.routes = append(c.ports, p), append(c.routes, r)
+		c.dirs = append(c.dirs, filepath.Join(dir, fmt.Sprintf("n%d", i)))
+	}
+	for i := 0; i < n; i++ {
+		if err := c.StartNode(i); err != nil {
+			c.Shutdown()
+			return nil, err
+		}
+	}
+	if err := c.WaitReady(30 * time.Second); err != nil {
+		c.Shutdown()
+		return nil, err
+	}
+	return c, nil
 }
 
 // URL is a client URL listing every node (a client fails over among them).
@@ -57,10 +79,9 @@ func (c *Cluster) URL() string {
 func (c *Cluster) NodeURL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.ports[i]) }
 
 // StartNode starts node i (again), with its ports and store.
-func (c *Cluster) StartNode(i int) {
-	c.t.Helper()
+func (c *Cluster) StartNode(i int) error {
 	if c.servers[i] != nil {
-		return
+		return nil
 	}
 	opts := &server.Options{
 		ServerName: fmt.Sprintf("n%d", i),
@@ -83,14 +104,15 @@ func (c *Cluster) StartNode(i int) {
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
-		c.t.Fatalf("natstest: node %d: %v", i, err)
+		return fmt.Errorf("natstest: node %d: %w", i, err)
 	}
 	go s.Start()
 	if !s.ReadyForConnections(20 * time.Second) {
 		s.Shutdown()
-		c.t.Fatalf("natstest: node %d not ready", i)
+		return fmt.Errorf("natstest: node %d not ready", i)
 	}
 	c.servers[i] = s
+	return nil
 }
 
 // StopNode shuts node i down (its store stays for StartNode).
@@ -111,8 +133,7 @@ func (c *Cluster) Shutdown() {
 
 // WaitReady waits until every running node is JetStream-ready and, on a
 // cluster, a meta leader is elected.
-func (c *Cluster) WaitReady(d time.Duration) {
-	c.t.Helper()
+func (c *Cluster) WaitReady(d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		ok := true
@@ -122,11 +143,11 @@ func (c *Cluster) WaitReady(d time.Duration) {
 			}
 		}
 		if ok && c.hasMetaLeader() {
-			return
+			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c.t.Fatalf("natstest: JetStream not ready after %v", d)
+	return fmt.Errorf("natstest: JetStream not ready after %v", d)
 }
 
 func (c *Cluster) hasMetaLeader() bool {
@@ -141,12 +162,11 @@ func (c *Cluster) hasMetaLeader() bool {
 	return false
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("natstest: free port: %v", err)
+		return 0, fmt.Errorf("natstest: free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
