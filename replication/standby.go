@@ -232,9 +232,11 @@ func (s *Standby) appendTail(ctx context.Context, logLast core.Seq) error {
 // Promote makes this standby the primary: it stops following, reads the
 // log to its end, claims it with the next epoch (reading on and claiming
 // again while another node appends), and switches the pipeline to the
-// primary's mode, every group commit then stored in the log first. The old
-// writer's next append is refused (ErrFenced).
-func (s *Standby) Promote(ctx context.Context) (epoch uint64, err error) {
+// primary's mode: with sync, every group commit is then stored in the log
+// before it is acknowledged; without, the caller runs Async. The old
+// writer's next append is refused (ErrFenced). A node starting as the
+// primary takes the same path.
+func (s *Standby) Promote(ctx context.Context, sync bool) (epoch uint64, err error) {
 	s.mu.Lock()
 	s.promoted.Store(true)
 	cancel, done := s.cancel, s.done
@@ -273,7 +275,11 @@ func (s *Standby) Promote(ctx context.Context) (epoch uint64, err error) {
 				return 0, err
 			}
 		}
-		s.pl.Promote(s.log)
+		if sync {
+			s.pl.Promote(s.log)
+		} else {
+			s.pl.Promote(nil)
+		}
 		return epoch, nil
 	}
 }

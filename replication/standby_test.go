@@ -57,6 +57,16 @@ func submit(t *testing.T, pl *journal.Pipeline, w *bench.Workload, n int) core.S
 	return last
 }
 
+// workload is a small deterministic order flow (bench.Workload).
+func workload(t *testing.T, seed uint64) *bench.Workload {
+	t.Helper()
+	w, err := bench.NewWorkload(seed, bench.Options{Users: 20, Markets: 1, SeedPerBook: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -118,7 +128,7 @@ func TestStandbyFollowsAndPromotes(t *testing.T) {
 		t.Fatalf("a standby sequenced a command of its own: %v", err)
 	}
 
-	epoch, err := sb.Promote(ctx)
+	epoch, err := sb.Promote(ctx, true)
 	if err != nil || epoch != 2 {
 		t.Fatalf("promote: epoch %d, %v", epoch, err)
 	}
@@ -151,10 +161,7 @@ func TestStandbyFollowsAndPromotes(t *testing.T) {
 func TestRestartedPrimaryAndDivergence(t *testing.T) {
 	c := natstest.Start(t, 1)
 	ctx := context.Background()
-	w, err := bench.NewWorkload(3, bench.Options{Users: 20, Markets: 1, SeedPerBook: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := workload(t, 3)
 	// A's WAL holds 400 commands the log has never seen.
 	dirA := t.TempDir()
 	pa, err := journal.Start(journal.Config{Dir: dirA, Logger: quiet(), SnapshotEvery: 150})
@@ -171,7 +178,7 @@ func TestRestartedPrimaryAndDivergence(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = pa.Close() })
 	la := openLog(t, c.URL(), "a")
-	if epoch, err := replication.NewStandby(la, pa).Promote(ctx); err != nil || epoch != 1 {
+	if epoch, err := replication.NewStandby(la, pa).Promote(ctx, true); err != nil || epoch != 1 {
 		t.Fatalf("start as primary: epoch %d, %v", epoch, err)
 	}
 	if la.Appended() != last {
@@ -194,10 +201,7 @@ func TestRestartedPrimaryAndDivergence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := bench.NewWorkload(99, bench.Options{Users: 20, Markets: 1, SeedPerBook: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := workload(t, 99)
 	submit(t, pc, other, 50)
 	if err := pc.Close(); err != nil {
 		t.Fatal(err)
