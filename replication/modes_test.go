@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-		"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/replication"
 	"github.com/ubscore/ubscore/replication/natstest"
