@@ -84,16 +84,18 @@ type Log struct {
 	fenced   atomic.Bool
 	appended atomic.Uint64 // the last command stored in the stream by this node
 	storedN  atomic.Uint64 // records appended since Open and known stored
+	pending  atomic.Uint64 // Follow: records after the last one delivered, as the server last said
 	streamSq atomic.Uint64 // the stream sequence of the last record this node stored
 	refused  atomic.Uint64 // appends refused by the fence
 }
 
 // sent is one record in flight.
 type sent struct {
-	id   string
-	body []byte
-	upTo core.Seq               // the log's last command once it is stored
-	fut  jetstream.PubAckFuture // nil: not sent (WaitStored reads back and sends again)
+	id      string
+	subject string
+	body    []byte
+	upTo    core.Seq               // the log's last command once it is stored
+	fut     jetstream.PubAckFuture // nil: not sent (WaitStored reads back and sends again)
 }
 
 // Open connects to NATS and creates the stream (or updates its config).
@@ -128,7 +130,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	scfg := jetstream.StreamConfig{
 		Name:       cfg.Stream,
-		Subjects:   []string{cfg.Subject},
+		Subjects:   []string{cfg.Subject + ".*"}, // <subject>.<kind>: see subject
 		Storage:    jetstream.FileStorage,
 		Replicas:   cfg.Replicas,
 		Retention:  jetstream.LimitsPolicy,
@@ -219,7 +221,7 @@ func (l *Log) Claim(ctx context.Context, at uint64, applied core.Seq, epoch uint
 		return ErrFenced
 	}
 	body := appendEpoch(nil, epoch, applied, l.cfg.Node)
-	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: l.cfg.Subject, Data: body,
+	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: l.subject(KindEpoch), Data: body,
 		Header: nats.Header{jetstream.MsgIDHeader: []string{msgID(epoch, KindEpoch, applied)}}},
 		jetstream.WithExpectLastSequence(at))
 	if wrongLast(err) {
@@ -249,6 +251,26 @@ func wrongLast(err error) bool {
 	return false
 }
 
+// subject is where records of kind k go: <Config.Subject>.<kind letter>,
+// so the newest epoch marker is one read (LastEpoch).
+func (l *Log) subject(k Kind) string { return l.cfg.Subject + "." + string(rune(k)) }
+
+// LastEpoch is the newest epoch marker of the log (nil: none).
+func (l *Log) LastEpoch(ctx context.Context) (*Record, error) {
+	m, err := l.stream.GetLastMsgForSubject(ctx, l.subject(KindEpoch))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replication: the newest epoch marker: %w", err)
+	}
+	r, err := DecodeRecord(m.Data)
+	if err != nil {
+		return nil, fmt.Errorf("replication: epoch marker %d: %w", m.Sequence, err)
+	}
+	return &r, nil
+}
+
 // msgID names a record uniquely in the log: the writer's epoch, the kind
 // and the first command (or seq) it covers.
 func msgID(epoch uint64, k Kind, seq core.Seq) string {
@@ -273,7 +295,8 @@ func (l *Log) Append(first core.Seq, cmds [][]byte) error {
 			size += len(cmds[n]) + 10
 			n++
 		}
-		l.enqueue(sent{id: msgID(l.epoch, KindCommands, first), body: AppendCommands(nil, l.epoch, first, cmds[:n]),
+		l.enqueue(sent{id: msgID(l.epoch, KindCommands, first), subject: l.subject(KindCommands),
+			body: AppendCommands(nil, l.epoch, first, cmds[:n]),
 			upTo: first + core.Seq(n) - 1})
 		first += core.Seq(n)
 		cmds = cmds[n:]
@@ -292,7 +315,7 @@ func (l *Log) AppendHash(seq core.Seq, hash string) error {
 	if seq == 0 || seq > l.sentUpTo {
 		return fmt.Errorf("replication: hash after command %d, but the log holds commands up to %d", seq, l.sentUpTo)
 	}
-	l.enqueue(sent{id: msgID(l.epoch, KindHash, seq), body: appendHash(nil, l.epoch, seq, l.sentUpTo, hash), upTo: l.sentUpTo})
+	l.enqueue(sent{id: msgID(l.epoch, KindHash, seq), subject: l.subject(KindHash), body: appendHash(nil, l.epoch, seq, l.sentUpTo, hash), upTo: l.sentUpTo})
 	return nil
 }
 
@@ -321,7 +344,7 @@ func (l *Log) enqueue(r sent) {
 func (l *Log) send(i int) {
 	r := &l.queue[i]
 	r.fut = nil
-	fut, err := l.js.PublishMsgAsync(&nats.Msg{Subject: l.cfg.Subject, Data: r.body,
+	fut, err := l.js.PublishMsgAsync(&nats.Msg{Subject: r.subject, Data: r.body,
 		Header: nats.Header{jetstream.MsgIDHeader: []string{r.id}}},
 		jetstream.WithExpectLastSequence(l.last+uint64(i)))
 	if err == nil {
@@ -500,6 +523,7 @@ func (l *Log) Follow(ctx context.Context, from uint64, fn func(sq uint64, r Reco
 				return fmt.Errorf("replication: follow: %w", err)
 			}
 			sq := md.Sequence.Stream
+			l.pending.Store(md.NumPending)
 			if sq != next {
 				return fmt.Errorf("replication: follow: stream sequence %d after %d (a gap: purged?)", sq, next-1)
 			}

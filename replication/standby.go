@@ -38,10 +38,11 @@ type Standby struct {
 	done   chan struct{}      // closed when it has stopped
 
 	// Progress, for metrics and promotion; written by the follow loop.
-	streamSeq atomic.Uint64 // the last record read
-	epoch     atomic.Uint64 // the newest epoch seen
-	submitted atomic.Uint64 // the last command handed to the pipeline
-	lastTime  atomic.Int64  // that command's Time (unix ns)
+	streamSeq atomic.Uint64          // the last record read
+	epoch     atomic.Uint64          // the newest epoch seen
+	submitted atomic.Uint64          // the last command handed to the pipeline
+	lastTime  atomic.Int64           // that command's Time (unix ns)
+	writer    atomic.Pointer[string] // the node of the newest epoch marker read
 	promoted  atomic.Bool
 }
 
@@ -57,6 +58,19 @@ func (s *Standby) StreamSeq() uint64 { return s.streamSeq.Load() }
 
 // Epoch is the newest writer epoch the standby has seen.
 func (s *Standby) Epoch() uint64 { return s.epoch.Load() }
+
+// Writer is the node name of the newest epoch marker read ("" if none):
+// the primary's, as "<id>@<address>" when it advertises one.
+func (s *Standby) Writer() string {
+	if w := s.writer.Load(); w != nil {
+		return *w
+	}
+	return ""
+}
+
+// Pending is how many records of the log the standby has not read yet (as
+// the server last said).
+func (s *Standby) Pending() uint64 { return s.log.pending.Load() }
 
 // Submitted is the last command handed to the pipeline, and its Time.
 func (s *Standby) Submitted() (core.Seq, int64) {
@@ -77,15 +91,35 @@ func (s *Standby) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	defer close(s.done)
 	defer cancel()
-	from, err := s.log.Seek(ctx, core.Seq(s.submitted.Load())+1)
-	if err != nil {
+	if err := s.position(ctx); err != nil {
 		return err
 	}
-	err = s.follow(ctx, from, 0)
+	err := s.follow(ctx, s.streamSeq.Load()+1, 0)
 	if s.promoted.Load() && ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// position finds, once, where in the log this node's WAL ends (Seek) and
+// the newest epoch marker, which may precede it.
+func (s *Standby) position(ctx context.Context) error {
+	if s.streamSeq.Load() != 0 {
+		return nil
+	}
+	from, err := s.log.Seek(ctx, core.Seq(s.submitted.Load())+1)
+	if err != nil {
+		return err
+	}
+	e, err := s.log.LastEpoch(ctx)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		s.noteEpoch(*e)
+	}
+	s.streamSeq.Store(from - 1)
+	return nil
 }
 
 // errCaughtUp ends follow at its target.
@@ -116,9 +150,7 @@ func (s *Standby) follow(ctx context.Context, from, to uint64) error {
 
 // apply hands a record's new commands to the pipeline.
 func (s *Standby) apply(r Record, buf *[]core.Command) error {
-	if r.Epoch > s.epoch.Load() {
-		s.epoch.Store(r.Epoch)
-	}
+	s.noteEpoch(r)
 	if r.Kind != KindCommands {
 		return nil // KindHash: compared by the state-hash check (not yet built)
 	}
@@ -155,6 +187,17 @@ func (s *Standby) apply(r Record, buf *[]core.Command) error {
 	s.submitted.Store(uint64(last.Seq))
 	s.lastTime.Store(last.Time)
 	return nil
+}
+
+// noteEpoch records the newest epoch and its writer.
+func (s *Standby) noteEpoch(r Record) {
+	if r.Epoch > s.epoch.Load() {
+		s.epoch.Store(r.Epoch)
+	}
+	if r.Kind == KindEpoch && r.Epoch >= s.epoch.Load() {
+		node := r.Node
+		s.writer.Store(&node)
+	}
 }
 
 // errStop ends a WAL iteration early.
@@ -244,6 +287,9 @@ func (s *Standby) Promote(ctx context.Context, sync bool) (epoch uint64, err err
 	if cancel != nil {
 		cancel()
 		<-done
+	}
+	if err := s.position(ctx); err != nil {
+		return 0, err
 	}
 	for {
 		last, tail, err := s.log.Tail(ctx)
