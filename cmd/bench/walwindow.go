@@ -14,7 +14,7 @@ type walWindow struct {
 	AppendMeanUs      float64 `json:"append_mean_us"`       // mean write + fdatasync per commit, µs
 }
 
-// The exchange's metrics a walWindow is made of (cmd/exchange/metrics.go).
+// The exchange's metrics a walWindow is made of (package metrics).
 const (
 	mAppendSum   = "ubs_journal_append_seconds_sum"
 	mAppendCount = "ubs_journal_append_seconds_count"

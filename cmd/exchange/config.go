@@ -11,16 +11,17 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/journal"
-	"github.com/ubscore/ubscore/persist"
+	"github.com/ubscore/ubscore/persist/chainside"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/protection"
+	"github.com/ubscore/ubscore/publish"
 )
 
 // Config is the server's resolved configuration. Every setting is a flag
@@ -43,14 +44,9 @@ type Config struct {
 	JWTSecret Secret
 	// ConfigFile is the --config (UBS_CONFIG) JSON file, "" = built-in config.
 	ConfigFile string
-	// Assets and Markets are the instruments: the built-in defaults or those
-	// of ConfigFile, validated (gateway registry rules and the core's own
-	// market-config checks). ConfigCommands installs them in the core.
-	Assets  []gateway.Asset
-	Markets []gateway.MarketSpec
-	// TransferAssets are the assets' internal-transfer settings, one per
-	// asset in Assets' order (nil: transferDefaults for every asset).
-	TransferAssets []transfer.AssetConfig
+	// Instruments are the assets and markets (with their transfer settings):
+	// the built-in defaults or those of ConfigFile (package instruments).
+	Instruments instruments.Config
 
 	// Internal transfers (need Postgres).
 	// FaultInjection serves /admin/v1/faults (--enable-fault-injection; tests
@@ -71,26 +67,21 @@ type Config struct {
 	// (--invariant-interval; 0 = only on GET /admin/v1/invariants).
 	InvariantInterval time.Duration
 
-	// Chain is the chain side: withdrawals and managed txs (chain.go; off without --chain-rpc).
-	Chain chainFlags
-	// Runtime protection (spec 004).
-	// CoreCheckInterval is the period of the core's full invariant check on
-	// the read replica (--core-check-interval; 0 = off).
-	CoreCheckInterval time.Duration
+	// Chain is the chain side: withdrawals and managed txs (persist/chainside; off without --chain-rpc).
+	Chain chainside.Config
+	// Protection is the runtime protection (spec 004; package protection).
+	Protection protection.Config
 	// FollowerMaxRetained bounds the WAL kept for a follower that does not
 	// advance, in commands behind the durable seq (--follower-max-retained).
 	FollowerMaxRetained uint64
-	// AuditRetention is how long wal_events rows are kept (--audit-retention;
-	// 0 = forever).
-	AuditRetention time.Duration
 	// HistoryWindow is how many finished orders and trades the server keeps
 	// in memory for GET /order/{id}, the order history and my-trades; older
 	// ones are read from Postgres (--history-window, 1..gateway.MaxFinishedOrders).
 	HistoryWindow int
-	// P2P is the user-to-user transfer service (spec 003; p2p.go).
-	P2P p2pFlags
-	// Publish is the event publisher (NATS JetStream; publish.go).
-	Publish publishFlags
+	// P2P is the user-to-user transfer service (spec 003; gateway/p2p_service.go).
+	P2P gateway.P2PServiceConfig
+	// Publish is the event publisher (NATS JetStream; package publish).
+	Publish publish.Config
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -112,6 +103,9 @@ func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, redacted)
 func (Secret) LogValue() slog.Value         { return slog.StringValue(redacted) }
 func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+
+// transferAssets are the assets' internal-transfer settings (transfers.go).
+func (c Config) transferAssets() []transfer.AssetConfig { return c.Instruments.Transfer() }
 
 // privatePostgresDir is where the private cluster lives (--pg-url "").
 func (c Config) privatePostgresDir() string { return filepath.Join(c.DataDir, "pg") }
@@ -177,13 +171,20 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.IntVar(&cfg.TransferPerDay, "transfer-per-day", 100, "internal transfers per user per UTC day (0 = no limit)")
 	fs.BoolVar(&cfg.TransferBatching, "transfer-batching", true, "run the Postgres steps of concurrent internal transfers in shared transactions")
 	fs.DurationVar(&cfg.InvariantInterval, "invariant-interval", 10*time.Second, "period of the FUNDING+SPOT conservation check (0 = on request only)")
-	cfg.Chain.register(fs)
-	fs.DurationVar(&cfg.CoreCheckInterval, "core-check-interval", 10*time.Second, "period of the core's full invariant check on the read replica; a violation halts its market or the core (0 = off)")
+	registerChain(fs, &cfg.Chain)
+	prot := protection.Default()
+	fs.DurationVar(&cfg.Protection.CoreCheckInterval, "core-check-interval", prot.CoreCheckInterval, "period of the core's full invariant check on the read replica; a violation halts its market or the core (0 = off)")
 	fs.Uint64Var(&cfg.FollowerMaxRetained, "follower-max-retained", uint64(journal.DefaultMaxRetained), "WAL commands kept for a follower (the Postgres sink) that does not advance; past it the follower is released with a CRITICAL alert and its gap recorded")
-	fs.DurationVar(&cfg.AuditRetention, "audit-retention", persist.DefaultAuditRetention, "how long the wal_events audit rows are kept in Postgres (0 = forever)")
+	fs.DurationVar(&cfg.Protection.AuditRetention, "audit-retention", prot.AuditRetention, "how long the wal_events audit rows are kept in Postgres (0 = forever)")
 	fs.IntVar(&cfg.HistoryWindow, "history-window", gateway.MaxFinishedOrders, "finished orders and trades kept in memory for the order history; older ones come from Postgres")
-	cfg.P2P.register(fs)
-	cfg.Publish.register(fs)
+	p2p := gateway.DefaultP2PService()
+	fs.StringVar(&cfg.P2P.Asset, "p2p-asset", p2p.Asset, "the asset of the user-to-user transfer service (spec 003: /balance-service, /transfers); empty = service off")
+	fs.DurationVar(&cfg.P2P.Hold, "p2p-hold", p2p.Hold, "how long a user-to-user transfer stays PENDING (cancellable) before it executes")
+	fs.DurationVar(&cfg.P2P.Tick, "p2p-tick", p2p.Tick, "how often the timer executes the due user-to-user transfers")
+	pub := publish.Default()
+	fs.StringVar(&cfg.Publish.Stream, "nats-stream", pub.Stream, "the JetStream stream the event publisher writes (one writer per stream)")
+	fs.StringVar(&cfg.Publish.Prefix, "nats-subject-prefix", pub.Prefix, "the prefix of the stream's subjects (ubs. gives ubs.transfer.created, ubs.trade, ...)")
+	fs.StringVar(&cfg.Publish.NATSURL, "nats-url", pub.NATSURL, "NATS server (JetStream) the event publisher writes stream "+publish.Stream+" to, e.g. nats://127.0.0.1:4222; empty = publisher off; env UBS_NATS_URL")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -197,10 +198,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if err := applyEnv(fs, append(append(serverFlags, chainEnv...), publishEnv...), getenv); err != nil {
 		return Config{}, err
 	}
-	if err := cfg.Chain.validate(); err != nil {
+	if err := cfg.Chain.Validate(); err != nil {
 		return Config{}, usageError{err}
 	}
-	if err := cfg.P2P.validate(); err != nil {
+	if err := cfg.P2P.Validate(); err != nil {
 		return Config{}, usageError{err}
 	}
 	if _, _, err := net.SplitHostPort(cfg.HTTPAddr); err != nil {
@@ -209,7 +210,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if cfg.DataDir == "" {
 		return Config{}, usageError{errors.New("--data-dir must not be empty")}
 	}
-	if cfg.CoreCheckInterval < 0 || cfg.AuditRetention < 0 || cfg.FollowerMaxRetained == 0 {
+	if cfg.Protection.CoreCheckInterval < 0 || cfg.Protection.AuditRetention < 0 || cfg.FollowerMaxRetained == 0 {
 		return Config{}, usageError{errors.New("--core-check-interval and --audit-retention must be >= 0, --follower-max-retained > 0")}
 	}
 	if cfg.HistoryWindow < 1 || cfg.HistoryWindow > gateway.MaxFinishedOrders {
@@ -226,13 +227,41 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	}
 	var err error
 	if cfg.ConfigFile == "" {
-		cfg.Assets, cfg.Markets = defaultInstruments()
-		cfg.TransferAssets = append([]transfer.AssetConfig(nil), defaultTransfer...)
-	} else if cfg.Assets, cfg.Markets, cfg.TransferAssets, err = loadInstruments(cfg.ConfigFile); err != nil {
+		cfg.Instruments = instruments.Default()
+	} else if cfg.Instruments, err = instruments.Load(cfg.ConfigFile); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
 }
+
+// registerChain binds the --chain-* flags to c (defaults: chainside.Default).
+func registerChain(fs *flag.FlagSet, c *chainside.Config) {
+	d := chainside.Default()
+	fs.StringVar(&c.RPC, "chain-rpc", d.RPC, "EVM JSON-RPC URL for withdrawals and managed transactions; empty = chain side off; env UBS_CHAIN_RPC")
+	fs.StringVar(&c.KeyFile, "chain-key-file", d.KeyFile, "file holding the hot wallet's hex private key (needed with --chain-rpc); env UBS_CHAIN_KEY_FILE")
+	fs.Uint64Var(&c.Finality, "chain-finality", d.Finality, "blocks (the receipt's included) before a tx is CONFIRMED / FAILED_FINAL")
+	fs.StringVar(&c.NodeID, "chain-node-id", d.NodeID, "this node's name in the submitter lease, unique per process; empty = host name + random, new at every start (logged)")
+	fs.DurationVar(&c.Lease, "chain-lease", d.Lease, "submitter lease duration (renewed every third of it)")
+	fs.DurationVar(&c.StuckAfter, "chain-stuck-after", d.StuckAfter, "no receipt this long after allocation: STUCK (CRITICAL log, hook)")
+	fs.DurationVar(&c.Resubmit, "chain-resubmit-interval", d.Resubmit, "a pending tx without receipt is broadcast again this often (same nonce and bytes)")
+	fs.DurationVar(&c.ResubmitMax, "chain-resubmit-max-interval", d.ResubmitMax, "a STUCK tx is resent with a delay doubling from --chain-resubmit-interval up to this (one WARN per doubling)")
+	fs.StringVar(&c.StuckAction, "chain-stuck-action", d.StuckAction, "what the hook does with a STUCK tx: NOOP, CANCEL, REPLACE or PLACEHOLDER")
+	fs.StringVar(&c.Assets, "chain-assets", d.Assets, "withdrawable assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],... (MIN/MAX in the asset's decimals)")
+	fs.IntVar(&c.Workers, "chain-workers", d.Workers, "writer workers (hash(submitter) % N)")
+	fs.DurationVar(&c.RPCTimeout, "chain-rpc-timeout", d.RPCTimeout, "deadline of every chain RPC call; a call without an answer by then fails (ubs_chain_rpc_failures_total) and is retried later")
+	fs.DurationVar(&c.Create, "chain-create-timeout", d.Create, "POST /admin/v1/tx waits this long for the writer, then answers 202 UNKNOWN with the request_id")
+	fs.DurationVar(&c.Guard.BalanceInterval, "chain-balance-interval", d.Guard.BalanceInterval,
+		"the hot wallet's balance is read this often in the background (no RPC per request)")
+	fs.StringVar(&c.Guard.BalanceMargin, "chain-balance-margin", d.Guard.BalanceMargin,
+		"native coin (ETH, 18 decimals) the hot wallet keeps above its unpaid txs' value and gas; below it: CRITICAL alert, new withdrawals refused (HOT_WALLET_INSUFFICIENT)")
+	fs.StringVar(&c.Guard.Limits, "chain-withdraw-limits", d.Guard.Limits,
+		"default daily withdrawal limits per user: SYMBOL:DAILY_AMOUNT:DAILY_COUNT,... (UTC day; 0 = no limit; admin endpoints override per user)")
+}
+
+var (
+	chainEnv   = []envFlag{{"chain-rpc", []string{"UBS_CHAIN_RPC"}}, {"chain-key-file", []string{"UBS_CHAIN_KEY_FILE"}}}
+	publishEnv = []envFlag{{"nats-url", []string{"UBS_NATS_URL"}}}
+)
 
 // loadConfig is parseConfig plus the secret: the configured one, or the
 // data dir's jwt.secret (generated, and logged as generated, on first run).
@@ -274,39 +303,13 @@ func loadOrCreateSecret(dataDir string, log *slog.Logger) (Secret, error) {
 	if _, err := rand.Read(raw[:]); err != nil {
 		return nil, err
 	}
-	// createOnce's file is 0600 (CreateTemp); the content is the hex text plus "\n".
-	if created, err := createOnce(dataDir, secretFileName, hex.EncodeToString(raw[:])+"\n"); err != nil {
+	// journal.CreateOnce's file is 0600 (CreateTemp); the content is the hex text plus "\n".
+	if created, err := journal.CreateOnce(dataDir, secretFileName, hex.EncodeToString(raw[:])+"\n"); err != nil {
 		return nil, err
 	} else if created {
 		log.Info("exchange: generated a new JWT secret", "file", path)
 	}
 	return readSecretFile(path, log) // ours, or the one a concurrent process linked first
-}
-
-// createOnce writes content to dir/name atomically and exclusively: a synced
-// temp file (mode 0600) linked into place, then the directory synced. It
-// reports false, and changes nothing, when the file already exists (for
-// example because a concurrent process linked first).
-func createOnce(dir, name, content string) (bool, error) {
-	path := filepath.Join(dir, name)
-	tmp, err := os.CreateTemp(dir, name+".tmp*")
-	if err != nil {
-		return false, err
-	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.WriteString(content)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return false, fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
-		return false, nil
-	} else if err != nil {
-		return false, fmt.Errorf("create %s: %w", path, err)
-	}
-	syncDir(dir)
-	return true, nil
 }
 
 func readSecretFile(path string, log *slog.Logger) (Secret, error) {
@@ -322,29 +325,4 @@ func readSecretFile(path string, log *slog.Logger) (Secret, error) {
 		log.Warn("exchange: the JWT secret file is readable by other users; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
 	}
 	return Secret(s), nil
-}
-
-func syncDir(dir string) {
-	if f, err := os.Open(dir); err == nil {
-		_ = f.Sync()
-		_ = f.Close()
-	}
-}
-
-// redactURL is a Postgres URL fit for logs: the password (user info or
-// ?password=) replaced, a key/value DSN not shown at all.
-func redactURL(s string) string {
-	if !strings.HasPrefix(s, "postgres://") && !strings.HasPrefix(s, "postgresql://") {
-		return "(DSN not shown)"
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL not shown)"
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
 }

@@ -16,9 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
-	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/instruments"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -37,8 +36,8 @@ func TestConfigPrecedence(t *testing.T) {
 		{"defaults", nil, nil,
 			Config{HTTPAddr: "127.0.0.1:8080", DataDir: "./data"}},
 		{"env", nil, map[string]string{"UBS_HTTP": "0.0.0.0:9000", "UBS_DATA_DIR": "/d", "UBS_PG_URL": "postgres://a/b",
-			"DATABASE_URL": "postgres://ignored/x", "UBS_CONFIG": "testdata/default-config.json"},
-			Config{HTTPAddr: "0.0.0.0:9000", DataDir: "/d", PGURL: "postgres://a/b", ConfigFile: "testdata/default-config.json"}},
+			"DATABASE_URL": "postgres://ignored/x", "UBS_CONFIG": "../../instruments/testdata/default-config.json"},
+			Config{HTTPAddr: "0.0.0.0:9000", DataDir: "/d", PGURL: "postgres://a/b", ConfigFile: "../../instruments/testdata/default-config.json"}},
 		{"DATABASE_URL fallback", nil, map[string]string{"DATABASE_URL": "postgres://db/x"},
 			Config{HTTPAddr: "127.0.0.1:8080", DataDir: "./data", PGURL: "postgres://db/x"}},
 		{"empty env is unset", nil, map[string]string{"UBS_HTTP": "", "UBS_PG_URL": "", "DATABASE_URL": "postgres://db/x"},
@@ -58,7 +57,7 @@ func TestConfigPrecedence(t *testing.T) {
 				got.ConfigFile != c.want.ConfigFile {
 				t.Fatalf("got %+v\nwant %+v", got, c.want)
 			}
-			if !reflect.DeepEqual(got.Assets, defaultAssets) || !reflect.DeepEqual(got.Markets, defaultMarkets) {
+			if !reflect.DeepEqual(got.Instruments, instruments.Default()) {
 				t.Fatal("instruments differ from the built-in config")
 			}
 		})
@@ -114,160 +113,6 @@ func TestUsageDoesNotEchoEnv(t *testing.T) {
 	_, _ = parseConfig([]string{"-h"}, envOf(map[string]string{"UBS_JWT_SECRET": testSecret}), &out)
 	if !strings.Contains(out.String(), "-jwt-secret") || strings.Contains(out.String(), testSecret) {
 		t.Fatalf("usage:\n%s", out.String())
-	}
-}
-
-// The built-in config is baked into existing WALs: it must never change.
-func TestDefaultConfigCommandsUnchanged(t *testing.T) {
-	want := []core.Command{
-		{Kind: core.KindConfigAsset, Asset: 1, BaseScale: 6},
-		{Kind: core.KindConfigAsset, Asset: 2, BaseScale: 8},
-		{Kind: core.KindConfigAsset, Asset: 3, BaseScale: 8},
-		{Kind: core.KindConfigAsset, Asset: 4, BaseScale: 2}, // USD (issue 23); data dirs from before get it from startP2P
-		{Kind: core.KindConfigMarket, Market: 1, Cfg: core.MarketCfg{Base: 2, Quote: 1, BaseScale: 8, Tick: 10_000, Lot: 10_000,
-			MinQty: 10_000, MaxQty: 1_000 * 100_000_000, MakerFee: 1_000, TakerFee: 2_000}},
-		{Kind: core.KindConfigMarket, Market: 2, Cfg: core.MarketCfg{Base: 3, Quote: 1, BaseScale: 8, Tick: 10_000, Lot: 10_000,
-			MinQty: 10_000, MaxQty: 10_000 * 100_000_000, MakerFee: 1_000, TakerFee: 2_000}},
-	}
-	a, m := defaultInstruments()
-	if got := (Config{Assets: a, Markets: m}).ConfigCommands(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("default config commands changed:\n%+v", got)
-	}
-	if err := validateInstruments(a, m); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// testdata/default-config.json documents the format: it is the built-in config.
-func TestConfigFileMatchesDefault(t *testing.T) {
-	cfg, err := parseConfig([]string{"--config", "testdata/default-config.json"}, envOf(nil), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(cfg.Assets, defaultAssets) || !reflect.DeepEqual(cfg.Markets, defaultMarkets) {
-		t.Fatalf("file config differs from the built-in one:\n%+v\n%+v", cfg.Assets, cfg.Markets)
-	}
-	if !reflect.DeepEqual(cfg.TransferAssets, defaultTransfer) {
-		t.Fatalf("file transfer config differs from the built-in one:\n%+v\n%+v", cfg.TransferAssets, defaultTransfer)
-	}
-	def, err := parseConfig(nil, envOf(nil), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(def.transferAssets(), defaultTransfer) {
-		t.Fatalf("built-in transfer config: %+v", def.transferAssets())
-	}
-}
-
-// An asset without transfer fields gets transferDefaults; given fields are read at the asset's scale.
-func TestConfigFileTransferFields(t *testing.T) {
-	body := `{"assets": [{"symbol": "EUR", "id": 10, "scale": 2},
-	                     {"symbol": "SOL", "id": 11, "scale": 4, "min_transfer": "0.5", "max_transfer": "100",
-	                      "status": "SUSPENDED", "internal_transfer_enabled": false, "daily_transfer_limit": "250"}], "markets": []}`
-	path := filepath.Join(t.TempDir(), "c.json")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := parseConfig([]string{"--config", path}, envOf(nil), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []transfer.AssetConfig{
-		{ID: 10, Symbol: "EUR", Precision: 2, MinTransfer: 1, Status: transfer.AssetActive, InternalTransferEnabled: true},
-		{ID: 11, Symbol: "SOL", Precision: 4, MinTransfer: 5_000, MaxTransfer: 1_000_000, Status: transfer.AssetSuspended,
-			DailyAmountLimit: 2_500_000},
-	}
-	if !reflect.DeepEqual(cfg.TransferAssets, want) {
-		t.Fatalf("got  %+v\nwant %+v", cfg.TransferAssets, want)
-	}
-}
-
-func TestConfigFileRejects(t *testing.T) {
-	good, err := os.ReadFile("testdata/default-config.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// edit returns the default file with old replaced by new (old must occur).
-	edit := func(old, new string) string {
-		if !strings.Contains(string(good), old) {
-			t.Fatalf("%q not in the default file", old)
-		}
-		return strings.Replace(string(good), old, new, 1)
-	}
-	for name, body := range map[string]string{
-		"empty":                    ``,
-		"not an object":            `[]`,
-		"null":                     `null`,
-		"no assets":                `{"assets": [], "markets": []}`,
-		"unknown top-level field":  `{"assets": [{"symbol": "USDT", "id": 1, "scale": 6}], "fees": 1}`,
-		"unknown asset field":      edit(`"scale": 6,`, `"scale": 6, "decimals": 6,`),
-		"min_transfer too precise": edit(`"min_transfer": "0.01"`, `"min_transfer": "0.0000001"`),
-		"min_transfer negative":    edit(`"min_transfer": "0.01"`, `"min_transfer": "-1"`),
-		"min_transfer as number":   edit(`"min_transfer": "0.01"`, `"min_transfer": 0.01`),
-		"max_transfer below min":   edit(`"max_transfer": "10000000"`, `"max_transfer": "0.001"`),
-		"max_transfer overflow":    edit(`"max_transfer": "10000000"`, `"max_transfer": "9000000000000"`),
-		"asset status unknown":     edit(`"status": "ACTIVE"`, `"status": "DELISTED"`),
-		"transfer flag as string":  edit(`"internal_transfer_enabled": true`, `"internal_transfer_enabled": "yes"`),
-		"unknown market field":     edit(`"taker_fee_ppm": 2000}`, `"taker_fee_ppm": 2000, "halted": true}`),
-		"trailing data":            string(good) + `{}`,
-		"asset id missing":         edit(`"id": 1, "scale": 6`, `"scale": 6`),
-		"asset scale missing":      edit(`"id": 1, "scale": 6`, `"id": 1`),
-		"asset scale too big":      edit(`"scale": 6`, `"scale": 19`),
-		"asset id 0":               edit(`"id": 1, "scale": 6`, `"id": 0, "scale": 6`),
-		"asset id too big":         edit(`"id": 1, "scale": 6`, `"id": 65, "scale": 6`),
-		"negative id":              edit(`"id": 1, "scale": 6`, `"id": -1, "scale": 6`),
-		"duplicate asset id":       edit(`"id": 2, "scale": 8`, `"id": 1, "scale": 8`),
-		"duplicate asset symbol":   edit(`"symbol": "ETH"`, `"symbol": "BTC"`),
-		"bad asset symbol":         `{"assets": [{"symbol": "eth", "id": 1, "scale": 8}]}`,
-		"unknown base":             edit(`"base": "ETH"`, `"base": "DOGE"`),
-		"base equals quote":        edit(`"base": "ETH"`, `"base": "USDT"`),
-		"tick as number":           edit(`"tick": "0.01"`, `"tick": 0.01`),
-		"tick too precise":         edit(`"tick": "0.01"`, `"tick": "0.0000001"`),
-		"tick zero":                edit(`"tick": "0.01"`, `"tick": "0"`),
-		"tick negative":            edit(`"tick": "0.01"`, `"tick": "-0.01"`),
-		"tick missing":             edit(`"tick": "0.01", `, ``),
-		"lot missing":              edit(`"lot": "0.0001", `, ``),
-		"min not a lot multiple":   edit(`"min_qty": "0.0001"`, `"min_qty": "0.00015"`),
-		"max below min":            edit(`"max_qty": "1000"`, `"max_qty": "0.00001"`),
-		"tick x lot inexact":       edit(`"tick": "0.01"`, `"tick": "0.000001"`),
-		"fee too high":             edit(`"maker_fee_ppm": 1000`, `"maker_fee_ppm": 100001`),
-		"fee negative":             edit(`"maker_fee_ppm": 1000`, `"maker_fee_ppm": -1`),
-		"fee missing":              edit(`"maker_fee_ppm": 1000, `, ``),
-		"duplicate market id":      edit(`"id": 2, "base"`, `"id": 1, "base"`),
-		"market symbol missing":    edit(`"symbol": "ETH-USDT", `, ``),
-		"bad market symbol":        edit(`"symbol": "ETH-USDT"`, `"symbol": "ETH/USDT"`),
-	} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "c.json")
-			if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := parseConfig([]string{"--config", path}, envOf(nil), io.Discard); err == nil {
-				t.Fatalf("accepted:\n%s", body)
-			} else {
-				t.Log(err)
-			}
-		})
-	}
-}
-
-// A custom file with other instruments is accepted and installed as given.
-func TestConfigFileCustom(t *testing.T) {
-	body := `{"assets": [{"symbol": "EUR", "id": 10, "scale": 2}, {"symbol": "SOL", "id": 11, "scale": 4}],
-	          "markets": [{"symbol": "SOL_EUR", "id": 7, "base": "SOL", "quote": "EUR", "tick": "0.01", "lot": "1",
-	                       "min_qty": "2", "max_qty": "5000", "maker_fee_ppm": 0, "taker_fee_ppm": 500}]}`
-	path := filepath.Join(t.TempDir(), "c.json")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := parseConfig(nil, envOf(map[string]string{"UBS_CONFIG": path}), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := gateway.MarketSpec{ID: 7, Symbol: "SOL_EUR", Cfg: core.MarketCfg{Base: 11, Quote: 10, BaseScale: 4,
-		Tick: 1, Lot: 10_000, MinQty: 20_000, MaxQty: 50_000_000, MakerFee: 0, TakerFee: 500}}
-	if len(cfg.Markets) != 1 || cfg.Markets[0] != want || len(cfg.Assets) != 2 || len(cfg.ConfigCommands()) != 3 {
-		t.Fatalf("got %+v %+v", cfg.Assets, cfg.Markets)
 	}
 }
 
@@ -437,17 +282,9 @@ func TestTokenSubcommand(t *testing.T) {
 	}
 }
 
-func TestRedactURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"postgres://u:hunter2@h:5432/db?sslmode=disable":             "postgres://u:xxxxx@h:5432/db?sslmode=disable",
-		"postgresql://u@h/db?password=hunter2&sslmode=disable":       "postgresql://u@h/db?password=xxxxx&sslmode=disable",
-		"postgres://postgres@127.0.0.1:5432/ubscore?sslmode=disable": "postgres://postgres@127.0.0.1:5432/ubscore?sslmode=disable",
-		"host=h user=u password=hunter2":                             "(DSN not shown)",
-	} {
-		if got := redactURL(in); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
-		}
-	}
+// TestSetupPostgresRedacts: a configured URL is used as is and logged
+// without its password (persist.RedactURL); "none" is no Postgres.
+func TestSetupPostgresRedacts(t *testing.T) {
 	var logs bytes.Buffer
 	url, stop, err := setupPostgres(context.Background(), Config{PGURL: "postgres://u:hunter2@h/db"}, slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil || url != "postgres://u:hunter2@h/db" || stop() != nil {

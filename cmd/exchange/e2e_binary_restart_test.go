@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
@@ -169,7 +170,7 @@ func TestRestartWithBinaryMarkets(t *testing.T) {
 
 	// A config that puts a spot market on binary market 42's id: the start
 	// is refused with the collision named, before anything is installed.
-	cfg, err := os.ReadFile("testdata/default-config.json")
+	cfg, err := os.ReadFile("../../instruments/testdata/default-config.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestRestartWithBinaryMarkets(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("a spot market on a binary market's id: still running:\n%s", s.Logs())
 	}
-	if code, logs := s.cmd.ProcessState.ExitCode(), s.Logs(); code != 1 || !strings.Contains(logs, errBinaryCollision.Error()) ||
+	if code, logs := s.cmd.ProcessState.ExitCode(), s.Logs(); code != 1 || !strings.Contains(logs, instruments.ErrBinaryCollision.Error()) ||
 		!strings.Contains(logs, fmt.Sprintf(`spot market "ETH-BTC" has id %d, binary market %d (ACTIVE)`, rbActive, rbActive)) {
 		t.Fatalf("a spot market on a binary market's id: exit %d:\n%s", code, logs)
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -322,3 +323,5 @@ func (s *e2eServer) tryDo(method, path, token string, body any) (int, map[string
 	}
 	return resp.StatusCode, out, nil
 }
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

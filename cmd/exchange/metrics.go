@@ -1,182 +1,26 @@
 package main
 
 import (
-	"strconv"
-	"sync"
-	"sync/atomic"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/valyala/fasthttp"
-	"github.com/valyala/fasthttp/fasthttpadaptor"
 
-	"github.com/ubscore/ubscore/core"
-	"github.com/ubscore/ubscore/journal"
+	exmetrics "github.com/ubscore/ubscore/metrics"
 )
 
-// metrics is the server's Prometheus registry. Labels are bounded sets
-// (routes, HTTP statuses, core codes): never user ids.
+// metrics is the exchange's registry (package metrics) under the names
+// transfers.go uses (they go with it when it moves into persist/transfer).
 type metrics struct {
+	*exmetrics.Metrics
 	reg *prometheus.Registry
-
-	requests   *prometheus.CounterVec   // route, status
-	byRoute    sync.Map                 // routeStatus -> routeObservers
-	latency    *prometheus.HistogramVec // route; seconds, µs-resolution buckets
-	batchSize  prometheus.Histogram     // commands per group commit
-	appendTime prometheus.Histogram     // write + fsync per group commit, seconds
-	orders     prometheus.Counter       // orders accepted by the core
-	trades     prometheus.Counter
-	rejections *prometheus.CounterVec // code
-	violations prometheus.Counter
-
-	pl        atomic.Pointer[journal.Pipeline] // set once the core is up
-	persisted atomic.Pointer[func() core.Seq]  // the sink's persisted seq (unset: no sink)
 }
-
-// latencyBuckets are latency buckets in seconds, from 25 µs to 1 s.
-var latencyBuckets = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1}
 
 func newMetrics() *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
-	f := promFactory{m.reg}
-	m.requests = f.counterVec("ubs_http_requests_total", "HTTP requests by route and status.", "route", "status")
-	m.latency = f.histogramVec("ubs_http_request_duration_seconds", "HTTP request latency by route.", latencyBuckets, "route")
-	m.batchSize = f.histogram("ubs_journal_batch_commands", "Commands per WAL group commit.",
-		prometheus.ExponentialBuckets(1, 4, 8))
-	m.appendTime = f.histogram("ubs_journal_append_seconds", "WAL write + fsync time per group commit.", latencyBuckets)
-	m.orders = f.counter("ubs_orders_accepted_total", "Orders accepted by the core.")
-	m.trades = f.counter("ubs_trades_total", "Trades executed.")
-	m.rejections = f.counterVec("ubs_rejections_total", "Commands rejected by the core, by reason code.", "code")
-	m.violations = f.counter("ubs_invariant_violations_total", "Invariant violations detected by a per-command check or the periodic full check (each halts a market or the core).")
-	f.gaugeFunc("ubs_durable_seq", "Highest seq fsynced in the WAL.", m.seqOf((*journal.Pipeline).DurableSeq))
-	f.gaugeFunc("ubs_applied_seq", "Highest seq applied by the processor.", m.seqOf((*journal.Pipeline).AppliedSeq))
-	f.gaugeFunc("ubs_acked_seq", "Highest seq answered.", m.seqOf((*journal.Pipeline).AckedSeq))
-	f.gaugeFunc("ubs_ring_depth", "Commands sequenced but not yet answered.", func() float64 {
-		if pl := m.pl.Load(); pl != nil {
-			return float64(pl.InFlight())
-		}
-		return 0
-	})
-	f.gaugeFunc("ubs_persisted_seq", "Highest seq written to Postgres by the sink.", func() float64 {
-		if p := m.persisted.Load(); p != nil {
-			return float64((*p)())
-		}
-		return 0
-	})
-	f.gaugeFunc("ubs_sink_lag_commands", "Durable commands not yet in Postgres (durable_seq - persisted_seq).", func() float64 {
-		pl, p := m.pl.Load(), m.persisted.Load()
-		if pl == nil || p == nil {
-			return 0
-		}
-		d := pl.DurableSeq()
-		return float64(d - min((*p)(), d))
-	})
-	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
+	m := exmetrics.New()
+	return &metrics{Metrics: m, reg: m.Reg}
 }
 
-func (m *metrics) seqOf(get func(*journal.Pipeline) core.Seq) func() float64 {
-	return func() float64 {
-		if pl := m.pl.Load(); pl != nil {
-			return float64(get(pl))
-		}
-		return 0
-	}
-}
-
-// Observe records one HTTP request (the gateway's metrics hook).
-func (m *metrics) Observe(route string, status int, d time.Duration) {
-	k := routeStatus{route, status}
-	o, ok := m.byRoute.Load(k)
-	if !ok { // first request of this route and status: resolve the label values once
-		o, _ = m.byRoute.LoadOrStore(k, routeObservers{m.requests.WithLabelValues(route, strconv.Itoa(status)),
-			m.latency.WithLabelValues(route)})
-	}
-	ro := o.(routeObservers)
-	ro.requests.Inc()
-	ro.latency.Observe(d.Seconds())
-}
-
-// routeStatus keys metrics.byRoute.
-type routeStatus struct {
-	route  string
-	status int
-}
-
-// routeObservers are the children of requests and latency for one route and
-// status (WithLabelValues hashes the labels and formats the status on every
-// call; the routes and statuses are few).
-type routeObservers struct {
-	requests prometheus.Counter
-	latency  prometheus.Observer
-}
-
-// journalBatch is journal.Config.OnJournalBatch.
-func (m *metrics) journalBatch(n int, d time.Duration) {
-	m.batchSize.Observe(float64(n))
-	m.appendTime.Observe(d.Seconds())
-}
-
-// onView counts what the core did; called on the view goroutine for every
-// command, in seq order.
-func (m *metrics) onView(_ *core.Command, evs []core.Event) {
-	for i := range evs {
-		e := &evs[i]
-		switch e.Kind {
-		case core.EvOrderAccepted:
-			m.orders.Inc()
-		case core.EvTrade:
-			m.trades.Inc()
-		case core.EvInvariantViolation:
-			m.violations.Inc()
-		case core.EvResult:
-			if e.Code != core.OK {
-				m.rejections.WithLabelValues(e.Code.String()).Inc()
-			}
-		}
-	}
-}
-
-// handler serves the registry in the Prometheus text format.
-func (m *metrics) handler() fasthttp.RequestHandler {
-	return fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
-}
-
-// promFactory registers collectors on one registry.
+// promFactory registers transfers.go's gauges on one registry.
 type promFactory struct{ reg *prometheus.Registry }
-
-func (f promFactory) counter(name, help string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-	f.reg.MustRegister(c)
-	return c
-}
-
-func (f promFactory) gauge(name, help string) prometheus.Gauge {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
-	f.reg.MustRegister(g)
-	return g
-}
 
 func (f promFactory) gaugeFunc(name, help string, fn func() float64) {
 	f.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
-}
-
-func (f promFactory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	f.reg.MustRegister(c)
-	return c
-}
-
-func (f promFactory) histogram(name, help string, buckets []float64) prometheus.Histogram {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
-	f.reg.MustRegister(h)
-	return h
-}
-
-func (f promFactory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
-	f.reg.MustRegister(h)
-	return h
 }

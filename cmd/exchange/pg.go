@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
-	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/localpg"
 )
 
@@ -29,7 +26,7 @@ func setupPostgres(ctx context.Context, cfg Config, log *slog.Logger) (url strin
 		return "", noop, nil
 	case "":
 	default:
-		log.Info("postgres: using the configured server", "url", redactURL(cfg.PGURL))
+		log.Info("postgres: using the configured server", "url", persist.RedactURL(cfg.PGURL))
 		return cfg.PGURL, noop, nil
 	}
 	c, err := localpg.Start(ctx, cfg.privatePostgresDir(), log)
@@ -42,34 +39,4 @@ func setupPostgres(ctx context.Context, cfg Config, log *slog.Logger) (url strin
 	}
 	log.Info("postgres: private cluster", "url", c.URL(), "dir", cfg.privatePostgresDir())
 	return c.URL(), c.Stop, nil
-}
-
-// plainOnLoopback turns TLS off in c when every host it would try is on
-// this machine (loopback address, localhost, unix socket) and the operator
-// did not choose an sslmode (in the URL or PGSSLMODE): pgx's default,
-// sslmode=prefer, encrypts the loopback traffic of the sink (about 7 rows
-// per order) for no protection, at a measurable CPU cost on both ends. It
-// reports whether it changed c.
-func plainOnLoopback(rawURL string, c *pgconn.Config, getenv func(string) string) bool {
-	if c.TLSConfig == nil || strings.Contains(rawURL, "sslmode") || getenv("PGSSLMODE") != "" {
-		return false
-	}
-	if !isLocalHost(c.Host) {
-		return false
-	}
-	for _, f := range c.Fallbacks {
-		if f.Host != c.Host || f.Port != c.Port {
-			return false
-		}
-	}
-	c.TLSConfig, c.Fallbacks = nil, nil
-	return true
-}
-
-func isLocalHost(h string) bool {
-	if h == "localhost" || strings.HasPrefix(h, "/") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }

@@ -15,16 +15,20 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/journal"
-	"github.com/ubscore/ubscore/logging"
+	exmetrics "github.com/ubscore/ubscore/metrics"
 	"github.com/ubscore/ubscore/persist"
+	"github.com/ubscore/ubscore/persist/archive"
+	"github.com/ubscore/ubscore/persist/chainside"
+	"github.com/ubscore/ubscore/protection"
+	"github.com/ubscore/ubscore/publish"
 )
 
 // Shutdown budgets.
 const (
 	httpDrainTimeout = 10 * time.Second // in-flight requests finish within this
 	sinkDrainTimeout = 5 * time.Second  // the sink may catch up to the final durable seq within this
-	archiveTimeout   = 2 * time.Second  // one Postgres lookup of an old order
 )
 
 // serve runs the exchange until ctx is cancelled (SIGINT or SIGTERM;
@@ -44,7 +48,7 @@ const (
 // ring, fsync, snapshot (Pipeline.Close), let the sink catch up briefly,
 // close Postgres.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	reg, err := gateway.NewRegistry(cfg.Assets, cfg.Markets)
+	reg, err := gateway.NewRegistry(cfg.Instruments.Assets, cfg.Instruments.Markets)
 	if err != nil {
 		return err
 	}
@@ -53,11 +57,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m := newMetrics()
-	p2pm := newP2PMetrics(m, m.pl.Load)
-	p2pView := p2pm.onView(log, p2pScale(cfg))
+	p2pm := gateway.NewP2PMetrics(m.Reg, m.Read, exmetrics.LatencyBuckets)
+	p2pView := p2pm.OnView(log, cfg.P2P.Scale(cfg.Instruments.Assets))
 	hist := &gateway.History{Window: cfg.HistoryWindow}
 	ret := journal.NewRetention(core.Seq(cfg.FollowerMaxRetained), log)
-	prot := newProtection(m, reg, ret, log)
+	prot := protection.New(m.Reg, m.Violations, reg, ret, log)
 
 	var (
 		pool *pgxpool.Pool
@@ -67,57 +71,38 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Core: core.Config{AllowFaults: cfg.FaultInjection},
 		OnView: func(c *core.Command, evs []core.Event) {
 			hist.Apply(c, evs)
-			prot.breakers.Apply(c, evs)
-			m.onView(c, evs)
+			prot.Breakers.Apply(c, evs)
+			m.OnView(c, evs)
 			p2pView(c, evs)
 		},
-		OnJournalBatch: m.journalBatch,
-		TruncateLimit: ret.TruncateLimit(func() core.Seq {
-			if pl := m.pl.Load(); pl != nil {
-				return pl.DurableSeq()
-			}
-			return 0
-		}),
+		OnJournalBatch: m.JournalBatch,
+		TruncateLimit:  ret.TruncateLimit(m.DurableSeq),
 	}
 	if cfg.PGURL != "" {
-		pcfg, err := pgxpool.ParseConfig(cfg.PGURL)
-		if err != nil {
-			return fmt.Errorf("postgres: %s: %w", redactURL(cfg.PGURL), err)
-		}
-		// synchronous_commit stays on: the WAL retention pin is the sink's
-		// persisted seq, which must be durable in Postgres (with it off, a
-		// Postgres crash could lose commits whose WAL was already released;
-		// measured: it did not raise the sink's throughput here anyway).
-		if plainOnLoopback(cfg.PGURL, &pcfg.ConnConfig.Config, os.Getenv) {
-			log.Info("postgres: server on this machine, TLS off (set sslmode to choose)")
-		}
-		persist.ConfigurePool(pcfg)
-		pool, err = pgxpool.NewWithConfig(ctx, pcfg) // connects lazily: Postgres may be down now
-		if err != nil {
-			return fmt.Errorf("postgres: %s: %w", redactURL(cfg.PGURL), err)
+		if pool, err = persist.OpenPool(ctx, cfg.PGURL, os.Getenv, log); err != nil {
+			return err
 		}
 		defer pool.Close()
 		sink = persist.NewSink(pool, persist.Options{Logger: log})
-		persisted := sink.PersistedSeqCached
-		m.persisted.Store(&persisted)
-		ret.Register("sink", persisted)
+		m.SetPersisted(sink.PersistedSeqCached)
+		ret.Register("sink", sink.PersistedSeqCached)
 	} else {
 		log.Warn("postgres: none; orders and balances run from the WAL alone, no SQL read model is written")
 	}
 
-	pub := newPublisher(cfg.Publish, ret, m, log)
+	pub := publish.NewFollower(cfg.Publish, ret, m.Reg, m.DurableSeq, log)
 	pl, err := journal.Start(jc)
 	if err != nil {
 		return err
 	}
-	m.pl.Store(pl)
-	prot.pl.Store(pl)
+	m.SetPipeline(pl)
+	prot.SetPipeline(pl)
 	log.Info("exchange: core recovered", "durable_seq", pl.DurableSeq(), "data_dir", cfg.DataDir)
-	if err := checkInstruments(pl, cfg); err != nil {
+	if err := instruments.Check(pl, cfg.Instruments); err != nil {
 		_ = pl.Close()
 		return err
 	}
-	if err := warmHistory(ctx, pl, hist, prot.breakers, log); err != nil {
+	if err := warmHistory(ctx, pl, hist, prot.Breakers, log); err != nil {
 		cerr := pl.Close()
 		if ctx.Err() != nil { // SIGTERM during start-up: a graceful stop
 			log.Info("exchange: shutting down during start-up", "cause", context.Cause(ctx).Error())
@@ -126,21 +111,21 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		return err
 	}
-	if n, err := installConfig(pl, cfg); err != nil {
+	if n, err := instruments.Install(pl, cfg.Instruments); err != nil {
 		_ = pl.Close()
 		return err
-	} else if err := writeNames(cfg.DataDir, reg); err != nil {
+	} else if err := instruments.WriteNames(cfg.DataDir, reg); err != nil {
 		_ = pl.Close()
 		return fmt.Errorf("exchange: %w", err)
 	} else if n > 0 {
-		log.Info("exchange: default config installed", "assets", len(cfg.Assets), "markets", n, "config_file", cfg.ConfigFile)
+		log.Info("exchange: default config installed", "assets", len(cfg.Instruments.Assets), "markets", n, "config_file", cfg.ConfigFile)
 	}
 
 	sinkCtx, stopSink := context.WithCancel(context.Background())
 	var sinkWG sync.WaitGroup
 	var migrated atomic.Bool
 	if sink != nil {
-		walID, err := loadOrCreateWALID(cfg.DataDir)
+		walID, err := persist.LoadOrCreateWALID(cfg.DataDir)
 		if err != nil {
 			stopSink()
 			_ = pl.Close()
@@ -149,11 +134,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		sinkWG.Add(1)
 		go func() {
 			defer sinkWG.Done()
-			runSink(sinkCtx, pl, pool, sink, walID, &migrated, log)
+			sink.Follow(sinkCtx, pl, walID, &migrated)
 		}()
 	}
 
-	runPublisher(sinkCtx, pub, pl, &sinkWG)
+	publish.Start(sinkCtx, pub, pl, &sinkWG)
 
 	// Ready (issue 20): recovery done, HTTP serving, and every enabled
 	// feature initialised once: with Postgres, its migrations applied (the
@@ -164,18 +149,18 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// answer 503 "manager stopped"); holding the lease is not needed
 	// (another node may).
 	var serving atomic.Bool
-	var chain *chainSide // set before serving
+	var chain *chainside.Side // set before serving
 	ready := func() bool {
-		return serving.Load() && (pool == nil || migrated.Load()) && (chain == nil || chain.started.Load())
+		return serving.Load() && (pool == nil || migrated.Load()) && (chain == nil || chain.Started())
 	}
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
-		Observer: m, Metrics: m.handler(), Ready: ready, Breakers: prot.breakers, CoreFaults: cfg.FaultInjection}
+		Observer: m, Metrics: m.Handler(), Ready: ready, Breakers: prot.Breakers, CoreFaults: cfg.FaultInjection}
 	var xfers *transfers
 	if pool != nil {
-		pgh := newPGHealth(pool, log)
-		sinkWG.Go(func() { pgh.run(sinkCtx) })
-		scfg.Degraded = pgh.degraded
-		scfg.Archive = &pgArchive{pool: pool, timeout: archiveTimeout, ready: &migrated, persisted: sink.PersistedSeqCached}
+		pgh := persist.NewHealth(pool, log)
+		sinkWG.Go(func() { pgh.Run(sinkCtx) })
+		scfg.Degraded = pgh.Degraded
+		scfg.Archive = &archive.Archive{Pool: pool, Timeout: archive.Timeout, Ready: &migrated, Persisted: sink.PersistedSeqCached}
 		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log); err != nil {
 			stopSink()
 			sinkWG.Wait()
@@ -202,15 +187,18 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = pl.Close()
 		return err
 	}
-	chain, err = startChain(cfg, pool, m, &migrated, log)
+	chain, err = chainside.Start(cfg.Chain, cfg.Instruments.Assets, pool, m.Reg, &migrated, log)
 	if err != nil {
 		return abort(err)
 	}
 	if chain != nil {
-		defer chain.close()
-		scfg.Chain = chain.gateway()
+		defer chain.Close()
+		scfg.Chain = chain.Gateway()
 	}
-	p2p, stop, err := startP2P(cfg.P2P, pl, scfg.Backend, reg, p2pm, log)
+	p2p, stop, err := gateway.StartP2P(cfg.P2P, scfg.Backend, reg, p2pm, log)
+	if errors.Is(err, gateway.ErrP2PAsset) {
+		err = usageError{err}
+	}
 	if err != nil {
 		return abort(err)
 	}
@@ -222,7 +210,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return abort(err)
 	}
-	stopProt := prot.start(pl, pool, &migrated, cfg)
+	stopProt := prot.Start(pl, pool, &migrated, cfg.Protection)
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(gateway.NewDeadlineListener(ln, 0)) }()
 	serving.Store(true)
@@ -307,173 +295,4 @@ func warmHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.Histor
 		log.Info("exchange: history rebuilt from the WAL", "from_seq", from, "to_seq", target)
 	}
 	return pl.Read(func(p *core.Processor) error { hist.Seed(p); return nil })
-}
-
-// followerSource adapts a journal.Follower to persist.Source.
-type followerSource struct {
-	f    *journal.Follower
-	recs []persist.Record
-}
-
-func (s *followerSource) Next(ctx context.Context, max int) ([]persist.Record, error) {
-	frs, err := s.f.Next(ctx, max)
-	if err != nil {
-		return nil, err
-	}
-	s.recs = s.recs[:0]
-	for _, r := range frs {
-		s.recs = append(s.recs, persist.Record{Cmd: *r.Cmd, Events: r.Events})
-	}
-	return s.recs, nil
-}
-
-// runSink keeps the Postgres read model following the WAL until ctx ends:
-// migrate, read the persisted seq, follow the WAL from the next one, and
-// start over (with backoff) after anything that stops it. Postgres being
-// away never blocks the core: the follower reads the WAL on its own.
-func runSink(ctx context.Context, pl *journal.Pipeline, pool *pgxpool.Pool, sink *persist.Sink, walID string, migrated *atomic.Bool, log *slog.Logger) {
-	backoff := 100 * time.Millisecond
-	pause := func() bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(backoff):
-			backoff = min(2*backoff, 5*time.Second)
-			return true
-		}
-	}
-	for ctx.Err() == nil {
-		if err := persist.Migrate(ctx, pool); err != nil {
-			log.Warn("sink: migrations not applied yet; retrying", "err", err)
-			if !pause() {
-				return
-			}
-			continue
-		}
-		if !migrated.Swap(true) {
-			log.Info("sink: migrations applied; the Postgres features are initialised (ready)")
-		}
-		persisted, err := sink.PersistedSeq(ctx)
-		if err != nil {
-			log.Warn("sink: cannot read the persisted seq; retrying", "err", err)
-			if !pause() {
-				return
-			}
-			continue
-		}
-		if d := pl.DurableSeq(); persisted > d {
-			// The sink only ever writes durable seqs of its own WAL, so a
-			// checkpoint past this WAL's end means the database was written
-			// from another data dir (or acknowledged WAL entries were lost).
-			// Its rows are another history: following from persisted+1
-			// would upsert this WAL's orders over them. Write nothing.
-			logging.Critical(ctx, log, "sink: the database is ahead of this WAL (written from another data dir?); the sink writes nothing to it",
-				"persisted_seq", persisted, "durable_seq", d)
-			return
-		}
-		// The database records the data dir it follows: adopted by the
-		// first sink (a new database, or one from before wal_id existed,
-		// not past this WAL's end as checked above), refused by every other.
-		var dbWAL *string
-		if err := pool.QueryRow(ctx, `UPDATE core_checkpoint SET wal_id = COALESCE(wal_id, $1) WHERE id = 1 RETURNING wal_id`,
-			walID).Scan(&dbWAL); err != nil {
-			log.Warn("sink: cannot read the database's WAL id; retrying", "err", err)
-			if !pause() {
-				return
-			}
-			continue
-		}
-		if dbWAL == nil || *dbWAL != walID {
-			other := "NULL"
-			if dbWAL != nil {
-				other = *dbWAL
-			}
-			logging.Critical(ctx, log, "sink: the database belongs to another data dir's WAL; the sink writes nothing to it",
-				"database_wal_id", other, "wal_id", walID)
-			return
-		}
-		// Rows past the checkpoint (which the sink would write again: the
-		// ledger has no unique key) cannot exist: core_checkpoint refuses to
-		// move back over them (migration 0008).
-		f, err := pl.NewFollower(persisted + 1)
-		var gone *journal.HistoryGoneError
-		if errors.As(err, &gone) {
-			// The database is behind what the WAL still holds (e.g. wiped
-			// after the WAL front was truncated): rows before Earliest can
-			// no longer be derived. Say so loudly and continue from there.
-			logging.Critical(context.Background(), log, "sink: events before the earliest retained seq cannot be re-derived; the gap is recorded in sink_gaps",
-				"persisted_seq", persisted, "earliest", gone.Earliest)
-			if err := persist.RecordGap(ctx, pool, persisted+1, gone.Earliest-1,
-				"the WAL was released past the sink's checkpoint (--follower-max-retained) or truncated"); err != nil {
-				log.Warn("sink: cannot move the checkpoint; retrying", "err", err)
-				if !pause() {
-					return
-				}
-				continue
-			}
-			f, err = pl.NewFollower(gone.Earliest)
-		}
-		if err != nil {
-			log.Error("sink: cannot follow the WAL; retrying", "from", persisted+1, "err", err)
-			if !pause() {
-				return
-			}
-			continue
-		}
-		log.Info("sink: following the WAL", "from_seq", f.NextSeq())
-		backoff = 100 * time.Millisecond
-		err = sink.Run(ctx, &followerSource{f: f})
-		if ctx.Err() != nil || errors.Is(err, journal.ErrStopped) {
-			return
-		}
-		log.Error("sink: stopped; restarting", "err", err)
-		if !pause() {
-			return
-		}
-	}
-}
-
-// installConfig installs the configured markets the core does not have
-// yet (all of them on a fresh data dir; the rest after a crash in the middle
-// of a first start), with their assets (configuring an asset again with the
-// same scale is a no-op). It returns how many markets it installed. Markets
-// the core already has are never reconfigured: checkInstruments has refused
-// to start with a config that changes or removes any.
-func installConfig(pl *journal.Pipeline, cfg Config) (int, error) {
-	have := map[core.MarketID]bool{}
-	if err := pl.Read(func(p *core.Processor) error {
-		for _, m := range p.Markets() {
-			have[m.ID] = true
-		}
-		return nil
-	}); err != nil {
-		return 0, err
-	}
-	var cmds []core.Command
-	n := 0
-	for _, c := range cfg.ConfigCommands() {
-		if c.Kind == core.KindConfigMarket {
-			if have[c.Market] {
-				continue
-			}
-			n++
-		}
-		cmds = append(cmds, c)
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	r := journal.NewReply()
-	for _, c := range cmds {
-		if _, err := pl.Submit(&c, r); err != nil {
-			return 0, err
-		}
-		if err := pl.Wait(r); err != nil {
-			return 0, err
-		}
-		if res := r.Result(); res.Code != core.OK {
-			return 0, fmt.Errorf("config: %v: %v", c.Kind, res.Code)
-		}
-	}
-	return n, nil
 }

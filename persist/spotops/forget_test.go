@@ -1,6 +1,6 @@
-package main
+package spotops
 
-// TestOpsForgetter proves the bound on the core's processed-ops set keeps
+// TestForgetter proves the bound on the core's processed-ops set keeps
 // idempotency: only transfers terminal in Postgres (for forgetAfter) lose
 // their records, a transfer still moving keeps its records and holds the
 // watermark while later terminal ones are still forgotten, and a repeated
@@ -9,16 +9,20 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/instruments"
+	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
-func TestOpsForgetter(t *testing.T) {
+func TestForgetter(t *testing.T) {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, pgtest.NewDB(t))
 	if err != nil {
@@ -28,7 +32,24 @@ func TestOpsForgetter(t *testing.T) {
 	if err := persist.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	pl, a := startSpot(t, core.Config{})
+	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), ReadView: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	if _, err := instruments.Install(pl, instruments.Default()); err != nil {
+		t.Fatal(err)
+	}
+	// deposit is the SPOT side's deposit of a transfer: 10 units of asset 1 to user 5.
+	deposit := func(reqID string) {
+		t.Helper()
+		key, _ := core.KeyFrom(reqID)
+		r := journal.NewReply()
+		if _, err := pl.Submit(&core.Command{Kind: core.KindSpotDeposit, User: 5, Asset: 1, Amount: 10, Key: key}, r); err != nil ||
+			pl.Wait(r) != nil || r.Result().Code != core.OK {
+			t.Fatalf("deposit %s: %v %v", reqID, err, r.Result().Code)
+		}
+	}
 	// Ten transfers FUNDING -> SPOT, each deposited in the core; the 4th
 	// is still moving (TARGET_PENDING), the 8th terminal but only just.
 	ids := make([]string, 10)
@@ -46,9 +67,7 @@ func TestOpsForgetter(t *testing.T) {
 			now() - $3::interval)`, ids[i], state, age); err != nil {
 			t.Fatal(err)
 		}
-		if o := a.Deposit(ctx, ids[i], 5, 1, 10); o.String() != "SUCCESS" {
-			t.Fatal(o)
-		}
+		deposit(ids[i])
 	}
 	held := func(id string) bool {
 		k, _ := core.KeyFrom(id)
@@ -56,11 +75,11 @@ func TestOpsForgetter(t *testing.T) {
 		_ = pl.Read(func(p *core.Processor) error { _, ok = p.SpotOp(core.KindSpotDeposit, k); return nil })
 		return ok
 	}
-	f := newOpsForgetter(pool, pl, quietLogger())
+	f := NewForgetter(pool, pl, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	f.batch = 4 // several steps: the scan continues past the moving transfer
 	total := 0
 	for i := 0; i < 4; i++ {
-		n, err := f.step(ctx)
+		n, err := f.Step(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,11 +98,11 @@ func TestOpsForgetter(t *testing.T) {
 		t.Fatalf("watermark %q (%v), want %q: a moving transfer holds it", wm, err, ids[2])
 	}
 	before := pl.DurableSeq()
-	if n, err := f.step(ctx); err != nil || n != 0 || pl.DurableSeq() != before {
+	if n, err := f.Step(ctx); err != nil || n != 0 || pl.DurableSeq() != before {
 		t.Fatalf("a repeated step: %d %v, %d commands", n, err, pl.DurableSeq()-before)
 	}
 	// A forgotten req_id is a new operation to the core.
-	if o := a.Deposit(ctx, ids[0], 5, 1, 10); o.String() != "SUCCESS" || !held(ids[0]) {
-		t.Fatal(o)
+	if deposit(ids[0]); !held(ids[0]) {
+		t.Fatal("a forgotten req_id deposited again is not held")
 	}
 }

@@ -1,8 +1,7 @@
-package main
+package chainside
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -14,27 +13,18 @@ import (
 	"github.com/ubscore/ubscore/persist/withdraw"
 )
 
-// The withdrawal guards' flags (issue 33 items 3 and 6): the hot wallet's
+// The withdrawal guards' configuration (issue 33 items 3 and 6): the hot wallet's
 // balance check and the default daily limits. Wiring only; the behaviour
 // lives in persist/withdraw (hotwallet.go, limits.go).
 
-// chainGuardFlags are part of chainFlags.
-type chainGuardFlags struct {
+// GuardConfig is part of Config.
+type GuardConfig struct {
 	BalanceInterval time.Duration // --chain-balance-interval: hot wallet balance refresh period
 	BalanceMargin   string        // --chain-balance-margin: native coin (18 decimals) kept above what is pending
 	Limits          string        // --chain-withdraw-limits: SYMBOL:DAILY_AMOUNT:DAILY_COUNT,... (0 = no limit)
 }
 
-func (g *chainGuardFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&g.BalanceInterval, "chain-balance-interval", 10*time.Second,
-		"the hot wallet's balance is read this often in the background (no RPC per request)")
-	fs.StringVar(&g.BalanceMargin, "chain-balance-margin", "0.01",
-		"native coin (ETH, 18 decimals) the hot wallet keeps above its unpaid txs' value and gas; below it: CRITICAL alert, new withdrawals refused (HOT_WALLET_INSUFFICIENT)")
-	fs.StringVar(&g.Limits, "chain-withdraw-limits", "",
-		"default daily withdrawal limits per user: SYMBOL:DAILY_AMOUNT:DAILY_COUNT,... (UTC day; 0 = no limit; admin endpoints override per user)")
-}
-
-func (g *chainGuardFlags) validate() error {
+func (g *GuardConfig) validate() error {
 	if g.BalanceInterval <= 0 {
 		return errors.New("--chain-balance-interval must be > 0")
 	}
@@ -55,7 +45,7 @@ func parseWei(s string) (*big.Int, error) {
 }
 
 // withdrawLimits parses --chain-withdraw-limits against the withdrawable assets.
-func (g *chainGuardFlags) withdrawLimits(assets []withdraw.Asset) (map[core.AssetID]withdraw.Limit, error) {
+func (g *GuardConfig) withdrawLimits(assets []withdraw.Asset) (map[core.AssetID]withdraw.Limit, error) {
 	out := map[core.AssetID]withdraw.Limit{}
 	if strings.TrimSpace(g.Limits) == "" {
 		return out, nil

@@ -1,4 +1,4 @@
-package main
+package persist
 
 import (
 	"crypto/rand"
@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ubscore/ubscore/journal"
 )
 
 // walIDFileName names the data dir's identity: 16 random bytes, hex, made
@@ -17,9 +19,9 @@ import (
 // database another WAL's sink filled.
 const walIDFileName = "wal.id"
 
-// loadOrCreateWALID returns <dataDir>/wal.id, creating it (createOnce) if
+// LoadOrCreateWALID returns <dataDir>/wal.id, creating it (journal.CreateOnce) if
 // it does not exist.
-func loadOrCreateWALID(dataDir string) (string, error) {
+func LoadOrCreateWALID(dataDir string) (string, error) {
 	path := filepath.Join(dataDir, walIDFileName)
 	if b, err := os.ReadFile(path); err == nil {
 		id := strings.TrimSpace(string(b))
@@ -37,8 +39,8 @@ func loadOrCreateWALID(dataDir string) (string, error) {
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", err
 	}
-	if _, err := createOnce(dataDir, walIDFileName, hex.EncodeToString(raw[:])+"\n"); err != nil {
+	if _, err := journal.CreateOnce(dataDir, walIDFileName, hex.EncodeToString(raw[:])+"\n"); err != nil {
 		return "", err
 	}
-	return loadOrCreateWALID(dataDir) // ours, or the one a concurrent process linked first
+	return LoadOrCreateWALID(dataDir) // ours, or the one a concurrent process linked first
 }

@@ -1,4 +1,4 @@
-package main
+package persist
 
 import (
 	"testing"
@@ -49,6 +49,19 @@ func TestPlainOnLoopback(t *testing.T) {
 		}
 		if !got && hadTLS && cfg.TLSConfig == nil {
 			t.Errorf("%s: TLS turned off without saying so", c.url)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:hunter2@h:5432/db?sslmode=disable":             "postgres://u:xxxxx@h:5432/db?sslmode=disable",
+		"postgresql://u@h/db?password=hunter2&sslmode=disable":       "postgresql://u@h/db?password=xxxxx&sslmode=disable",
+		"postgres://postgres@127.0.0.1:5432/ubscore?sslmode=disable": "postgres://postgres@127.0.0.1:5432/ubscore?sslmode=disable",
+		"host=h user=u password=hunter2":                             "(DSN not shown)",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,4 +1,7 @@
-package main
+// Package archive reads finished orders and trades back from the Postgres
+// read model the sink writes (its orders and trades tables): the server's
+// fallback for what its memory no longer holds (gateway.OrderArchive).
+package archive
 
 import (
 	"context"
@@ -13,16 +16,19 @@ import (
 	"github.com/ubscore/ubscore/gateway"
 )
 
-// pgArchive answers GET /api/v1/order/{id} for finished orders that the
+// Archive answers GET /api/v1/order/{id} for finished orders that the
 // core and History no longer hold, from the sink's `orders` and `trades`
 // tables (gateway.OrderArchive). Postgres lags the WAL by the sink's lag, so
 // it is only a fallback for old orders.
-type pgArchive struct {
-	pool      *pgxpool.Pool
-	timeout   time.Duration
-	ready     *atomic.Bool    // the sink has applied the migrations: the tables exist
-	persisted func() core.Seq // the sink's persisted seq (nil: 0)
+type Archive struct {
+	Pool      *pgxpool.Pool
+	Timeout   time.Duration   // one lookup's budget (Timeout: the server's)
+	Ready     *atomic.Bool    // the sink has applied the migrations: the tables exist
+	Persisted func() core.Seq // the sink's persisted seq (nil: 0)
 }
+
+// Timeout is the server's budget for one Postgres lookup of an old order.
+const Timeout = 2 * time.Second
 
 var (
 	sideByName   = map[string]core.Side{"BUY": core.Buy, "SELL": core.Sell}
@@ -33,11 +39,11 @@ var (
 )
 
 // Order implements gateway.OrderArchive.
-func (a *pgArchive) Order(id core.OrderID) (gateway.OrderRecord, bool, error) {
-	if !a.ready.Load() {
+func (a *Archive) Order(id core.OrderID) (gateway.OrderRecord, bool, error) {
+	if !a.Ready.Load() {
 		return gateway.OrderRecord{}, false, errors.New("the read model is not migrated yet")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), a.Timeout)
 	defer cancel()
 	var (
 		rec                          gateway.OrderRecord
@@ -47,7 +53,7 @@ func (a *pgArchive) Order(id core.OrderID) (gateway.OrderRecord, bool, error) {
 		clientID                     *string
 		created                      time.Time
 	)
-	err := a.pool.QueryRow(ctx, `SELECT user_id, market_id, side, type, time_in_force, price, quantity,
+	err := a.Pool.QueryRow(ctx, `SELECT user_id, market_id, side, type, time_in_force, price, quantity,
 		quote_quantity, filled_quantity, status, client_order_id, created_at FROM orders WHERE order_id = $1`, int64(id)).
 		Scan(&user, &market, &side, &typ, &tif, &price, &qty, &quoteQty, &filled, &status, &clientID, &created)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -62,7 +68,7 @@ func (a *pgArchive) Order(id core.OrderID) (gateway.OrderRecord, bool, error) {
 	if clientID != nil {
 		rec.ClientID, _ = core.KeyFrom(*clientID)
 	}
-	rows, err := a.pool.Query(ctx, `SELECT trade_id, extract(epoch from time)*1e9, price, quantity,
+	rows, err := a.Pool.Query(ctx, `SELECT trade_id, extract(epoch from time)*1e9, price, quantity,
 		CASE WHEN maker_order_id = $1 THEN maker_fee ELSE taker_fee END, maker_order_id, taker_order_id
 		FROM trades WHERE maker_order_id = $1 OR taker_order_id = $1 ORDER BY trade_id LIMIT $2`,
 		int64(id), gateway.MaxFillsPerOrder+1)

@@ -1,14 +1,22 @@
-package main
+// Package protection wires spec 004's runtime protection into the server:
+// breaker alerts and metrics, the breaker log, the periodic full check of
+// the core on the read replica, the audit retention job, and the metrics
+// read from the recovered state (so they are right after a restart).
+// Behaviour lives in core (breakers, invariants), journal (RunChecker,
+// Retention), gateway (BreakerLog) and persist (RunAuditRetention).
+package protection
 
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
@@ -17,14 +25,28 @@ import (
 	"github.com/ubscore/ubscore/persist"
 )
 
-// protection wires spec 004's runtime protection into the server: breaker
-// alerts and metrics, the breaker log, the periodic full check on the read
-// replica, the audit retention job, and the metrics read from the
-// recovered state (so they are right after a restart).
-type protection struct {
-	log      *slog.Logger
-	reg      *gateway.Registry
-	breakers *gateway.BreakerLog
+// Config is the runtime protection's configuration (the server's flags).
+type Config struct {
+	// CoreCheckInterval is the period of the core's full invariant check on
+	// the read replica (--core-check-interval; 0 = off).
+	CoreCheckInterval time.Duration
+	// AuditRetention is how long wal_events rows are kept (--audit-retention;
+	// 0 = forever).
+	AuditRetention time.Duration
+}
+
+// Default is the default configuration.
+func Default() Config {
+	return Config{CoreCheckInterval: 10 * time.Second, AuditRetention: persist.DefaultAuditRetention}
+}
+
+// Protection is the server's runtime protection.
+type Protection struct {
+	log *slog.Logger
+	reg *gateway.Registry
+	// Breakers is the breaker log: fed by the read view (Apply) and the
+	// history warm-up (Replay), read by the gateway.
+	Breakers *gateway.BreakerLog
 	ret      *journal.Retention
 
 	trips      *prometheus.CounterVec // reason
@@ -37,21 +59,31 @@ type protection struct {
 // §7.1 alerts at p99 > 100 ms).
 var checkBuckets = []float64{1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5}
 
-func newProtection(m *metrics, reg *gateway.Registry, ret *journal.Retention, log *slog.Logger) *protection {
-	p := &protection{log: log, reg: reg, breakers: &gateway.BreakerLog{}, ret: ret, violations: m.violations}
-	f := promFactory{m.reg}
-	p.trips = f.counterVec("ubs_circuit_breaker_triggered_total", "Circuit breaker trips (a market or the core halted), by reason.", "reason")
+// New registers the protection's metrics on reg (violations: the server's
+// invariant violation counter, which the periodic check adds to); markets
+// names the markets in alerts and metrics, ret is the WAL retention whose
+// released followers are exported.
+func New(reg prometheus.Registerer, violations prometheus.Counter, markets *gateway.Registry, ret *journal.Retention, log *slog.Logger) *Protection {
+	p := &Protection{log: log, reg: markets, Breakers: &gateway.BreakerLog{}, ret: ret, violations: violations}
+	f := promauto.With(reg)
+	p.trips = f.NewCounterVec(prometheus.CounterOpts{Name: "ubs_circuit_breaker_triggered_total",
+		Help: "Circuit breaker trips (a market or the core halted), by reason."}, []string{"reason"})
 	for _, r := range core.BreakerReasons() {
 		p.trips.WithLabelValues(r.String()) // every reason exported from the start, at 0
 	}
-	p.checkTime = f.histogram("ubs_invariant_check_seconds", "Duration of the periodic full invariant check on the read replica.", checkBuckets)
-	p.breakers.OnChange = p.onBreaker
-	m.reg.MustRegister(&stateCollector{p: p})
+	p.checkTime = f.NewHistogram(prometheus.HistogramOpts{Name: "ubs_invariant_check_seconds",
+		Help: "Duration of the periodic full invariant check on the read replica.", Buckets: checkBuckets})
+	p.Breakers.OnChange = p.onBreaker
+	reg.MustRegister(&stateCollector{p: p})
 	return p
 }
 
+// SetPipeline gives the state metrics the recovered core (before it, they
+// export the followers only).
+func (p *Protection) SetPipeline(pl *journal.Pipeline) { p.pl.Store(pl) }
+
 // onBreaker alerts and counts each live trip and resolution (view goroutine).
-func (p *protection) onBreaker(b core.BreakerChange) {
+func (p *Protection) onBreaker(b core.BreakerChange) {
 	name := "*"
 	if b.Market != 0 {
 		name = p.marketName(b.Market)
@@ -66,16 +98,16 @@ func (p *protection) onBreaker(b core.BreakerChange) {
 		"seq", b.Seq, "details", string(b.ContextJSON()))
 }
 
-func (p *protection) marketName(id core.MarketID) string {
+func (p *Protection) marketName(id core.MarketID) string {
 	if m, ok := p.reg.MarketByID(id); ok {
 		return m.Symbol
 	}
-	return "#" + itoaU(uint64(id))
+	return "#" + strconv.FormatUint(uint64(id), 10)
 }
 
 // runChecker runs the periodic full check until ctx ends; it stops the
 // server only if the pipeline does.
-func (p *protection) runChecker(ctx context.Context, pl *journal.Pipeline, interval time.Duration) {
+func (p *Protection) runChecker(ctx context.Context, pl *journal.Pipeline, interval time.Duration) {
 	err := pl.RunChecker(ctx, journal.CheckerConfig{Interval: interval, Replica: journal.CheckOnView,
 		OnCheck: func(d time.Duration, _ core.Seq, open []core.Violation) {
 			p.checkTime.Observe(d.Seconds())
@@ -101,7 +133,7 @@ func runAuditRetention(ctx context.Context, pool *pgxpool.Pool, migrated *atomic
 // stateCollector exports what is read from the core's state at scrape time
 // (right after a restart, since it is the recovered state itself), and the
 // recovery and eviction counts.
-type stateCollector struct{ p *protection }
+type stateCollector struct{ p *Protection }
 
 var (
 	descBookOrders  = prometheus.NewDesc("ubs_book_orders", "Resting orders per market.", []string{"market"}, nil)
@@ -159,12 +191,10 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-func itoaU(v uint64) string { return gateway.FormatUnits(int64(v), 0) }
-
-// start runs the periodic core check (--core-check-interval) and, with
-// Postgres, the audit retention job (--audit-retention); the returned
-// function stops them and waits.
-func (p *protection) start(pl *journal.Pipeline, pool *pgxpool.Pool, migrated *atomic.Bool, cfg Config) (stop func()) {
+// Start runs the periodic core check (CoreCheckInterval) and, with
+// Postgres (pool not nil), the audit retention job (AuditRetention) once
+// migrated is set; the returned function stops them and waits.
+func (p *Protection) Start(pl *journal.Pipeline, pool *pgxpool.Pool, migrated *atomic.Bool, cfg Config) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	if cfg.CoreCheckInterval > 0 {

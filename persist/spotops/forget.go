@@ -1,4 +1,8 @@
-package main
+// Package spotops bounds the core's record of processed spot operations
+// (deposits, withdrawals and refunds by req_id, core.MaxProcessedOps)
+// without breaking their idempotency: a req_id is forgotten only once its
+// internal transfer is terminal in Postgres.
+package spotops
 
 import (
 	"context"
@@ -14,11 +18,11 @@ import (
 
 // The core remembers every spot deposit, withdraw and refund by req_id, so
 // a retried operation is answered from its first result; its set is bounded
-// (core.MaxProcessedOps). opsForgetter keeps it small without breaking that
+// (core.MaxProcessedOps). Forgetter keeps it small without breaking that
 // idempotency: a req_id is forgotten only by a sequenced KindForgetOps that
 // this job submits once the transfer is terminal in Postgres — and has been
 // for forgetAfter, far longer than any adapter call in flight can take
-// (spotCallTimeout), so no retry of its operations can still arrive. Never
+// (the SPOT adapter's call timeout), so no retry of its operations can still arrive. Never
 // by age alone: a transfer that is not terminal keeps its records however
 // old (a refund looks up its withdraw; a retried deposit must not apply
 // twice).
@@ -28,7 +32,7 @@ import (
 // terminal and forgotten; a transfer still moving holds the watermark but
 // not the scan, which continues past it in memory and starts over from the
 // watermark once it reaches the end.
-type opsForgetter struct {
+type Forgetter struct {
 	pool        *pgxpool.Pool
 	pl          *journal.Pipeline
 	log         *slog.Logger
@@ -39,19 +43,20 @@ type opsForgetter struct {
 
 // Defaults of the job.
 const (
-	spotOpsForgetAfter = time.Hour
-	spotOpsForgetBatch = 1_000
-	spotOpsForgetEvery = time.Minute
+	ForgetAfter = time.Hour   // a terminal transfer's age before its records go
+	Batch       = 1_000       // transfers read per step
+	Every       = time.Minute // the server's period of Run
 )
 
-func newOpsForgetter(pool *pgxpool.Pool, pl *journal.Pipeline, log *slog.Logger) *opsForgetter {
-	return &opsForgetter{pool: pool, pl: pl, log: log, forgetAfter: spotOpsForgetAfter, batch: spotOpsForgetBatch}
+// NewForgetter returns the job with the defaults.
+func NewForgetter(pool *pgxpool.Pool, pl *journal.Pipeline, log *slog.Logger) *Forgetter {
+	return &Forgetter{pool: pool, pl: pl, log: log, forgetAfter: ForgetAfter, batch: Batch}
 }
 
-// run steps every interval until ctx ends.
-func (f *opsForgetter) run(ctx context.Context, every time.Duration) {
+// Run steps every interval until ctx ends.
+func (f *Forgetter) Run(ctx context.Context, every time.Duration) {
 	for {
-		if n, err := f.step(ctx); err != nil && ctx.Err() == nil {
+		if n, err := f.Step(ctx); err != nil && ctx.Err() == nil {
 			f.log.Warn("transfers: forgetting terminal transfers' spot records failed; retrying later", "err", err)
 		} else if n > 0 {
 			f.log.Info("transfers: the core forgot the spot records of terminal transfers", "transfers", n)
@@ -66,11 +71,11 @@ func (f *opsForgetter) run(ctx context.Context, every time.Duration) {
 
 var terminalStates = []int16{40, -10, -30} // COMMITTED, FAILED, ROLLED_BACK
 
-// step reads up to f.batch transfers after the scan position, forgets the
+// Step reads up to f.batch transfers after the scan position, forgets the
 // records of those terminal for forgetAfter (the ones the core still
 // holds), and moves the watermark over the leading run of them. It returns
 // how many transfers' records it forgot.
-func (f *opsForgetter) step(ctx context.Context) (int, error) {
+func (f *Forgetter) Step(ctx context.Context) (int, error) {
 	var wm string
 	if err := f.pool.QueryRow(ctx, `SELECT through_req_id FROM spot_ops_forget WHERE id = 1`).Scan(&wm); err != nil {
 		return 0, fmt.Errorf("read the watermark: %w", err)
@@ -128,7 +133,7 @@ func (f *opsForgetter) step(ctx context.Context) (int, error) {
 
 // forget submits a KindForgetOps for reqID if the core still holds a record
 // of it, and waits for it to be durable.
-func (f *opsForgetter) forget(ctx context.Context, reqID string) (bool, error) {
+func (f *Forgetter) forget(ctx context.Context, reqID string) (bool, error) {
 	key, ok := core.KeyFrom(reqID)
 	if !ok {
 		return false, nil // not a core key: the core never saw it

@@ -1,9 +1,8 @@
-package main
+package archive
 
 import (
 	"context"
-	"io"
-	"log/slog"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
@@ -28,7 +28,7 @@ func TestPGArchiveOrder(t *testing.T) {
 	}
 	defer pool.Close()
 	var migrated atomic.Bool
-	a := &pgArchive{pool: pool, timeout: 5 * time.Second, ready: &migrated}
+	a := &Archive{Pool: pool, Timeout: 5 * time.Second, Ready: &migrated}
 	if _, _, err := a.Order(1); err == nil {
 		t.Fatal("the archive answered before the migrations ran")
 	}
@@ -37,8 +37,6 @@ func TestPGArchiveOrder(t *testing.T) {
 	}
 	migrated.Store(true)
 
-	var cfg Config
-	cfg.Assets, cfg.Markets = defaultInstruments()
 	p := core.New(core.Config{})
 	var recs []persist.Record
 	seq := core.Seq(0)
@@ -49,7 +47,7 @@ func TestPGArchiveOrder(t *testing.T) {
 		recs = append(recs, persist.Record{Cmd: c, Events: evs})
 		return evs
 	}
-	for _, c := range cfg.ConfigCommands() {
+	for _, c := range instruments.Default().Commands() {
 		apply(c)
 	}
 	k := func(s string) core.Key { key, _ := core.KeyFrom(s); return key }
@@ -87,8 +85,6 @@ func TestPGArchiveOrder(t *testing.T) {
 	}
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 // TestPGArchiveBinaryHistory (issue 40 item 6): past the server's memory the
 // order history and my-trades of a binary market come from the sink's rows:
 // an order with its outcome and its own side and price (BUY NO @0.30, not
@@ -106,10 +102,8 @@ func TestPGArchiveBinaryHistory(t *testing.T) {
 	}
 	var migrated atomic.Bool
 	migrated.Store(true)
-	a := &pgArchive{pool: pool, timeout: 5 * time.Second, ready: &migrated}
+	a := &Archive{Pool: pool, Timeout: 5 * time.Second, Ready: &migrated}
 
-	var cfg Config
-	cfg.Assets, cfg.Markets = defaultInstruments()
 	p := core.New(core.Config{})
 	var recs []persist.Record
 	seq := core.Seq(0)
@@ -123,12 +117,12 @@ func TestPGArchiveBinaryHistory(t *testing.T) {
 		}
 		return evs[len(evs)-1]
 	}
-	for _, c := range cfg.ConfigCommands() {
+	for _, c := range instruments.Default().Commands() {
 		apply(c)
 	}
 	k := func(s string) core.Key { key, _ := core.KeyFrom(s); return key }
 	for u := core.UserID(1); u <= 2; u++ {
-		apply(core.Command{Kind: core.KindAdjust, User: u, Asset: 1, Amount: 1_000_000_000, Key: k("a" + itoaU(uint64(u)))})
+		apply(core.Command{Kind: core.KindAdjust, User: u, Asset: 1, Amount: 1_000_000_000, Key: k(fmt.Sprintf("a%d", u))})
 	}
 	apply(core.Command{Kind: core.KindConfigBinary, Market: 7, Cfg: core.MarketCfg{Quote: 1, Lot: 1, MinQty: 1,
 		MaxQty: 1000}, Text: "Seven?"})

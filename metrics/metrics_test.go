@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"testing"
@@ -8,13 +8,13 @@ import (
 // TestObserveCountsByRouteAndStatus: Observe's cached children count into
 // the right series of ubs_http_requests_total and the latency histogram.
 func TestObserveCountsByRouteAndStatus(t *testing.T) {
-	m := newMetrics()
+	m := New()
 	for i := 0; i < 3; i++ {
 		m.Observe("POST /api/v1/order", 200, 300*time.Microsecond)
 	}
 	m.Observe("POST /api/v1/order", 400, time.Millisecond)
 	m.Observe("GET /api/v1/balances", 200, 40*time.Microsecond)
-	mfs, err := m.reg.Gather()
+	mfs, err := m.Reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package archive
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 // trades tables through the per-user indexes of migration 0010.
 
 // PersistedSeq implements gateway.OrderArchive: the sink's checkpoint.
-func (a *pgArchive) PersistedSeq() core.Seq {
-	if a.persisted == nil {
+func (a *Archive) PersistedSeq() core.Seq {
+	if a.Persisted == nil {
 		return 0
 	}
-	return a.persisted()
+	return a.Persisted()
 }
 
 // historyWhere is the WHERE clause of q over a table whose id, market and
@@ -44,11 +44,11 @@ func historyWhere(q gateway.HistoryQuery, userCol, idCol, timeCol string, args [
 }
 
 // Orders implements gateway.OrderArchive.
-func (a *pgArchive) Orders(q gateway.HistoryQuery, dst []gateway.OrderRecord) ([]gateway.OrderRecord, error) {
-	if !a.ready.Load() {
+func (a *Archive) Orders(q gateway.HistoryQuery, dst []gateway.OrderRecord) ([]gateway.OrderRecord, error) {
+	if !a.Ready.Load() {
 		return dst, errors.New("the read model is not migrated yet")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), a.Timeout)
 	defer cancel()
 	where, args := historyWhere(q, "user_id", "order_id", "created_at", nil)
 	if len(q.Statuses) > 0 {
@@ -60,7 +60,7 @@ func (a *pgArchive) Orders(q gateway.HistoryQuery, dst []gateway.OrderRecord) ([
 		where += fmt.Sprintf(" AND status = ANY($%d)", len(args))
 	}
 	args = append(args, q.Limit)
-	rows, err := a.pool.Query(ctx, `SELECT order_id, user_id, market_id, side, type, time_in_force, price, quantity,
+	rows, err := a.Pool.Query(ctx, `SELECT order_id, user_id, market_id, side, type, time_in_force, price, quantity,
 		quote_quantity, filled_quantity, status, client_order_id, created_at, outcome FROM orders WHERE `+where+
 		fmt.Sprintf(" ORDER BY order_id DESC LIMIT $%d", len(args)), args...)
 	if err != nil {
@@ -96,11 +96,11 @@ func (a *pgArchive) Orders(q gateway.HistoryQuery, dst []gateway.OrderRecord) ([
 
 // Trades implements gateway.OrderArchive: the newest of the user's trades
 // as maker and as taker (one index scan each), merged.
-func (a *pgArchive) Trades(q gateway.HistoryQuery, dst []gateway.UserTrade) ([]gateway.UserTrade, error) {
-	if !a.ready.Load() {
+func (a *Archive) Trades(q gateway.HistoryQuery, dst []gateway.UserTrade) ([]gateway.UserTrade, error) {
+	if !a.Ready.Load() {
 		return dst, errors.New("the read model is not migrated yet")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), a.Timeout)
 	defer cancel()
 	const cols = `trade_id, seq, time, market_id, price, quantity, quote_amount, maker_order_id, taker_order_id,
 		maker_user_id, taker_user_id, maker_fee, taker_fee, taker_side, taker_outcome, maker_outcome, taker_price,
@@ -112,7 +112,7 @@ func (a *pgArchive) Trades(q gateway.HistoryQuery, dst []gateway.UserTrade) ([]g
 	// UNION (not ALL): a trade with the user on both sides comes once.
 	sql := `(SELECT ` + cols + ` FROM trades WHERE ` + maker + lim + `) UNION (SELECT ` + cols +
 		` FROM trades WHERE ` + taker + lim + `)` + lim
-	rows, err := a.pool.Query(ctx, sql, args...)
+	rows, err := a.Pool.Query(ctx, sql, args...)
 	if err != nil {
 		return dst, err
 	}

@@ -1,4 +1,4 @@
-package main
+package persist
 
 import (
 	"context"
@@ -16,22 +16,23 @@ const (
 	pgPingTimeout  = time.Second
 )
 
-// pgHealth pings Postgres every pgPingInterval and keeps the outcome; it
+// Health pings Postgres every pgPingInterval and keeps the outcome; it
 // logs each change (the error's detail goes to the log, never to the
 // unauthenticated /health).
-type pgHealth struct {
+type Health struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	up   atomic.Bool
 	seen atomic.Bool // reached at least once
 }
 
-func newPGHealth(pool *pgxpool.Pool, log *slog.Logger) *pgHealth {
-	return &pgHealth{pool: pool, log: log}
+// NewHealth returns pool's health, unknown until Run has pinged once.
+func NewHealth(pool *pgxpool.Pool, log *slog.Logger) *Health {
+	return &Health{pool: pool, log: log}
 }
 
-// run pings until ctx ends.
-func (h *pgHealth) run(ctx context.Context) {
+// Run pings until ctx ends.
+func (h *Health) Run(ctx context.Context) {
 	t := time.NewTicker(pgPingInterval)
 	defer t.Stop()
 	for {
@@ -57,8 +58,8 @@ func (h *pgHealth) run(ctx context.Context) {
 	}
 }
 
-// degraded is gateway.ServerConfig.Degraded.
-func (h *pgHealth) degraded() []string {
+// Degraded is gateway.ServerConfig.Degraded.
+func (h *Health) Degraded() []string {
 	switch {
 	case h.up.Load():
 		return nil

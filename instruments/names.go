@@ -1,4 +1,4 @@
-package main
+package instruments
 
 import (
 	"encoding/json"
@@ -16,9 +16,9 @@ import (
 // every start.
 const namesFileName = "instruments.json"
 
-// writeNames replaces <dataDir>/instruments.json with reg's instruments
+// WriteNames replaces <dataDir>/instruments.json with reg's instruments
 // (a synced temp file renamed into place).
-func writeNames(dataDir string, reg *gateway.Registry) error {
+func WriteNames(dataDir string, reg *gateway.Registry) error {
 	b, err := json.MarshalIndent(reg.Names(), "", "  ")
 	if err != nil {
 		return err
@@ -39,6 +39,9 @@ func writeNames(dataDir string, reg *gateway.Registry) error {
 	if err := os.Rename(tmp.Name(), filepath.Join(dataDir, namesFileName)); err != nil {
 		return err
 	}
-	syncDir(dataDir)
+	if d, err := os.Open(dataDir); err == nil { // the rename itself durable
+		_ = d.Sync()
+		_ = d.Close()
+	}
 	return nil
 }

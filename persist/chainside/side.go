@@ -1,9 +1,14 @@
-package main
+// Package chainside is the chain side of the exchange (spec 002 and
+// withdrawals): its configuration (defaults and validation; the server maps
+// its --chain-* flags onto Config) and the wiring of the node client, the
+// hot wallet's key, the managed-transaction manager (persist/chaintx) and
+// the withdrawal service (persist/withdraw), where the behaviour lives.
+// Off unless Config.RPC is set.
+package chainside
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -13,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
@@ -22,12 +28,8 @@ import (
 	"github.com/ubscore/ubscore/persist/withdraw"
 )
 
-// The chain side (spec 002 and withdrawals): off unless --chain-rpc is
-// given. Wiring only; the behaviour lives in persist/chaintx and
-// persist/withdraw.
-
-// chainFlags are the --chain-* flags.
-type chainFlags struct {
+// Config is the chain side's configuration; each field is the flag named.
+type Config struct {
 	RPC         string        // --chain-rpc: EVM JSON-RPC URL; "" = chain side off
 	KeyFile     string        // --chain-key-file: hex private key of the hot wallet (never logged)
 	Finality    uint64        // --chain-finality: blocks for CONFIRMED / FAILED_FINAL
@@ -42,30 +44,20 @@ type chainFlags struct {
 	Create      time.Duration // --chain-create-timeout: POST /admin/v1/tx's wait before 202 UNKNOWN
 	RPCTimeout  time.Duration // --chain-rpc-timeout: every chain RPC call's deadline
 
-	// Guard: the hot wallet's balance and the withdrawal limits (chain_guard.go).
-	Guard chainGuardFlags
+	// Guard: the hot wallet's balance and the withdrawal limits (guard.go).
+	Guard GuardConfig
 }
 
-func (c *chainFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.RPC, "chain-rpc", "", "EVM JSON-RPC URL for withdrawals and managed transactions; empty = chain side off; env UBS_CHAIN_RPC")
-	fs.StringVar(&c.KeyFile, "chain-key-file", "", "file holding the hot wallet's hex private key (needed with --chain-rpc); env UBS_CHAIN_KEY_FILE")
-	fs.Uint64Var(&c.Finality, "chain-finality", 12, "blocks (the receipt's included) before a tx is CONFIRMED / FAILED_FINAL")
-	fs.StringVar(&c.NodeID, "chain-node-id", "", "this node's name in the submitter lease, unique per process; empty = host name + random, new at every start (logged)")
-	fs.DurationVar(&c.Lease, "chain-lease", 10*time.Second, "submitter lease duration (renewed every third of it)")
-	fs.DurationVar(&c.StuckAfter, "chain-stuck-after", 10*time.Minute, "no receipt this long after allocation: STUCK (CRITICAL log, hook)")
-	fs.DurationVar(&c.Resubmit, "chain-resubmit-interval", 30*time.Second, "a pending tx without receipt is broadcast again this often (same nonce and bytes)")
-	fs.DurationVar(&c.ResubmitMax, "chain-resubmit-max-interval", 10*time.Minute, "a STUCK tx is resent with a delay doubling from --chain-resubmit-interval up to this (one WARN per doubling)")
-	fs.StringVar(&c.StuckAction, "chain-stuck-action", "NOOP", "what the hook does with a STUCK tx: NOOP, CANCEL, REPLACE or PLACEHOLDER")
-	fs.StringVar(&c.Assets, "chain-assets", "ETH:18:0.0001:100", "withdrawable assets: SYMBOL:CHAIN_DECIMALS[:MIN[:MAX]],... (MIN/MAX in the asset's decimals)")
-	fs.IntVar(&c.Workers, "chain-workers", 16, "writer workers (hash(submitter) % N)")
-	fs.DurationVar(&c.RPCTimeout, "chain-rpc-timeout", 5*time.Second, "deadline of every chain RPC call; a call without an answer by then fails (ubs_chain_rpc_failures_total) and is retried later")
-	fs.DurationVar(&c.Create, "chain-create-timeout", 30*time.Second, "POST /admin/v1/tx waits this long for the writer, then answers 202 UNKNOWN with the request_id")
-	c.Guard.register(fs)
+// Default is the default configuration (the chain side off).
+func Default() Config {
+	return Config{Finality: 12, Lease: 10 * time.Second, StuckAfter: 10 * time.Minute, Resubmit: 30 * time.Second,
+		ResubmitMax: 10 * time.Minute, StuckAction: "NOOP", Assets: "ETH:18:0.0001:100", Workers: 16,
+		RPCTimeout: 5 * time.Second, Create: 30 * time.Second,
+		Guard: GuardConfig{BalanceInterval: 10 * time.Second, BalanceMargin: "0.01"}}
 }
 
-var chainEnv = []envFlag{{"chain-rpc", []string{"UBS_CHAIN_RPC"}}, {"chain-key-file", []string{"UBS_CHAIN_KEY_FILE"}}}
-
-func (c *chainFlags) validate() error {
+// Validate checks c (nothing when the chain side is off).
+func (c *Config) Validate() error {
 	if c.RPC == "" {
 		return nil
 	}
@@ -83,7 +75,7 @@ func (c *chainFlags) validate() error {
 }
 
 // withdrawAssets parses --chain-assets against the configured assets.
-func (c *chainFlags) withdrawAssets(assets []gateway.Asset) ([]withdraw.Asset, error) {
+func (c *Config) withdrawAssets(assets []gateway.Asset) ([]withdraw.Asset, error) {
 	var out []withdraw.Asset
 	for _, spec := range strings.Split(c.Assets, ",") {
 		f := strings.Split(strings.TrimSpace(spec), ":")
@@ -115,8 +107,8 @@ func (c *chainFlags) withdrawAssets(assets []gateway.Asset) ([]withdraw.Asset, e
 	return out, nil
 }
 
-// chainSide is the running chain side.
-type chainSide struct {
+// Side is the running chain side.
+type Side struct {
 	log    *slog.Logger
 	client *evm.Client
 	mgr    *chaintx.Manager
@@ -127,15 +119,14 @@ type chainSide struct {
 	createTimeout time.Duration
 	wg            sync.WaitGroup
 	// started: the manager runs (its workers take requests); readiness
-	// waits for it.
+	// waits for it (Started).
 	started atomic.Bool
 }
 
-// newChain dials the node, loads the key and wires the manager and the
+// newSide dials the node, loads the key and wires the manager and the
 // withdrawal service; start runs them once the tables exist.
-func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*chainSide, error) {
-	c := cfg.Chain
-	assets, err := c.withdrawAssets(cfg.Assets)
+func newSide(c Config, instruments []gateway.Asset, pool *pgxpool.Pool, reg prometheus.Registerer, log *slog.Logger) (*Side, error) {
+	assets, err := c.withdrawAssets(instruments)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +149,7 @@ func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*ch
 	mgr, err := chaintx.New(chaintx.Config{Store: pgstore.New(pool), Chain: client, Signers: []chaintx.Signer{signer},
 		NodeID: c.NodeID, Lease: chaintx.LeaseConfig{Duration: c.Lease}, Workers: c.Workers, Finality: c.Finality,
 		ResubmitInterval: c.Resubmit, ResubmitMaxInterval: c.ResubmitMax, StuckAfter: c.StuckAfter, RPCTimeout: c.RPCTimeout, Hook: chaintx.StaticHook(strings.ToUpper(c.StuckAction)),
-		Metrics: chaintx.NewMetrics(m.reg), Logger: log})
+		Metrics: chaintx.NewMetrics(reg), Logger: log})
 	if err != nil {
 		client.Close()
 		return nil, err
@@ -170,21 +161,22 @@ func newChain(cfg Config, pool *pgxpool.Pool, m *metrics, log *slog.Logger) (*ch
 	}
 	margin, _ := parseWei(c.Guard.BalanceMargin) // validated
 	hot := withdraw.NewHotWallet(withdraw.HotWalletConfig{Pool: pool, Chain: client, Address: signer.Address(), RPCTimeout: c.RPCTimeout,
-		Interval: c.Guard.BalanceInterval, Margin: margin, Registerer: m.reg, Log: log})
+		Interval: c.Guard.BalanceInterval, Margin: margin, Registerer: reg, Log: log})
 	svc := withdraw.New(withdraw.Config{Pool: pool, Submitter: signer.Address(), Assets: assets,
 		ParseAddress: evm.ParseAddress, Nudge: mgr.Nudge, Limits: limits, HotWallet: hot})
 	log.Info("chain side on", "rpc", c.RPC, "chain_id", chainID.String(), "hot_wallet", evm.Checksummed(signer.Address()),
 		"node_id", mgr.NodeID(), "finality", c.Finality, "stuck_action", c.StuckAction)
-	return &chainSide{log: log, client: client, mgr: mgr, svc: svc, hot: hot, createTimeout: c.Create}, nil
+	return &Side{log: log, client: client, mgr: mgr, svc: svc, hot: hot, createTimeout: c.Create}, nil
 }
 
-func (c *chainSide) gateway() *gateway.ChainConfig {
+// Gateway is the gateway's view of the chain side.
+func (c *Side) Gateway() *gateway.ChainConfig {
 	return &gateway.ChainConfig{Withdrawals: c.svc, Tx: c.mgr, Limits: c.svc, ParseAddress: evm.ParseAddress, Checksum: evm.Checksummed,
 		CreateTimeout: c.createTimeout}
 }
 
 // start runs the manager and the withdrawal settler once migrated.
-func (c *chainSide) start(migrated *atomic.Bool) {
+func (c *Side) start(migrated *atomic.Bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.wg.Add(1)
@@ -206,7 +198,11 @@ func (c *chainSide) start(migrated *atomic.Bool) {
 	}()
 }
 
-func (c *chainSide) close() {
+// Started reports whether the manager runs (readiness waits for it).
+func (c *Side) Started() bool { return c.started.Load() }
+
+// Close stops the chain side and waits for it.
+func (c *Side) Close() {
 	if c.cancel != nil {
 		c.cancel()
 	}
@@ -215,18 +211,20 @@ func (c *chainSide) close() {
 	c.client.Close()
 }
 
-// startChain starts the chain side when --chain-rpc is set (nil otherwise).
-func startChain(cfg Config, pool *pgxpool.Pool, m *metrics, migrated *atomic.Bool, log *slog.Logger) (*chainSide, error) {
-	if cfg.Chain.RPC == "" {
+// Start starts the chain side when c.RPC is set (nil otherwise) over the
+// configured instruments, registering its metrics on reg; its manager and
+// settler run once migrated is set.
+func Start(c Config, instruments []gateway.Asset, pool *pgxpool.Pool, reg prometheus.Registerer, migrated *atomic.Bool, log *slog.Logger) (*Side, error) {
+	if c.RPC == "" {
 		return nil, nil
 	}
 	if pool == nil {
 		return nil, errors.New("--chain-rpc needs Postgres (managed transactions and FUNDING live there)")
 	}
-	c, err := newChain(cfg, pool, m, log)
+	side, err := newSide(c, instruments, pool, reg, log)
 	if err != nil {
 		return nil, err
 	}
-	c.start(migrated)
-	return c, nil
+	side.start(migrated)
+	return side, nil
 }

@@ -1,4 +1,4 @@
-package main
+package chainside
 
 // The withdrawal guards' flags parse exactly or refuse: the margin in wei
 // (18 decimals, no float), the default limits against --chain-assets.
@@ -23,7 +23,7 @@ func TestChainGuardFlags(t *testing.T) {
 		}
 	}
 	assets := []withdraw.Asset{{Symbol: "ETH", ID: 3, Scale: 8, ChainDecimals: 18}}
-	g := chainGuardFlags{Limits: "ETH:0.5:3"}
+	g := GuardConfig{Limits: "ETH:0.5:3"}
 	l, err := g.withdrawLimits(assets)
 	if err != nil || l[core.AssetID(3)] != (withdraw.Limit{Amount: 50_000_000, Count: 3}) {
 		t.Fatalf("ETH:0.5:3 -> %+v %v", l, err)

@@ -1,4 +1,9 @@
-package main
+// Package instruments is the venue's market configuration: its assets and
+// spot markets (the built-in defaults or a --config file, validated by the
+// gateway's registry rules and the core's own market checks), their
+// internal-transfer settings, the check of a data dir's instruments against
+// the configured ones before a start, and their installation in the core.
+package instruments
 
 import (
 	"bytes"
@@ -48,41 +53,53 @@ var defaultTransfer = []transfer.AssetConfig{
 		Status: transfer.AssetActive, InternalTransferEnabled: true}, // 0.01 .. 10M USD
 }
 
-// transferDefaults is the transfer config of an asset whose config file
+// TransferDefaults is the transfer config of an asset whose config file
 // entry sets none of the transfer fields: any amount of at least one unit,
 // enabled.
-func transferDefaults(a gateway.Asset) transfer.AssetConfig {
+func TransferDefaults(a gateway.Asset) transfer.AssetConfig {
 	return transfer.AssetConfig{ID: a.ID, Symbol: a.Symbol, Precision: int(a.Scale), MinTransfer: 1,
 		Status: transfer.AssetActive, InternalTransferEnabled: true}
 }
 
-// transferAssets returns cfg's transfer settings, one per asset, defaulted
-// when the config did not give them.
-func (c Config) transferAssets() []transfer.AssetConfig {
+// Config is a set of instruments: the assets and spot markets, validated
+// (gateway registry rules and the core's own market-config checks), and the
+// assets' internal-transfer settings.
+type Config struct {
+	Assets  []gateway.Asset
+	Markets []gateway.MarketSpec
+	// TransferAssets are the assets' internal-transfer settings, one per
+	// asset in Assets' order (nil: TransferDefaults for every asset).
+	TransferAssets []transfer.AssetConfig
+}
+
+// Default returns a copy of the built-in config.
+func Default() Config {
+	return Config{Assets: append([]gateway.Asset(nil), defaultAssets...),
+		Markets:        append([]gateway.MarketSpec(nil), defaultMarkets...),
+		TransferAssets: append([]transfer.AssetConfig(nil), defaultTransfer...)}
+}
+
+// Transfer returns c's transfer settings, one per asset, defaulted when
+// the config did not give them.
+func (c Config) Transfer() []transfer.AssetConfig {
 	if len(c.TransferAssets) == len(c.Assets) {
 		return c.TransferAssets
 	}
 	out := make([]transfer.AssetConfig, len(c.Assets))
 	for i, a := range c.Assets {
-		out[i] = transferDefaults(a)
+		out[i] = TransferDefaults(a)
 	}
 	return out
 }
 
-// defaultInstruments returns copies of the built-in config (its transfer
-// settings: defaultTransfer).
-func defaultInstruments() ([]gateway.Asset, []gateway.MarketSpec) {
-	return append([]gateway.Asset(nil), defaultAssets...), append([]gateway.MarketSpec(nil), defaultMarkets...)
-}
-
-// ConfigCommands returns the commands that install the instruments in a
-// fresh core: assets, then markets (they are idempotent, so re-applying them
-// to a core that has them is harmless while no order rests).
-func (c Config) ConfigCommands() []core.Command {
+// Commands returns the commands that install the instruments in a fresh
+// core: assets, then markets (they are idempotent, so re-applying them to a
+// core that has them is harmless while no order rests).
+func (c Config) Commands() []core.Command {
 	return instrumentCommands(c.Assets, c.Markets)
 }
 
-// checkInstruments compares the instruments in the core (the data dir's)
+// Check compares the instruments in the core (the data dir's)
 // with the configured ones before anything is installed: an asset whose
 // scale changed would mis-scale every amount by a power of ten at the
 // edges, and an asset or market the config no longer defines would hold
@@ -91,9 +108,9 @@ func (c Config) ConfigCommands() []core.Command {
 // Binary markets are created through the API, so they are never in
 // --config: they are skipped (else one DRAFT market would brick every later
 // start, spot included). A configured spot market whose id a binary market
-// holds is errBinaryCollision: installing it is impossible (the id is
+// holds is ErrBinaryCollision: installing it is impossible (the id is
 // taken) and serving it would send spot orders to the binary book.
-func checkInstruments(pl *journal.Pipeline, cfg Config) error {
+func Check(pl *journal.Pipeline, cfg Config) error {
 	scales := map[core.AssetID]uint8{}
 	for _, a := range cfg.Assets {
 		scales[a.ID] = a.Scale
@@ -137,7 +154,7 @@ func checkInstruments(pl *journal.Pipeline, cfg Config) error {
 	}
 	var errs []error
 	if len(collisions) > 0 {
-		errs = append(errs, fmt.Errorf("%w (give the spot market an unused id): %s", errBinaryCollision, strings.Join(collisions, "; ")))
+		errs = append(errs, fmt.Errorf("%w (give the spot market an unused id): %s", ErrBinaryCollision, strings.Join(collisions, "; ")))
 	}
 	if len(problems) > 0 {
 		errs = append(errs, fmt.Errorf("config: the instruments differ from the data dir's (start with the config it was created with): %s",
@@ -146,11 +163,11 @@ func checkInstruments(pl *journal.Pipeline, cfg Config) error {
 	return errors.Join(errs...) // nil when both are empty
 }
 
-// errBinaryCollision refuses a start whose config defines a spot market
+// ErrBinaryCollision refuses a start whose config defines a spot market
 // under the id of a binary market in the data dir: market ids are one space
 // for both kinds, and the binary market, created through the API, holds
 // money and positions the config cannot know about.
-var errBinaryCollision = errors.New("config: a configured spot market id is a binary market's in the data dir")
+var ErrBinaryCollision = errors.New("config: a configured spot market id is a binary market's in the data dir")
 
 func instrumentCommands(assets []gateway.Asset, markets []gateway.MarketSpec) []core.Command {
 	out := make([]core.Command, 0, len(assets)+len(markets))
@@ -163,8 +180,8 @@ func instrumentCommands(assets []gateway.Asset, markets []gateway.MarketSpec) []
 	return out
 }
 
-// maxConfigFile bounds the --config file.
-const maxConfigFile = 1 << 20
+// MaxFileSize bounds the --config file.
+const MaxFileSize = 1 << 20
 
 // configFile is the --config format. Every field is required (pointers tell
 // "absent" from zero); unknown fields and trailing data are errors.
@@ -211,45 +228,45 @@ type configMarket struct {
 	TakerFeePPM *int64  `json:"taker_fee_ppm"`
 }
 
-// loadInstruments reads and validates a --config file.
-func loadInstruments(path string) ([]gateway.Asset, []gateway.MarketSpec, []transfer.AssetConfig, error) {
+// Load reads and validates a --config file (errors name the flag).
+func Load(path string) (Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--config: %w", err)
+		return Config{}, fmt.Errorf("--config: %w", err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--config: %w", err)
+		return Config{}, fmt.Errorf("--config: %w", err)
 	}
-	if len(b) > maxConfigFile {
-		return nil, nil, nil, fmt.Errorf("--config %s: larger than %d bytes", path, maxConfigFile)
+	if len(b) > MaxFileSize {
+		return Config{}, fmt.Errorf("--config %s: larger than %d bytes", path, MaxFileSize)
 	}
-	assets, markets, transfers, err := parseInstruments(b)
+	c, err := Parse(b)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--config %s: %w", path, err)
+		return Config{}, fmt.Errorf("--config %s: %w", path, err)
 	}
-	return assets, markets, transfers, nil
+	return c, nil
 }
 
-// parseInstruments decodes the --config format strictly and validates it.
-func parseInstruments(b []byte) ([]gateway.Asset, []gateway.MarketSpec, []transfer.AssetConfig, error) {
+// Parse decodes the --config format strictly and validates it.
+func Parse(b []byte) (Config, error) {
 	assets, markets, cf, err := parseInstrumentFile(b)
 	if err != nil {
-		return nil, nil, nil, err
+		return Config{}, err
 	}
 	transfers := make([]transfer.AssetConfig, len(assets))
 	for i, a := range assets {
 		if transfers[i], err = parseTransferAsset(cf.Assets[i], a); err != nil {
-			return nil, nil, nil, err
+			return Config{}, err
 		}
 	}
-	return assets, markets, transfers, nil
+	return Config{Assets: assets, Markets: markets, TransferAssets: transfers}, nil
 }
 
 // parseTransferAsset reads an asset's optional internal-transfer fields.
 func parseTransferAsset(ca configAsset, a gateway.Asset) (transfer.AssetConfig, error) {
-	t := transferDefaults(a)
+	t := TransferDefaults(a)
 	name := "assets " + strconv.Quote(a.Symbol)
 	if ca.MinTransfer != nil {
 		v, err := gateway.ParseUnits(*ca.MinTransfer, a.Scale)
@@ -368,17 +385,18 @@ func parseInstrumentFile(b []byte) ([]gateway.Asset, []gateway.MarketSpec, confi
 			MakerFee: core.Rate(*m.MakerFeePPM), TakerFee: core.Rate(*m.TakerFeePPM),
 		}})
 	}
-	if err := validateInstruments(assets, markets); err != nil {
+	if err := (Config{Assets: assets, Markets: markets}).Validate(); err != nil {
 		return nil, nil, configFile{}, err
 	}
 	return assets, markets, cf, nil
 }
 
-// validateInstruments applies the gateway registry's rules (ids, symbols,
+// Validate applies the gateway registry's rules (ids, symbols,
 // scales) and then the core's own: the config commands are applied to a
 // scratch core, and each must succeed (lot multiples, fee limits, tick x lot
 // a multiple of 10^BaseScale).
-func validateInstruments(assets []gateway.Asset, markets []gateway.MarketSpec) error {
+func (c Config) Validate() error {
+	assets, markets := c.Assets, c.Markets
 	if _, err := gateway.NewRegistry(assets, markets); err != nil {
 		return err
 	}
