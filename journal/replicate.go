@@ -178,3 +178,14 @@ func (pl *Pipeline) IterateWAL(from core.Seq, fn func(seq core.Seq, payload []by
 	from = max(from, core.Seq(pl.wal.FirstSeq()))
 	return pl.wal.Iterate(uint64(from), func(seq uint64, payload []byte) error { return fn(core.Seq(seq), payload) })
 }
+
+// ViewSeq is the seq the read view reflects (the applied seq without
+// Config.ReadView): what a read answered now holds at least.
+func (pl *Pipeline) ViewSeq() core.Seq {
+	if pl.view == nil {
+		return pl.AppliedSeq()
+	}
+	pl.viewMu.RLock()
+	defer pl.viewMu.RUnlock()
+	return pl.viewSeq
+}

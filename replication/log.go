@@ -85,6 +85,7 @@ type Log struct {
 	appended atomic.Uint64 // the last command stored in the stream by this node
 	storedN  atomic.Uint64 // records appended since Open and known stored
 	pending  atomic.Uint64 // Follow: records after the last one delivered, as the server last said
+	stalled  atomic.Int64  // unix ns since when appends go unconfirmed (0: they are confirmed)
 	streamSq atomic.Uint64 // the stream sequence of the last record this node stored
 	refused  atomic.Uint64 // appends refused by the fence
 }
@@ -178,6 +179,15 @@ func (l *Log) Appended() core.Seq { return core.Seq(l.appended.Load()) }
 
 // Refused counts this node's appends refused by the fence.
 func (l *Log) Refused() uint64 { return l.refused.Load() }
+
+// Stalled is how long appends have gone unconfirmed (0: they are
+// confirmed): the stream has no quorum or cannot be reached.
+func (l *Log) Stalled() time.Duration {
+	if t := l.stalled.Load(); t != 0 {
+		return time.Since(time.Unix(0, t))
+	}
+	return 0
+}
 
 // Tail is the stream's last record (nil if the stream is empty) and its
 // stream sequence.
@@ -396,6 +406,7 @@ func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
 				l.pop()
 				l.mu.Unlock()
 				failures, backoff = 0, 20*time.Millisecond
+				l.stalled.Store(0)
 				continue
 			case err = <-fut.Err():
 				l.mu.Lock() // every later future fails its expectation: read back instead
@@ -409,6 +420,7 @@ func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
 		}
 		// Unknown outcome: read the stream back.
 		lastErr = err
+		l.stalled.CompareAndSwap(0, time.Now().UnixNano())
 		if failures == 0 || failures%50 == 0 {
 			l.log.Warn("replication: append not confirmed, reading the log back", "err", err, "failures", failures)
 		}
@@ -484,37 +496,48 @@ func (l *Log) fence(cause error) error {
 
 // Follow delivers every record from stream sequence from on, in order, to
 // fn, with its stream sequence, until ctx ends or fn fails. It does not
-// stop at the end of the stream: it waits for new records.
+// stop at the end of the stream: it waits for new records, and outlives
+// the stream's outages (no quorum, a reconnect) by reading on from where
+// it was. A gap or an undecodable record is an error.
 func (l *Log) Follow(ctx context.Context, from uint64, fn func(sq uint64, r Record) error) error {
-	if from == 0 {
-		from = 1
-	}
-	var cons jetstream.Consumer
-	for { // a cluster regaining its quorum may not answer yet
-		attempt, cancel := context.WithTimeout(ctx, l.cfg.Attempt)
-		var err error
-		cons, err = l.stream.OrderedConsumer(attempt, jetstream.OrderedConsumerConfig{
-			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from})
-		cancel()
-		if err == nil {
-			break
-		}
+	next := max(from, 1)
+	for failures := 0; ; failures++ {
+		err := l.followFrom(ctx, &next, fn)
 		if ctx.Err() != nil {
-			return fmt.Errorf("replication: follow from %d: %w", from, err)
+			return ctx.Err()
 		}
-		l.log.Warn("replication: follow: consumer not created, retrying", "from", from, "err", err)
+		var fatal *followError
+		if errors.As(err, &fatal) {
+			return fatal.err
+		}
+		if failures%20 == 0 {
+			l.log.Warn("replication: follow interrupted, reading on", "from", next, "err", err)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	next := from
+}
+
+// followError is an error Follow must not retry: a gap, a record it cannot
+// decode, or fn's.
+type followError struct{ err error }
+
+func (e *followError) Error() string { return e.err.Error() }
+
+// followFrom is one ordered consumer's session of Follow, from *next.
+func (l *Log) followFrom(ctx context.Context, next *uint64, fn func(sq uint64, r Record) error) error {
+	attempt, cancel := context.WithTimeout(ctx, l.cfg.Attempt) // a cluster regaining its quorum may not answer yet
+	cons, err := l.stream.OrderedConsumer(attempt, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: *next})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("replication: follow from %d: %w", *next, err)
+	}
 	for {
 		msgs, err := cons.Fetch(256, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
 			return fmt.Errorf("replication: follow: %w", err)
 		}
 		for m := range msgs.Messages() {
@@ -524,22 +547,19 @@ func (l *Log) Follow(ctx context.Context, from uint64, fn func(sq uint64, r Reco
 			}
 			sq := md.Sequence.Stream
 			l.pending.Store(md.NumPending)
-			if sq != next {
-				return fmt.Errorf("replication: follow: stream sequence %d after %d (a gap: purged?)", sq, next-1)
+			if sq != *next {
+				return &followError{fmt.Errorf("replication: follow: stream sequence %d after %d (a gap: purged?)", sq, *next-1)}
 			}
 			r, err := DecodeRecord(m.Data())
 			if err != nil {
-				return fmt.Errorf("replication: record %d: %w", sq, err)
+				return &followError{fmt.Errorf("replication: record %d: %w", sq, err)}
 			}
 			if err := fn(sq, r); err != nil {
-				return err
+				return &followError{err}
 			}
-			next = sq + 1
+			*next = sq + 1
 		}
 		if err := msgs.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !strings.Contains(err.Error(), "timeout") {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
 			return fmt.Errorf("replication: follow: %w", err)
 		}
 		if ctx.Err() != nil {

@@ -2,9 +2,13 @@ package replication
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +54,14 @@ type NodeConfig struct {
 	Logger    *slog.Logger
 }
 
+// DefaultNodeID is the host name plus 8 random hex digits.
+func DefaultNodeID() string {
+	h, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return h + "-" + hex.EncodeToString(b[:])
+}
+
 // Validate checks the configuration.
 func (c *NodeConfig) Validate() error {
 	switch {
@@ -66,6 +78,9 @@ func (c *NodeConfig) Validate() error {
 // ErrNotStandby is Promote on a node that is already the primary.
 var ErrNotStandby = errors.New("replication: this node is already the primary")
 
+// ErrPromoted is the cause a Node's Promoted context carries.
+var ErrPromoted = errors.New("replication: promoted to primary")
+
 // Node is one exchange process of a replicated venue: the primary (its
 // pipeline writes the log) or a standby (its pipeline applies the log),
 // promoted by Promote. Its pipeline must be started with
@@ -77,12 +92,13 @@ type Node struct {
 	standby *Standby
 	async   *Async
 
-	mu      sync.Mutex
-	primary atomic.Bool
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	failed  atomic.Pointer[error] // why the standby or async loop stopped
+	mu       sync.Mutex
+	primary  atomic.Bool
+	promoted chan struct{} // closed by Promote
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	failed   atomic.Pointer[error] // why the standby or async loop stopped
 }
 
 // StartNode opens the log and starts the node in its role: a primary
@@ -103,7 +119,7 @@ func StartNode(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline) (*Node
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: l, pl: pl, standby: NewStandby(l, pl)}
+	n := &Node{cfg: cfg, log: l, pl: pl, standby: NewStandby(l, pl), promoted: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if cfg.Mode == ModeAsync {
 		cfg.Logger.Warn("replication: ASYNC mode: a command is acknowledged before the replicated log holds it; " +
@@ -118,6 +134,26 @@ func StartNode(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline) (*Node
 	}
 	n.run(func(ctx context.Context) error { return n.standby.Run(ctx) })
 	cfg.Logger.Info("replication: standby following the log", "stream", l.cfg.Stream, "from_seq", pl.DurableSeq()+1)
+	return n, nil
+}
+
+// StartFor is StartNode for the exchange: nil when cfg.Mode is off (or
+// empty), else the node with its metrics registered in reg.
+func StartFor(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline, reg prometheus.Registerer, log *slog.Logger) (*Node, error) {
+	if cfg.Mode == ModeOff || cfg.Mode == "" {
+		return nil, nil
+	}
+	cfg.Logger = log
+	n, err := StartNode(ctx, cfg, pl)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range n.Collectors() {
+		if err := reg.Register(c); err != nil {
+			n.Close()
+			return nil, fmt.Errorf("replication: metrics: %w", err)
+		}
+	}
 	return n, nil
 }
 
@@ -148,19 +184,58 @@ func (n *Node) promote(ctx context.Context) error {
 	return nil
 }
 
-// Promote makes a standby the primary (POST /admin/v1/replication/promote).
-func (n *Node) Promote(ctx context.Context) error {
+// Promote makes a standby the primary (POST /admin/v1/replication/promote)
+// and returns its epoch; Promoted is closed then.
+func (n *Node) Promote(ctx context.Context) (uint64, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.primary.Load() {
-		return ErrNotStandby
+		return 0, ErrNotStandby
 	}
-	return n.promote(ctx)
+	if err := n.promote(ctx); err != nil {
+		return 0, err
+	}
+	close(n.promoted)
+	return n.log.Epoch(), nil
 }
+
+// Promoted is closed once a standby has been promoted: the process starts
+// the primary's services (the sink, the publisher, the transfer service,
+// the timers), which a standby does not run.
+func (n *Node) Promoted() <-chan struct{} { return n.promoted }
+
+// PrimaryAddr is the primary's advertised address ("" if unknown): the part
+// after "@" of its node name.
+func (n *Node) PrimaryAddr() string {
+	w := n.standby.Writer()
+	if n.primary.Load() {
+		w = n.log.cfg.Node
+	}
+	if i := strings.LastIndexByte(w, '@'); i >= 0 {
+		return w[i+1:]
+	}
+	return ""
+}
+
+// Seq is the last command this node's state holds (its read view).
+func (n *Node) Seq() uint64 { return uint64(n.pl.ViewSeq()) }
+
+// ReplicationStatus is Status for GET /admin/v1/replication.
+func (n *Node) ReplicationStatus() any { return n.Status() }
 
 // Primary tells whether this node is the primary and may sequence
 // commands (a fenced primary is not).
 func (n *Node) Primary() bool { return n.primary.Load() && !n.log.Fenced() }
+
+// StallLimit is how long the log may leave appends unconfirmed before the
+// primary refuses new writes (503 REPLICATION_UNAVAILABLE) instead of
+// letting them wait for a quorum.
+const StallLimit = time.Second
+
+// Accepting tells whether the primary takes new writes: the log confirms
+// its appends (within StallLimit). Writes already sent wait for the
+// quorum; none is acknowledged before the log holds it.
+func (n *Node) Accepting() bool { return n.Primary() && n.log.Stalled() < StallLimit }
 
 // Err is why the node's loop stopped (nil: running).
 func (n *Node) Err() error {

@@ -51,10 +51,18 @@ func TestNodePromoteAndMetrics(t *testing.T) {
 	if !na.Primary() || nb.Primary() {
 		t.Fatal("roles wrong before the promotion")
 	}
-	if err := nb.Promote(context.Background()); err != nil {
-		t.Fatal(err)
+	if epoch, err := nb.Promote(context.Background()); err != nil || epoch != 2 {
+		t.Fatalf("promote: epoch %d, %v", epoch, err)
 	}
-	if err := nb.Promote(context.Background()); !errors.Is(err, replication.ErrNotStandby) {
+	select {
+	case <-nb.Promoted():
+	default:
+		t.Fatal("Promoted not closed after the promotion")
+	}
+	if nb.PrimaryAddr() != "127.0.0.1:80b" || na.PrimaryAddr() != "127.0.0.1:80a" {
+		t.Fatalf("primary addresses: b says %q, a says %q", nb.PrimaryAddr(), na.PrimaryAddr())
+	}
+	if _, err := nb.Promote(context.Background()); !errors.Is(err, replication.ErrNotStandby) {
 		t.Fatalf("second promote: %v", err)
 	}
 	if _, ok := acked(t, pa, 5*time.Second); ok {
