@@ -53,6 +53,10 @@ soak: chain-node
 	UBS_SOAK_SEED=$(SEED) UBS_SOAK_DURATION=$(DURATION) $(GO) test -race -tags invariants -count 1 -timeout 5h \
 	  -run '^TestVenueSoak$$' -v ./cmd/exchange
 
+## replica-demo: a 3-node NATS cluster, a primary and a standby, a promotion (docs/replication.md)
+replica-demo:
+	bash scripts/replica-demo.sh
+
 ## fuzz: run every fuzz target for FUZZTIME each
 FUZZTIME ?= 30s
 fuzz:

@@ -72,7 +72,7 @@ func (s *Server) notPrimary(ctx *fasthttp.RequestCtx) *APIError {
 	if !writes(ctx.Method()) {
 		return nil
 	}
-	msg := "this node is a standby: it serves reads only"
+	msg := "this node is not the primary (a standby, or an old primary another node has fenced): it takes no writes"
 	if a := s.replica.PrimaryAddr(); a != "" {
 		msg += "; the primary is at " + a
 		ctx.Response.Header.Set("X-Ubs-Primary", a)

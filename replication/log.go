@@ -250,6 +250,17 @@ func (l *Log) Claim(ctx context.Context, at uint64, applied core.Seq, epoch uint
 	return nil
 }
 
+// adopt makes this node the writer at epoch without a new marker: its own
+// epoch marker is the log's last record, at stream sequence at.
+func (l *Log) adopt(epoch, at uint64, applied core.Seq) {
+	l.mu.Lock()
+	l.epoch, l.last, l.sentUpTo = epoch, at, applied
+	l.mu.Unlock()
+	l.streamSq.Store(at)
+	l.appended.Store(uint64(applied))
+	l.log.Info("replication: the log's last record is this node's claim: writing on", "node", l.cfg.Node, "epoch", epoch)
+}
+
 // wrongLast tells whether err is the stream refusing an expected last
 // sequence (either of the two codes the server uses).
 func wrongLast(err error) bool {

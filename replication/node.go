@@ -92,13 +92,14 @@ type Node struct {
 	standby *Standby
 	async   *Async
 
-	mu       sync.Mutex
-	primary  atomic.Bool
-	promoted chan struct{} // closed by Promote
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	failed   atomic.Pointer[error] // why the standby or async loop stopped
+	mu        sync.Mutex
+	primary   atomic.Bool
+	promoted  chan struct{}          // closed by Promote
+	newWriter atomic.Pointer[string] // fenced: the node that claimed the log after this one
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	failed    atomic.Pointer[error] // why the standby or async loop stopped
 }
 
 // StartNode opens the log and starts the node in its role: a primary
@@ -205,16 +206,35 @@ func (n *Node) Promote(ctx context.Context) (uint64, error) {
 func (n *Node) Promoted() <-chan struct{} { return n.promoted }
 
 // PrimaryAddr is the primary's advertised address ("" if unknown): the part
-// after "@" of its node name.
+// after "@" of its node name. A fenced node reads the newest epoch marker
+// once to learn who fenced it.
 func (n *Node) PrimaryAddr() string {
 	w := n.standby.Writer()
 	if n.primary.Load() {
 		w = n.log.cfg.Node
+		if n.log.Fenced() {
+			w = n.fencedBy()
+		}
 	}
 	if i := strings.LastIndexByte(w, '@'); i >= 0 {
 		return w[i+1:]
 	}
 	return ""
+}
+
+// fencedBy is the node that claimed the log after this one ("" until known).
+func (n *Node) fencedBy() string {
+	if w := n.newWriter.Load(); w != nil {
+		return *w
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	e, err := n.log.LastEpoch(ctx)
+	if err != nil || e == nil || e.Node == n.log.cfg.Node {
+		return ""
+	}
+	n.newWriter.Store(&e.Node)
+	return e.Node
 }
 
 // Seq is the last command this node's state holds (its read view).

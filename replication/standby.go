@@ -305,8 +305,15 @@ func (s *Standby) Promote(ctx context.Context, sync bool) (epoch uint64, err err
 		if tail != nil {
 			logLast = tail.Last()
 		}
-		epoch = s.epoch.Load() + 1
-		err = s.log.Claim(ctx, last, logLast, epoch)
+		if tail != nil && tail.Kind == KindEpoch && tail.Node == s.log.cfg.Node && tail.Epoch == s.epoch.Load() {
+			// Our own claim is the log's last record (a promoted node
+			// serving again as the primary): it still holds.
+			epoch = tail.Epoch
+			s.log.adopt(epoch, last, logLast)
+		} else {
+			epoch = s.epoch.Load() + 1
+			err = s.log.Claim(ctx, last, logLast, epoch)
+		}
 		if errors.Is(err, ErrBehind) {
 			continue // the old primary appended meanwhile: read it too
 		}
