@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 DATA    ?= ./data
 
-.PHONY: run chain-node test test-long soak fuzz bench bench-quick bench-shape-instr bench-micro bench-median bench-wrk lint build clean
+.PHONY: run chain-node test test-long soak replica-demo fuzz bench bench-quick bench-shape-instr bench-micro bench-median bench-wrk lint build clean
 
 ## build: compile every binary into ./bin
 build:
