@@ -108,6 +108,15 @@ type deadlineConn struct {
 	wArmed bool
 }
 
+// SetWriteBuffer sets the socket's send buffer (SO_SNDBUF) when the
+// connection is a TCP one (the WebSocket fan-out bounds each socket's).
+func (c *deadlineConn) SetWriteBuffer(n int) error {
+	if w, ok := c.Conn.(interface{ SetWriteBuffer(int) error }); ok {
+		return w.SetWriteBuffer(n)
+	}
+	return nil
+}
+
 func (c *deadlineConn) expire(now int64) {
 	c.mu.Lock()
 	if c.rd != 0 && c.rd <= now && !c.rArmed {

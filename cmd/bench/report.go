@@ -130,6 +130,16 @@ func pairsOf(e *allEnv) []pair {
 	}
 	add(pair{Name: "sink (Postgres)", Unit: "records/s", Value: sk.RecordsPerSec, Ceiling: sk.PipelineRate,
 		CeilingName: "pipeline rate, same run", Note: sinkNote}, "sink", "")
+	var ws bench.WSResult
+	e.result("ws", &ws)
+	wsNote := ""
+	if ws.Subscribers > 0 {
+		wsNote = fmt.Sprintf("%d subscribers, frame %.0f ms; at half load (%.0f cmd/s offered): %.0f msgs/s delivered, "+
+			"ack -> delivery p50 %.1f ms, p99 %.1f ms; %d dropped; target ratio >= 0.9", ws.Subscribers, ws.FrameMs,
+			ws.OfferedPerSec, ws.DeliveredMsgPerSec, ws.LatencyP50ms, ws.LatencyP99ms, ws.Dropped)
+	}
+	add(pair{Name: "pipeline with the WebSocket fan-out", Unit: "cmd/s", Value: ws.OnCmdsPerSec, Ceiling: ws.OffCmdsPerSec,
+		CeilingName: "pipeline, fan-out off, same run", Note: wsNote}, "ws", "")
 	var sw sweepReport
 	if e.result("sweep", &sw) {
 		e.rep.Sweep = &sw

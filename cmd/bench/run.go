@@ -36,6 +36,7 @@ scenarios:
   sink          Postgres sink throughput and lag (commit - ack) while the pipeline runs its workload
   p2p           spec 003 transfers: POST /transfers and GET balance vs the hello-world ceiling, core execution, publisher
   replication   durable commands/s and ack latency with sync replication (R=3 JetStream, in process) vs the local WAL alone
+  ws            WebSocket fan-out: 1,000 subscribers on one market; pipeline rate with it on vs off, msgs/s, ack -> delivery latency
   wrk-check     our load generator vs wrk on the same hello-world target (rate, p50, p99, ratios)
   merge         merge several bench all outputs into one report of per-row medians
   all           a short run of every scenario: report.json, report.md and plots in --out
@@ -71,6 +72,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runAll(args[1:], stdout, stderr)
 	case "merge":
 		return runMerge(args[1:], stdout, stderr)
+	case "ws":
+		return runWS(args[1:], stdout, stderr)
+	case "ws-clients":
+		return runWSClients(args[1:], stdout, stderr)
 	case "sink":
 		return runSink(args[1:], stdout, stderr)
 	case "wrk-check":

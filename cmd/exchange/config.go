@@ -23,6 +23,7 @@ import (
 	"github.com/ubscore/ubscore/protection"
 	"github.com/ubscore/ubscore/publish"
 	"github.com/ubscore/ubscore/replication"
+	"github.com/ubscore/ubscore/stream"
 )
 
 // Config is the server's resolved configuration. Every setting is a flag
@@ -86,6 +87,8 @@ type Config struct {
 	// Replication is this node's place in a replicated venue (package
 	// replication; Mode "off": a single node, the default).
 	Replication replication.NodeConfig
+	// Stream is the WebSocket fan-out, GET /ws (package stream).
+	Stream stream.Flags
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -190,6 +193,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.StringVar(&cfg.Publish.Prefix, "nats-subject-prefix", pub.Prefix, "the prefix of the stream's subjects (ubs. gives ubs.transfer.created, ubs.trade, ...)")
 	fs.StringVar(&cfg.Publish.NATSURL, "nats-url", pub.NATSURL, "NATS server (JetStream) the event publisher writes stream "+publish.Stream+" to, e.g. nats://127.0.0.1:4222; empty = publisher off; env UBS_NATS_URL")
 	registerReplication(fs, &cfg.Replication)
+	cfg.Stream.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()

@@ -25,6 +25,7 @@ import (
 	"github.com/ubscore/ubscore/protection"
 	"github.com/ubscore/ubscore/publish"
 	"github.com/ubscore/ubscore/replication"
+	"github.com/ubscore/ubscore/stream"
 )
 
 // Shutdown budgets.
@@ -174,6 +175,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	scfg := gateway.ServerConfig{Backend: newPipelineBackend(pl, hist), Auth: auth, Registry: reg, Logger: log,
 		Observer: m, Metrics: m.Handler(), Ready: ready, Breakers: prot.Breakers, CoreFaults: cfg.FaultInjection}
+	ws := stream.New(cfg.Stream.Config(reg, auth, pl, log)) // GET /ws: a follower of the WAL
+	if err := ws.Register(m.Reg); err != nil {
+		stopSink()
+		sinkWG.Wait()
+		_ = pl.Close()
+		return err
+	}
+	sinkWG.Go(func() { ws.Run(sinkCtx) })
 	var xfers *transfers
 	if node != nil {
 		scfg.Replica = node
@@ -183,7 +192,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		sinkWG.Go(func() { pgh.Run(sinkCtx) })
 		scfg.Degraded = pgh.Degraded
 		scfg.Archive = &archive.Archive{Pool: pool, Timeout: archive.Timeout, Ready: &migrated, Persisted: sink.PersistedSeqCached}
-		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log); err != nil {
+		if xfers, err = newTransfers(cfg, pl, pool, &migrated, log, ws.FundingCommitted); err != nil {
 			stopSink()
 			sinkWG.Wait()
 			_ = pl.Close()
@@ -192,6 +201,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		xfers.register(m)
 		xfers.start()
 		scfg.Transfers = xfers
+		ws.SetFunding(xfers)
 		if xfers.faults != nil {
 			scfg.Faults = xfers.faults
 		}
@@ -228,6 +238,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	scfg.P2P = p2p
 	srv := gateway.NewServer(scfg)
 	hs := srv.HTTPServer()
+	hs.Handler = ws.Wrap(hs.Handler)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return abort(err)
@@ -243,6 +254,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	runErr := waitServing(ctx, pl, node, httpErr, log)
 	serving.Store(false)
+	ws.Close(httpDrainTimeout) // every socket gets 1001 (fasthttp's shutdown leaves hijacked ones open)
 	sctx, cancel := context.WithTimeout(context.Background(), httpDrainTimeout)
 	if err := hs.ShutdownWithContext(sctx); err != nil {
 		log.Warn("exchange: http shutdown", "err", err)

@@ -53,7 +53,7 @@ type transfers struct {
 var _ gateway.TransferService = (*transfers)(nil)
 
 // newTransfers wires the service; start runs its background jobs.
-func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated *atomic.Bool, log *slog.Logger) (*transfers, error) {
+func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated *atomic.Bool, log *slog.Logger, onCommit func(transfer.Transfer)) (*transfers, error) {
 	t := &transfers{log: log, assets: map[string]transfer.AssetConfig{}, migrated: migrated,
 		forget: newOpsForgetter(pool, pl, log)}
 	if cfg.TransferBatching {
@@ -134,7 +134,7 @@ func newTransfers(cfg Config, pl *journal.Pipeline, pool *pgxpool.Pool, migrated
 	}
 	coord, err := transfer.NewCoordinator(transfer.Config{Store: t.store, Funding: fundingSide, Spot: spotSide,
 		Assets: func(sym string) (transfer.AssetConfig, bool) { a, ok := t.assets[sym]; return a, ok },
-		Rate:   rate, Limits: limits, Logger: log, Fuse: cfg.TransferBatching})
+		Rate:   rate, Limits: limits, Logger: log, Fuse: cfg.TransferBatching, OnCommit: onCommit})
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,12 @@ type Config struct {
 	// the coordinator keeps the unfused path. Coordinator.Fused reports
 	// which one runs. Off by default.
 	Fuse bool
+	// OnCommit, if set, is called with the row after every state change
+	// this process committed (a won CAS, fused or not: the FUNDING
+	// operation it carries is committed with it). It runs on the step's
+	// goroutine and must not block (the WebSocket fan-out, package stream,
+	// queues it).
+	OnCommit func(Transfer)
 }
 
 // Stats are the coordinator's counters (exported as metrics by the server).

@@ -94,6 +94,9 @@ func (c *Coordinator) afterFused(ctx context.Context, t *Transfer, plan *fusePla
 	c.stats.CASWon.Add(int64(a.cas))
 	if a.cas > 0 {
 		*t = a.transfer
+		if c.cfg.OnCommit != nil {
+			c.cfg.OnCommit(a.transfer)
+		}
 	}
 	if a.cas > 0 {
 		c.reached(*t, a.out)

@@ -137,6 +137,9 @@ func (c *Coordinator) cas(ctx context.Context, t *Transfer, to State, errMsg str
 	}
 	c.stats.CASWon.Add(1)
 	*t = row
+	if c.cfg.OnCommit != nil {
+		c.cfg.OnCommit(row)
+	}
 	return casWon
 }
 

@@ -1,0 +1,602 @@
+package stream
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/gateway"
+)
+
+// Close codes the server sends (docs/streams.md).
+const (
+	CloseGoingAway = websocket.CloseGoingAway         // 1001: the server is shutting down
+	CloseTooBig    = websocket.CloseMessageTooBig     // 1009: a client message over MaxMessageBytes
+	CloseInternal  = websocket.CloseInternalServerErr // 1011: the stream restarted after a failure: resubscribe
+	CloseSlow      = 4008                             // the socket's buffer filled (a slow consumer): reconnect, with since
+)
+
+// Timing of a socket.
+const (
+	pingEvery = 20 * time.Second // a WebSocket ping; a client that answers nothing for idleLimit is closed
+	idleLimit = 60 * time.Second
+	tick      = time.Second // token expiry is checked this often
+	// slotWrite bounds one write while holding a write slot.
+	slotWrite = time.Second
+	// sendBuffer is each socket's kernel send buffer (SO_SNDBUF).
+	sendBuffer = 64 << 10
+)
+
+// Path is where Wrap serves the WebSocket.
+const Path = "/ws"
+
+// Wrap returns next with GET /ws served by the hub.
+func (h *Hub) Wrap(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) == Path {
+			h.Handler(ctx)
+			return
+		}
+		next(ctx)
+	}
+}
+
+var upgrader = websocket.FastHTTPUpgrader{
+	ReadBufferSize:  MaxMessageBytes,
+	WriteBufferSize: 16 << 10,
+	// Browsers from any origin may read the public streams; private ones
+	// need a token, which a page on another origin does not have.
+	CheckOrigin: func(*fasthttp.RequestCtx) bool { return true },
+}
+
+func httpError(ctx *fasthttp.RequestCtx, status int, code, msg string) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBodyString(`{"code":"` + code + `","message":"` + msg + `"}`)
+}
+
+// Handler upgrades GET /ws. A token may come with it (Authorization:
+// Bearer, or ?token=) for the private channels.
+func (h *Hub) Handler(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsGet() {
+		httpError(ctx, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "GET /ws upgrades to a WebSocket")
+		return
+	}
+	var cl *gateway.Claims
+	if hdr := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization); len(hdr) > 0 {
+		c, err := h.cfg.Auth.AuthenticateAt(hdr, h.cfg.Now())
+		if err != nil {
+			httpError(ctx, http.StatusUnauthorized, CodeUnauthorized, "invalid token")
+			return
+		}
+		cl = &c
+	} else if t := ctx.QueryArgs().Peek("token"); len(t) > 0 {
+		c, err := h.cfg.Auth.AuthenticateAt(append([]byte("Bearer "), t...), h.cfg.Now())
+		if err != nil {
+			httpError(ctx, http.StatusUnauthorized, CodeUnauthorized, "invalid token")
+			return
+		}
+		cl = &c
+	}
+	c := &conn{h: h, out: make(chan []byte, h.cfg.Buffer), done: make(chan struct{}), closing: make(chan struct{}),
+		ctl: make(chan ctlFrame, 4), subs: map[subKey]*privSub{}}
+	if cl != nil {
+		c.claims = *cl
+		c.expires.Store(cl.ExpiresAt.UnixNano())
+	}
+	h.mu.Lock()
+	switch {
+	case h.closed:
+		h.mu.Unlock()
+		httpError(ctx, http.StatusServiceUnavailable, CodeUnavailable, "shutting down")
+		return
+	case len(h.conns) >= h.cfg.MaxConns:
+		h.mu.Unlock()
+		h.met.refused.Add(1)
+		httpError(ctx, http.StatusServiceUnavailable, "TOO_MANY_CONNECTIONS", "the server's WebSocket limit is reached; retry later")
+		return
+	}
+	h.conns[c] = struct{}{}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	h.met.conns.Add(1)
+	err := upgrader.Upgrade(ctx, func(ws *websocket.Conn) {
+		c.ws = ws
+		c.run()
+	})
+	if err != nil { // answered by the upgrader (400)
+		h.mu.Lock()
+		delete(h.conns, c)
+		h.mu.Unlock()
+		h.met.conns.Add(-1)
+		h.wg.Done()
+	}
+}
+
+// subKey names one subscription of a socket (s is zero for private ones).
+type subKey struct {
+	ch Channel
+	s  skey
+}
+
+// conn is one socket. Its reader runs on the upgrade's goroutine, its
+// writer on its own; the hub only ever enqueues (never blocks on it).
+type conn struct {
+	h  *Hub
+	ws *websocket.Conn // used only by run and its writer (fasthttp reuses it after run returns)
+	// closing is closed by kill; the writer then sends the close frame
+	// (killCode, killReason) and closes the socket.
+	closing    chan struct{}
+	ctl        chan ctlFrame
+	killCode   int
+	killReason string
+	out        chan []byte
+	done       chan struct{} // closed when the reader has ended
+	dead       atomic.Bool
+	once       sync.Once
+	claims     gateway.Claims // under h.mu (UserID 0: none)
+	expires    atomic.Int64   // claims.ExpiresAt in unix ns (0: no token), read without h.mu
+	subs       map[subKey]*privSub
+}
+
+func (c *conn) isDead() bool { return c.dead.Load() }
+
+// send queues msg, or closes a socket whose buffer is full (never blocks).
+func (c *conn) send(msg []byte) {
+	if c.dead.Load() {
+		return
+	}
+	select {
+	case c.out <- msg:
+		c.h.met.messages.Add(1)
+	default:
+		c.h.met.slow.Add(1)
+		c.kill(CloseSlow, "slow consumer: buffer full")
+	}
+}
+
+// sendWait queues msg, waiting up to d for room (the socket's own replay).
+func (c *conn) sendWait(msg []byte, d time.Duration) bool {
+	if c.dead.Load() {
+		return false
+	}
+	select {
+	case c.out <- msg:
+		c.h.met.messages.Add(1)
+		return true
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case c.out <- msg:
+		c.h.met.messages.Add(1)
+		return true
+	case <-c.done:
+		return false
+	case <-t.C:
+		c.h.met.slow.Add(1)
+		c.kill(CloseSlow, "slow consumer: buffer full")
+		return false
+	}
+}
+
+// kill closes the socket with code (once); the reader then cleans up.
+func (c *conn) kill(code int, reason string) {
+	c.once.Do(func() {
+		c.killCode, c.killReason = code, reason
+		c.dead.Store(true)
+		close(c.closing)
+	})
+}
+
+func (c *conn) sendError(id uint64, code, msg string) {
+	b := append([]byte(nil), `{"type":"error"`...)
+	if id != 0 {
+		b = appendUintKV(b, "id", id)
+	}
+	b = appendStrKV(b, "code", code)
+	b = appendKey(b, "message")
+	b = appendJSONString(b, msg)
+	c.send(append(b, '}'))
+}
+
+func (c *conn) sendAck(typ string, id uint64, ch Channel, market string, out core.Outcome) {
+	b := append([]byte(nil), `{"type":"`...)
+	b = append(b, typ...)
+	b = append(b, '"')
+	if id != 0 {
+		b = appendUintKV(b, "id", id)
+	}
+	b = appendStrKV(b, "channel", ch.String())
+	if market != "" {
+		b = appendStrKV(b, "market", market)
+	}
+	if out != 0 {
+		b = appendStrKV(b, "outcome", out.String())
+	}
+	c.send(append(b, '}'))
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == '"' || ch == '\\':
+			b = append(b, '\\', ch)
+		case ch < 0x20:
+			b = append(b, ' ')
+		default:
+			b = append(b, ch)
+		}
+	}
+	return append(b, '"')
+}
+
+// forget drops a subscription from the socket's own list (under h.mu).
+func (c *conn) forget(k subKey) { delete(c.subs, k) }
+
+func (c *conn) run() {
+	h := c.h
+	defer h.wg.Done()
+	// The kernel's share of the per-socket buffer: bounded too, so a
+	// stalled reader fills the queue (and is closed) within about
+	// sendBuffer bytes, and 10,000 stalled sockets cannot pin 4 MB each.
+	setSendBuffer(c.ws.NetConn(), sendBuffer)
+	wrote := make(chan struct{})
+	go func() { defer close(wrote); c.writer() }()
+	c.ws.SetReadLimit(MaxMessageBytes)
+	_ = c.ws.SetReadDeadline(time.Now().Add(idleLimit))
+	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(idleLimit)) })
+	// The writer alone writes: the reader's answers go through ctl.
+	c.ws.SetPingHandler(func(data string) error {
+		select {
+		case c.ctl <- ctlFrame{op: framePong, payload: []byte(data)}:
+		default: // a client pinging faster than it reads: skip the pong
+		}
+		return c.ws.SetReadDeadline(time.Now().Add(idleLimit))
+	})
+	c.ws.SetCloseHandler(func(code int, _ string) error {
+		select {
+		case c.ctl <- ctlFrame{op: frameClose, payload: websocket.FormatCloseMessage(code, "")}:
+		default:
+		}
+		return nil
+	})
+	for {
+		_, data, err := c.ws.ReadMessage()
+		if err != nil {
+			break
+		}
+		_ = c.ws.SetReadDeadline(time.Now().Add(idleLimit))
+		c.handle(data)
+	}
+	c.dead.Store(true)
+	close(c.done)
+	<-wrote
+	_ = c.ws.Close()
+	h.mu.Lock()
+	delete(h.conns, c)
+	for k, ps := range c.subs {
+		if ps != nil {
+			h.unsubscribePriv(ps)
+			continue
+		}
+		h.unsubscribePub(c, k)
+	}
+	h.mu.Unlock()
+	h.met.conns.Add(-1)
+}
+
+// setSendBuffer sets nc's SO_SNDBUF, through fasthttp's hijack wrapper.
+func setSendBuffer(nc net.Conn, n int) {
+	if u, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {
+		nc = u.UnsafeConn()
+	}
+	if w, ok := nc.(interface{ SetWriteBuffer(int) error }); ok {
+		_ = w.SetWriteBuffer(n)
+	}
+}
+
+// WebSocket frame opcodes the writer sends (RFC 6455 §5.2), FIN set.
+const (
+	frameText  = 0x81
+	frameClose = 0x88
+	framePing  = 0x89
+	framePong  = 0x8a
+)
+
+// appendFrame appends one unmasked server frame (RFC 6455 §5.2).
+func appendFrame(b []byte, op byte, payload []byte) []byte {
+	b = append(b, op)
+	switch n := len(payload); {
+	case n < 126:
+		b = append(b, byte(n))
+	case n <= 0xffff:
+		b = append(b, 126, byte(n>>8), byte(n))
+	default:
+		b = append(b, 127, byte(n>>56), byte(n>>48), byte(n>>40), byte(n>>32), byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+	return append(b, payload...)
+}
+
+// maxWrite bounds the bytes of queued messages the writer sends in one
+// write: it takes every message waiting (a frame's depth, trades and
+// ticker) and writes their frames with one system call.
+const maxWrite = 64 << 10
+
+// writer is the only goroutine that writes to the socket (the reader's
+// ping and close handlers hand their answers to it through ctl): it
+// frames the queued messages itself, many per write.
+func (c *conn) writer() {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	nc := c.ws.NetConn()
+	var buf []byte
+	write := func(op byte, m []byte, d time.Duration) bool {
+		buf = appendFrame(buf[:0], op, m)
+		for op == frameText && len(buf) < maxWrite {
+			select {
+			case m := <-c.out:
+				buf = appendFrame(buf, frameText, m)
+				continue
+			default:
+			}
+			break
+		}
+		// At most writeSlots sockets write at once: the others wait parked,
+		// not runnable, so a frame's thousand writes do not queue the
+		// pipeline's goroutines behind them in the scheduler. Holding a
+		// slot, a write that cannot finish within slotWrite is a slow
+		// consumer's (its socket's buffers are full).
+		c.h.slots <- struct{}{}
+		_ = nc.SetWriteDeadline(time.Now().Add(min(d, slotWrite)))
+		_, err := nc.Write(buf)
+		<-c.h.slots
+		return err == nil
+	}
+	lastPing := time.Now()
+	for {
+		select {
+		case m := <-c.out:
+			if !write(frameText, m, c.h.cfg.WriteTimeout) {
+				if !c.dead.Load() {
+					c.h.met.slow.Add(1)
+				}
+				c.kill(CloseSlow, "slow consumer: write timed out")
+				_ = c.ws.Close()
+				return
+			}
+		case f := <-c.ctl:
+			if !write(f.op, f.payload, c.h.cfg.WriteTimeout) {
+				c.kill(CloseSlow, "slow consumer: write timed out")
+				_ = c.ws.Close()
+				return
+			}
+		case now := <-t.C:
+			if now.Sub(lastPing) >= pingEvery {
+				lastPing = now
+				if !write(framePing, nil, c.h.cfg.WriteTimeout) {
+					c.kill(CloseSlow, "slow consumer: ping timed out")
+					_ = c.ws.Close()
+					return
+				}
+			}
+			c.h.expire(c)
+		case <-c.closing:
+			// Within a second: a stalled reader's socket may take nothing more.
+			write(frameClose, websocket.FormatCloseMessage(c.killCode, c.killReason), time.Second)
+			_ = c.ws.Close() // the reader's ReadMessage fails: run cleans up
+			return
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// ctlFrame is a control frame the reader asks the writer to send.
+type ctlFrame struct {
+	op      byte
+	payload []byte
+}
+
+// handle answers one client message.
+func (c *conn) handle(data []byte) {
+	h := c.h
+	r, perr := DecodeRequest(data)
+	if perr != nil {
+		h.met.badRequests.Add(1)
+		c.sendError(r.ID, perr.Code, perr.Message)
+		return
+	}
+	switch r.Op {
+	case OpPing:
+		b := append([]byte(nil), `{"type":"pong"`...)
+		if r.ID != 0 {
+			b = appendUintKV(b, "id", r.ID)
+		}
+		h.mu.Lock() // after every message of seqs <= flushed was queued
+		b = appendUintKV(b, "seq", h.flushed.Load())
+		c.send(append(b, '}'))
+		h.mu.Unlock()
+	case OpSubscribe:
+		if e := h.subscribe(c, &r); e != nil {
+			c.sendError(r.ID, e.Code, e.Message)
+		}
+	case OpUnsubscribe:
+		if e := h.unsubscribe(c, &r); e != nil {
+			c.sendError(r.ID, e.Code, e.Message)
+		}
+	}
+}
+
+func (h *Hub) keyOf(r *Request) (subKey, *Error) {
+	if r.Channel.Private() {
+		return subKey{ch: r.Channel}, nil
+	}
+	if r.Outcome != 0 {
+		return subKey{ch: r.Channel, s: skey{market: r.Binary, out: r.Outcome}}, nil
+	}
+	m, ok := h.cfg.Registry.Market(r.Market)
+	if !ok {
+		return subKey{}, badReq(CodeInvalidMarket, "unknown market (a binary market needs its outcome)")
+	}
+	return subKey{ch: r.Channel, s: skey{market: m.ID}}, nil
+}
+
+func (h *Hub) subscribe(c *conn, r *Request) *Error {
+	k, e := h.keyOf(r)
+	if e != nil {
+		return e
+	}
+	var cl gateway.Claims
+	if r.Channel.Private() && r.Token != "" {
+		var err error
+		cl, err = h.cfg.Auth.AuthenticateAt([]byte("Bearer "+r.Token), h.cfg.Now())
+		if err != nil {
+			return badReq(CodeUnauthorized, "invalid token")
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, dup := c.subs[k]; dup {
+		return badReq(CodeAlreadySubscribed, "already subscribed to this channel")
+	}
+	full := len(c.subs) >= h.cfg.MaxSubs
+	tooMany := badReq(CodeTooManySubs, "at most "+strconv.Itoa(h.cfg.MaxSubs)+" subscriptions per socket")
+	if !r.Channel.Private() {
+		if full {
+			return tooMany
+		}
+		s := h.streams[k.s]
+		if s == nil {
+			s = &mstream{key: k.s}
+			h.streams[k.s] = s
+			h.byMarket[k.s.market] = append(h.byMarket[k.s.market], s)
+		}
+		s.waiting = append(s.waiting, waiter{c: c, ch: r.Channel, id: r.ID})
+		c.subs[k] = nil
+		return nil
+	}
+	if cl.UserID != 0 {
+		if c.claims.UserID != 0 && c.claims.UserID != cl.UserID {
+			return badReq(CodeUnauthorized, "one user per socket: the token names another user")
+		}
+		if cl.ExpiresAt.After(c.claims.ExpiresAt) {
+			c.claims = cl
+			c.expires.Store(cl.ExpiresAt.UnixNano())
+		}
+	}
+	if c.claims.UserID == 0 {
+		return badReq(CodeUnauthorized, "a private channel needs a token (on connect or in the subscribe message)")
+	}
+	if !h.cfg.Now().Before(c.claims.ExpiresAt) {
+		return badReq(CodeTokenExpired, "the token has expired")
+	}
+	if full {
+		return tooMany
+	}
+	if r.Channel == ChFunding {
+		return h.subscribeFunding(c, r)
+	}
+	ps := &privSub{c: c, user: core.UserID(c.claims.UserID), ch: r.Channel, id: r.ID, since: r.Since, hasSince: r.HasSince}
+	c.subs[k] = ps
+	h.users[ps.user] = append(h.users[ps.user], ps)
+	h.pwait = append(h.pwait, ps)
+	return nil
+}
+
+func (h *Hub) unsubscribe(c *conn, r *Request) *Error {
+	k, e := h.keyOf(r)
+	if e != nil {
+		return e
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ps, ok := c.subs[k]
+	if !ok {
+		return badReq(CodeNotSubscribed, "not subscribed to this channel")
+	}
+	if ps != nil {
+		h.unsubscribePriv(ps)
+	} else {
+		h.unsubscribePub(c, k)
+	}
+	name := r.Market
+	c.sendAck("unsubscribed", r.ID, r.Channel, name, r.Outcome)
+	return nil
+}
+
+// unsubscribePub removes c's subscription k (under h.mu).
+func (h *Hub) unsubscribePub(c *conn, k subKey) {
+	delete(c.subs, k)
+	s := h.streams[k.s]
+	if s == nil {
+		return
+	}
+	delete(s.subs[pubIdx(k.ch)], c)
+	for i := 0; i < len(s.waiting); i++ {
+		if w := s.waiting[i]; w.c == c && w.ch == k.ch {
+			s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
+			i--
+		}
+	}
+	if s.empty() {
+		h.dropStream(s)
+	}
+}
+
+// expire closes c's private channels once its token has expired.
+func (h *Hub) expire(c *conn) {
+	if e := c.expires.Load(); e == 0 || h.cfg.Now().UnixNano() < e {
+		return // no token, or not expired: no lock taken (every socket checks every second)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c.claims.UserID == 0 || h.cfg.Now().Before(c.claims.ExpiresAt) {
+		return
+	}
+	for k, ps := range c.subs {
+		if ps == nil {
+			continue
+		}
+		h.unsubscribePriv(ps)
+		h.met.expired.Add(1)
+		b := append([]byte(nil), `{"type":"closed"`...)
+		b = appendStrKV(b, "channel", k.ch.String())
+		b = appendStrKV(b, "code", CodeTokenExpired)
+		b = appendStrKV(b, "message", "the token has expired: subscribe again with a fresh token (and since)")
+		c.send(append(b, '}'))
+	}
+	c.claims = gateway.Claims{}
+	c.expires.Store(0)
+}
+
+// Close closes every socket with 1001 (going away) and refuses new ones;
+// it waits up to d for them (fasthttp's shutdown does not close hijacked
+// connections).
+func (h *Hub) Close(d time.Duration) {
+	h.mu.Lock()
+	h.closed = true
+	for c := range h.conns {
+		c.kill(CloseGoingAway, "server shutting down")
+	}
+	if h.fundingCh != nil {
+		close(h.fundingCh)
+	}
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		h.log.Warn("stream: sockets still open after the shutdown budget", "budget", d)
+	}
+}

@@ -1,0 +1,533 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/journal"
+)
+
+// The hub in-process, over a real pipeline and real sockets (run with -race).
+
+const testSecret = "stream-test-secret-0123456789abcdef0123456789"
+
+type fixture struct {
+	t    *testing.T
+	pl   *journal.Pipeline
+	hub  *Hub
+	addr string
+	auth *gateway.Authenticator
+	now  atomic.Int64 // the hub's clock (unix ns)
+	r    *journal.Reply
+	mu   sync.Mutex
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// newFixture runs a pipeline with USD (1, scale 2), BTC (2, scale 0) and
+// market 1 BTC-USD, a hub and an HTTP server for it; users 1..4 are funded.
+func newFixture(t *testing.T, mod func(*Config)) *fixture {
+	t.Helper()
+	pl, err := journal.Start(journal.Config{Dir: t.TempDir(), Logger: quiet(), ReadView: true, TruncateLimit: func() core.Seq { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, pl: pl, r: journal.NewReply()}
+	f.now.Store(time.Now().UnixNano())
+	mcfg := core.MarketCfg{Base: 2, Quote: 1, Tick: 1, Lot: 1, MinQty: 1, MaxQty: 1000}
+	reg, err := gateway.NewRegistry([]gateway.Asset{{ID: 1, Symbol: "USD", Scale: 2}, {ID: 2, Symbol: "BTC"}},
+		[]gateway.MarketSpec{{ID: 1, Symbol: "BTC-USD", Cfg: mcfg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.do(core.Command{Kind: core.KindConfigAsset, Asset: 1, BaseScale: 2})
+	f.do(core.Command{Kind: core.KindConfigAsset, Asset: 2, BaseScale: 0})
+	f.do(core.Command{Kind: core.KindConfigMarket, Market: 1, Cfg: mcfg})
+	for u := core.UserID(1); u <= 4; u++ {
+		for a := core.AssetID(1); a <= 2; a++ {
+			k, _ := core.KeyFrom(fmt.Sprint("fund-", u, "-", a))
+			f.do(core.Command{Kind: core.KindSpotDeposit, User: u, Asset: a, Amount: 1_000_000, Key: k})
+		}
+	}
+	f.auth, err = gateway.NewAuthenticator([]byte(testSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Registry: reg, Auth: f.auth, WAL: pl, Logger: quiet(), Frame: 2 * time.Millisecond,
+		Now: func() time.Time { return time.Unix(0, f.now.Load()) }}
+	if mod != nil {
+		mod(&cfg)
+	}
+	f.hub = New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { f.hub.Run(ctx) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.addr = ln.Addr().String()
+	srv := &fasthttp.Server{Handler: f.hub.Wrap(func(c *fasthttp.RequestCtx) { c.SetStatusCode(404) })}
+	wg.Go(func() { _ = srv.Serve(ln) })
+	t.Cleanup(func() {
+		f.hub.Close(5 * time.Second)
+		_ = srv.Shutdown()
+		cancel()
+		_ = pl.Close()
+		wg.Wait()
+	})
+	return f
+}
+
+func (f *fixture) do(c core.Command) core.Event {
+	f.t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.pl.Submit(&c, f.r); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.pl.Wait(f.r); err != nil {
+		f.t.Fatal(err)
+	}
+	return f.r.Result()
+}
+
+func (f *fixture) token(u uint64, ttl time.Duration) string {
+	tok, err := f.auth.Mint(u, false, ttl, time.Unix(0, f.now.Load()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return tok
+}
+
+type client struct {
+	t    *testing.T
+	c    *websocket.Conn
+	mu   sync.Mutex
+	msgs []map[string]any
+	err  error
+	done chan struct{}
+	id   uint64
+}
+
+func (f *fixture) dial(token string) *client {
+	f.t.Helper()
+	h := http.Header{}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	c, _, err := websocket.DefaultDialer.Dial("ws://"+f.addr+Path, h)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cl := &client{t: f.t, c: c, done: make(chan struct{})}
+	f.t.Cleanup(func() { _ = c.Close() })
+	go func() {
+		defer close(cl.done)
+		for {
+			_, data, err := c.ReadMessage()
+			cl.mu.Lock()
+			if err != nil {
+				cl.err = err
+				cl.mu.Unlock()
+				return
+			}
+			var m map[string]any
+			if err := json.Unmarshal(data, &m); err != nil {
+				cl.err = err
+				cl.mu.Unlock()
+				return
+			}
+			cl.msgs = append(cl.msgs, m)
+			cl.mu.Unlock()
+		}
+	}()
+	return cl
+}
+
+func (c *client) all() []map[string]any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]map[string]any(nil), c.msgs...)
+}
+
+// ask sends v with a fresh id and returns the answer carrying that id.
+func (c *client) ask(v map[string]any) map[string]any {
+	c.t.Helper()
+	c.mu.Lock()
+	c.id++
+	id := c.id
+	c.mu.Unlock()
+	v["id"] = id
+	if err := c.c.WriteJSON(v); err != nil {
+		c.t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, m := range c.all() {
+			if x, ok := m["id"].(float64); ok && uint64(x) == id {
+				return m
+			}
+		}
+		c.mu.Lock()
+		err := c.err
+		c.mu.Unlock()
+		if err != nil {
+			c.t.Fatalf("%v: connection ended: %v", v, err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	c.t.Fatalf("no answer to %v", v)
+	return nil
+}
+
+func (c *client) sub(v map[string]any) {
+	c.t.Helper()
+	v["op"] = "subscribe"
+	if m := c.ask(v); m["type"] != "subscribed" {
+		c.t.Fatalf("subscribe %v: %v", v, m)
+	}
+}
+
+// caughtUp pings until the hub has handed out seq.
+func (c *client) caughtUp(seq core.Seq) {
+	c.t.Helper()
+	for i := 0; ; i++ {
+		m := c.ask(map[string]any{"op": "ping"})
+		if core.Seq(m["seq"].(float64)) >= seq {
+			return
+		}
+		if i > 5000 {
+			c.t.Fatalf("hub not at seq %d: %v", seq, m)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (c *client) closeCode(within time.Duration) int {
+	c.t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(within):
+		c.t.Fatal("socket still open")
+	}
+	var ce *websocket.CloseError
+	if errors.As(c.err, &ce) {
+		return ce.Code
+	}
+	return -1
+}
+
+func num(t *testing.T, v any) int64 {
+	t.Helper()
+	s, ok := v.(string)
+	if !ok {
+		t.Fatalf("not a decimal string: %v", v)
+	}
+	var ip, fp int64
+	frac, neg := -1, false
+	for i, ch := range s {
+		switch {
+		case ch == '-' && i == 0:
+			neg = true
+		case ch == '.':
+			frac = 0
+		case frac >= 0:
+			fp = fp*10 + int64(ch-'0')
+			frac++
+		default:
+			ip = ip*10 + int64(ch-'0')
+		}
+	}
+	for ; frac < 2 && frac >= 0; frac++ {
+		fp *= 10
+	}
+	v2 := ip*100 + fp
+	if frac == -1 {
+		v2 = ip // an integer (BTC, scale 0)
+	}
+	if neg {
+		v2 = -v2
+	}
+	return v2
+}
+
+func TestHubDepthAndPrivate(t *testing.T) {
+	f := newFixture(t, nil)
+	pub := f.dial("")
+	pub.sub(map[string]any{"channel": "depth", "market": "BTC-USD"})
+	pub.sub(map[string]any{"channel": "trades", "market": "BTC-USD"})
+	pub.sub(map[string]any{"channel": "ticker", "market": "BTC-USD"})
+	priv := f.dial(f.token(1, time.Hour))
+	priv.sub(map[string]any{"channel": "balances"})
+	priv.sub(map[string]any{"channel": "orders"})
+	other := f.dial("")
+	other.sub(map[string]any{"channel": "orders", "token": f.token(4, time.Hour)})
+
+	var wg sync.WaitGroup
+	for g := 0; g < 3; g++ {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 36))
+			for i := 0; i < 150; i++ {
+				side := core.Side(1 + rng.IntN(2))
+				px := core.Price(100 + rng.IntN(20))
+				if side == core.Buy {
+					px -= 5
+				}
+				f.do(core.Command{Kind: core.KindPlaceOrder, User: core.UserID(1 + rng.IntN(3)), Market: 1, Side: side,
+					Type: core.Limit, TIF: core.GTC, Price: px, Qty: core.Units(1 + rng.IntN(9))})
+			}
+		})
+	}
+	wg.Wait()
+	var bids, asks []core.PriceLevel
+	var seq core.Seq
+	var bal core.Balance
+	if err := f.pl.Read(func(p *core.Processor) error {
+		bids, asks, _ = p.Depth(1, DepthLevels, nil, nil)
+		bal, seq = p.BalanceOf(1, 1), p.LastSeq()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pub.caughtUp(seq)
+	priv.caughtUp(seq)
+	// The depth stream rebuilt from its snapshot and diffs.
+	book := [2]map[int64]int64{{}, {}}
+	var last uint64
+	trades := 0
+	for _, m := range pub.all() {
+		switch {
+		case m["channel"] == "depth" && m["type"] == "snapshot":
+			last = uint64(m["seq"].(float64))
+		case m["channel"] == "depth" && m["type"] == "diff":
+			if uint64(m["prev_seq"].(float64)) != last {
+				t.Fatalf("gap: %v after %d", m, last)
+			}
+			last = uint64(m["last_seq"].(float64))
+		case m["channel"] == "trades" && m["type"] == nil:
+			trades += len(m["trades"].([]any))
+			continue
+		default:
+			continue
+		}
+		for i, k := range []string{"bids", "asks"} {
+			for _, l := range m[k].([]any) {
+				pq := l.([]any)
+				p, q := num(t, pq[0]), num(t, pq[1])
+				if q == 0 {
+					delete(book[i], p)
+				} else {
+					book[i][p] = q
+				}
+			}
+		}
+	}
+	for i, lv := range [][]core.PriceLevel{bids, asks} {
+		if len(lv) != len(book[i]) {
+			t.Fatalf("side %d: %d levels rebuilt, %d in the core", i, len(book[i]), len(lv))
+		}
+		for _, l := range lv {
+			if book[i][int64(l.Price)] != int64(l.Qty) {
+				t.Fatalf("side %d level %d: rebuilt %d, core %d", i, l.Price, book[i][int64(l.Price)], l.Qty)
+			}
+		}
+	}
+	if trades == 0 {
+		t.Fatal("no trades streamed")
+	}
+	// Balances: the snapshot plus every delta equals the core's.
+	var avail, frozen int64
+	orders := 0
+	for _, m := range priv.all() {
+		switch {
+		case m["channel"] == "balances" && m["type"] == "snapshot":
+			for _, b := range m["balances"].([]any) {
+				if b := b.(map[string]any); b["asset"] == "USD" {
+					avail, frozen = num(t, b["available"]), num(t, b["frozen"])
+				}
+			}
+		case m["channel"] == "balances" && m["type"] == nil:
+			for _, e := range m["events"].([]any) {
+				if e := e.(map[string]any); e["asset"] == "USD" {
+					avail += num(t, e["d_available"])
+					frozen += num(t, e["d_frozen"])
+				}
+			}
+		case m["channel"] == "orders" && m["type"] == nil:
+			orders++
+		}
+	}
+	if avail != int64(bal.Avail) || frozen != int64(bal.Frozen) {
+		t.Fatalf("user 1 USD: streamed %d/%d, core %d/%d", avail, frozen, bal.Avail, bal.Frozen)
+	}
+	if orders == 0 {
+		t.Fatal("user 1 got no order messages")
+	}
+	if n := len(other.all()); n != 1 { // the answer only: user 4 never traded
+		t.Fatalf("user 4 got %v", other.all())
+	}
+	// Unsubscribe stops a channel.
+	if m := pub.ask(map[string]any{"op": "unsubscribe", "channel": "depth", "market": "BTC-USD"}); m["type"] != "unsubscribed" {
+		t.Fatalf("unsubscribe: %v", m)
+	}
+	n := len(pub.all())
+	f.do(core.Command{Kind: core.KindPlaceOrder, User: 1, Market: 1, Side: core.Buy, Type: core.Limit, TIF: core.GTC, Price: 50, Qty: 1})
+	pub.caughtUp(f.pl.DurableSeq())
+	for _, m := range pub.all()[n:] {
+		if m["channel"] == "depth" {
+			t.Fatalf("depth after unsubscribe: %v", m)
+		}
+	}
+}
+
+func TestHubReplaySince(t *testing.T) {
+	f := newFixture(t, nil)
+	tok := f.token(2, time.Hour)
+	a := f.dial(tok)
+	a.sub(map[string]any{"channel": "orders"})
+	place := func(n int) {
+		for i := 0; i < n; i++ {
+			f.do(core.Command{Kind: core.KindPlaceOrder, User: 2, Market: 1, Side: core.Buy, Type: core.Limit, TIF: core.GTC,
+				Price: core.Price(10 + i%5), Qty: 1})
+		}
+	}
+	place(20)
+	a.caughtUp(f.pl.DurableSeq())
+	seen := map[uint64]int{}
+	var last uint64
+	take := func(ms []map[string]any) {
+		for _, m := range ms {
+			if m["channel"] == "orders" && m["type"] == nil {
+				s := uint64(m["seq"].(float64))
+				seen[s]++
+				if s <= last {
+					t.Fatalf("seq %d after %d", s, last)
+				}
+				last = s
+			}
+		}
+	}
+	take(a.all())
+	_ = a.c.Close()
+	place(30) // missed while away
+	b := f.dial("")
+	b.sub(map[string]any{"channel": "orders", "token": tok, "since": last})
+	place(10) // live during and after the replay
+	b.caughtUp(f.pl.DurableSeq())
+	take(b.all())
+	if len(seen) != 60 {
+		t.Fatalf("%d order messages, want 60 (one per order)", len(seen))
+	}
+	for s, n := range seen {
+		if n != 1 {
+			t.Fatalf("seq %d delivered %d times", s, n)
+		}
+	}
+	// since beyond the stream: nothing replayed, nothing repeated.
+	c := f.dial(tok)
+	c.sub(map[string]any{"channel": "orders", "since": uint64(f.pl.DurableSeq()) + 100})
+}
+
+func TestHubLimitsSlowConsumerAndClose(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.MaxConns, c.MaxSubs, c.Buffer = 3, 2, 8 })
+	a := f.dial("")
+	a.sub(map[string]any{"channel": "depth", "market": "BTC-USD"})
+	a.sub(map[string]any{"channel": "ticker", "market": "BTC-USD"})
+	if m := a.ask(map[string]any{"op": "subscribe", "channel": "trades", "market": "BTC-USD"}); m["code"] != CodeTooManySubs {
+		t.Fatalf("a third subscription: %v", m)
+	}
+	for _, c := range []struct {
+		msg  map[string]any
+		code string
+	}{
+		{map[string]any{"op": "subscribe", "channel": "orders"}, CodeUnauthorized},
+		{map[string]any{"op": "subscribe", "channel": "depth", "market": "NOPE"}, CodeInvalidMarket},
+		{map[string]any{"op": "unsubscribe", "channel": "trades", "market": "BTC-USD"}, CodeNotSubscribed},
+	} {
+		if m := a.ask(c.msg); m["type"] != "error" || m["code"] != c.code {
+			t.Fatalf("%v: %v", c.msg, m)
+		}
+	}
+	// A stalled reader: its socket takes pongs it never reads until the
+	// queue (8) is full: closed with 4008.
+	slow, _, err := websocket.DefaultDialer.Dial("ws://"+f.addr+Path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	third := f.dial("")
+	// Past MaxConns: 503 before the upgrade.
+	if _, resp, err := websocket.DefaultDialer.Dial("ws://"+f.addr+Path, nil); err == nil || resp == nil || resp.StatusCode != 503 {
+		t.Fatalf("a fourth connection: %v %v", err, resp)
+	}
+	ping := []byte(`{"op":"ping","id":1}` + string(make([]byte, 0)))
+	for i := 0; i < 200_000 && f.hub.Stats().Slow == 0; i++ {
+		_ = slow.SetWriteDeadline(time.Now().Add(time.Second))
+		if slow.WriteMessage(websocket.TextMessage, ping) != nil {
+			break
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for f.hub.Stats().Slow == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled reader was not closed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The others go on; Close sends them 1001.
+	third.sub(map[string]any{"channel": "trades", "market": "BTC-USD"})
+	f.hub.Close(5 * time.Second)
+	for _, c := range []*client{a, third} {
+		if code := c.closeCode(10 * time.Second); code != CloseGoingAway {
+			t.Fatalf("closed with %d, want 1001", code)
+		}
+	}
+}
+
+func TestHubTokenExpiry(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(f.token(3, 10*time.Second))
+	c.sub(map[string]any{"channel": "orders"})
+	c.sub(map[string]any{"channel": "depth", "market": "BTC-USD"})
+	f.now.Add(int64(11 * time.Second))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		closed := false
+		for _, m := range c.all() {
+			if m["type"] == "closed" && m["channel"] == "orders" && m["code"] == CodeTokenExpired {
+				closed = true
+			}
+		}
+		if closed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orders not closed after the token expired: %v", c.all())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The public channel stays; a private one needs a fresh token.
+	if m := c.ask(map[string]any{"op": "subscribe", "channel": "balances"}); m["code"] != CodeUnauthorized {
+		t.Fatalf("a private channel after expiry: %v", m)
+	}
+	c.sub(map[string]any{"channel": "balances", "token": f.token(3, time.Hour)})
+	_ = strconv.Itoa
+}
