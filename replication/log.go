@@ -49,6 +49,9 @@ type Config struct {
 	Subject  string // DefaultSubject if empty
 	Replicas int    // the stream's replicas: 3 on a cluster, 1 on a single server (1 if 0)
 	Node     string // this node's name, written in its epoch markers
+	// Venue is the venue's identity (its WAL id), written in its epoch
+	// markers; every node of a venue shares it (Standby checks it).
+	Venue string
 	// Attempt bounds one append attempt; DefaultAttempt if 0.
 	Attempt time.Duration
 	Logger  *slog.Logger
@@ -230,7 +233,10 @@ func (l *Log) Claim(ctx context.Context, at uint64, applied core.Seq, epoch uint
 	if l.fenced.Load() {
 		return ErrFenced
 	}
-	body := appendEpoch(nil, epoch, applied, l.cfg.Node)
+	l.mu.Lock()
+	venue := l.cfg.Venue
+	l.mu.Unlock()
+	body := appendEpoch(nil, epoch, applied, l.cfg.Node, venue)
 	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: l.subject(KindEpoch), Data: body,
 		Header: nats.Header{jetstream.MsgIDHeader: []string{msgID(epoch, KindEpoch, applied)}}},
 		jetstream.WithExpectLastSequence(at))
@@ -248,6 +254,13 @@ func (l *Log) Claim(ctx context.Context, at uint64, applied core.Seq, epoch uint
 	l.log.Info("replication: claimed the log", "node", l.cfg.Node, "epoch", epoch, "stream_seq", ack.Sequence,
 		"seq", applied)
 	return nil
+}
+
+// setVenue sets the venue this node's claims carry.
+func (l *Log) setVenue(v string) {
+	l.mu.Lock()
+	l.cfg.Venue = v
+	l.mu.Unlock()
 }
 
 // adopt makes this node the writer at epoch without a new marker: its own

@@ -22,8 +22,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		!bytes.Equal(r.Commands[2], cmds[2]) || len(r.Commands[1]) != 0 {
 		t.Fatalf("commands: %+v", r)
 	}
-	r, err = DecodeRecord(appendEpoch(nil, 4, 43, "node-b"))
-	if err != nil || r.Kind != KindEpoch || r.Epoch != 4 || r.Last() != 43 || r.Node != "node-b" {
+	r, err = DecodeRecord(appendEpoch(nil, 4, 43, "node-b", "v1"))
+	if err != nil || r.Kind != KindEpoch || r.Epoch != 4 || r.Last() != 43 || r.Node != "node-b" || r.Venue != "v1" {
 		t.Fatalf("epoch: %+v %v", r, err)
 	}
 	r, err = DecodeRecord(appendHash(nil, 4, 40, 43, "abcd"))
@@ -53,7 +53,7 @@ func TestRecordRoundTrip(t *testing.T) {
 
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add(AppendCommands(nil, 1, 1, [][]byte{[]byte("x"), []byte("yz")}))
-	f.Add(appendEpoch(nil, 2, 9, "n"))
+	f.Add(appendEpoch(nil, 2, 9, "n", "v"))
 	f.Add(appendHash(nil, 2, 9, 9, "h"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeRecord(b)
@@ -66,7 +66,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		case KindCommands:
 			again = AppendCommands(nil, r.Epoch, r.Seq, r.Commands)
 		case KindEpoch:
-			again = appendEpoch(nil, r.Epoch, r.Seq, r.Node)
+			again = appendEpoch(nil, r.Epoch, r.Seq, r.Node, r.Venue)
 		case KindHash:
 			again = appendHash(nil, r.Epoch, r.Seq, r.At, r.Hash)
 		}

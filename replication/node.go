@@ -48,6 +48,10 @@ type NodeConfig struct {
 	Log  Config
 	Mode Mode // ModeSync or ModeAsync
 	Role Role // the role the node starts in
+	// AdoptVenue, if set, makes the node's data dir take the venue of the
+	// log's epoch markers (its WAL id; persist.VenueIdentity), or refuses a
+	// log of another venue. Log.Venue is the node's own, if it has one.
+	AdoptVenue func(venue string) error
 	// Advertise is this node's HTTP address, written in its epoch marker,
 	// so a standby can tell clients where the primary is.
 	Advertise string
@@ -121,6 +125,7 @@ func StartNode(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline) (*Node
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: l, pl: pl, standby: NewStandby(l, pl), promoted: make(chan struct{})}
+	n.standby.adopt = cfg.AdoptVenue
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if cfg.Mode == ModeAsync {
 		cfg.Logger.Warn("replication: ASYNC mode: a command is acknowledged before the replicated log holds it; " +

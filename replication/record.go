@@ -50,8 +50,8 @@ const maxNodeLen = 256
 //
 //	version(=1) kind epoch
 //	  C: first count, then count x (len, bytes): commands first..first+count-1
-//	  E: last (the last command before the epoch), len, node name
-//	  H: seq, len, hash
+//	  E: last (the last command before the epoch), len, node name, len, venue
+//	  H: seq, at (the log's last command before it), len, hash
 type Record struct {
 	Kind  Kind
 	Epoch uint64 // the writer's epoch (every kind)
@@ -61,6 +61,7 @@ type Record struct {
 	Seq      core.Seq
 	Commands [][]byte // KindCommands only; aliases the decoded body
 	Node     string   // KindEpoch only
+	Venue    string   // KindEpoch only: the venue's identity (its WAL id), shared by every node of it
 	Hash     string   // KindHash only
 	At       core.Seq // KindHash only: the log's last command before this record
 }
@@ -99,12 +100,14 @@ func AppendCommands(dst []byte, epoch uint64, first core.Seq, cmds [][]byte) []b
 const commandsOverhead = 2 + 3*binary.MaxVarintLen64
 
 // appendEpoch appends the body of a KindEpoch record to dst.
-func appendEpoch(dst []byte, epoch uint64, last core.Seq, node string) []byte {
+func appendEpoch(dst []byte, epoch uint64, last core.Seq, node, venue string) []byte {
 	dst = append(dst, recordVersion, byte(KindEpoch))
 	dst = binary.AppendUvarint(dst, epoch)
 	dst = binary.AppendUvarint(dst, uint64(last))
 	dst = binary.AppendUvarint(dst, uint64(len(node)))
-	return append(dst, node...)
+	dst = append(dst, node...)
+	dst = binary.AppendUvarint(dst, uint64(len(venue)))
+	return append(dst, venue...)
 }
 
 // appendHash appends the body of a KindHash record to dst.
@@ -139,6 +142,7 @@ func DecodeRecord(b []byte) (Record, error) {
 		}
 	case KindEpoch:
 		r.Node = string(d.bytes(maxNodeLen))
+		r.Venue = string(d.bytes(maxNodeLen))
 	case KindHash:
 		r.At = core.Seq(d.uv())
 		r.Hash = string(d.bytes(maxHashLen))

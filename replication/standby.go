@@ -26,6 +26,9 @@ type Applier interface {
 // commands at the same seqs). It must not apply the log on top of them.
 var ErrDiverged = errors.New("replication: this node's WAL diverges from the log")
 
+// ErrOtherVenue: the log belongs to another venue than this node's data.
+var ErrOtherVenue = errors.New("replication: the log belongs to another venue")
+
 // Standby follows the replicated log and applies every command of it to its
 // own pipeline, in order, exactly once (commands its WAL already holds are
 // skipped), until Promote makes it the writer.
@@ -44,6 +47,9 @@ type Standby struct {
 	lastTime  atomic.Int64           // that command's Time (unix ns)
 	writer    atomic.Pointer[string] // the node of the newest epoch marker read
 	promoted  atomic.Bool
+	// adopt, if set, makes the node's data dir take the venue of an epoch
+	// marker (its WAL id), or refuses a log of another venue.
+	adopt func(venue string) error
 }
 
 // NewStandby returns a standby applying log to pl.
@@ -116,6 +122,9 @@ func (s *Standby) position(ctx context.Context) error {
 		return err
 	}
 	if e != nil {
+		if err := s.checkVenue(*e); err != nil {
+			return err
+		}
 		s.noteEpoch(*e)
 	}
 	s.streamSeq.Store(from - 1)
@@ -150,6 +159,9 @@ func (s *Standby) follow(ctx context.Context, from, to uint64) error {
 
 // apply hands a record's new commands to the pipeline.
 func (s *Standby) apply(r Record, buf *[]core.Command) error {
+	if err := s.checkVenue(r); err != nil {
+		return err
+	}
 	s.noteEpoch(r)
 	if r.Kind != KindCommands {
 		return nil // KindHash: compared by the state-hash check (not yet built)
@@ -186,6 +198,19 @@ func (s *Standby) apply(r Record, buf *[]core.Command) error {
 	last := cmds[len(cmds)-1]
 	s.submitted.Store(uint64(last.Seq))
 	s.lastTime.Store(last.Time)
+	return nil
+}
+
+// checkVenue adopts an epoch marker's venue or refuses the log; an adopted
+// venue is the one this node's own claims carry.
+func (s *Standby) checkVenue(r Record) error {
+	if r.Kind != KindEpoch || r.Venue == "" || s.adopt == nil {
+		return nil
+	}
+	if err := s.adopt(r.Venue); err != nil {
+		return fmt.Errorf("%w: %v", ErrOtherVenue, err)
+	}
+	s.log.setVenue(r.Venue)
 	return nil
 }
 

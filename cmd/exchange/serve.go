@@ -122,6 +122,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	// After the warm-up: a standby's commands reach the history through OnView.
+	if cfg.Replication.Mode != replication.ModeOff { // one venue, one WAL id on every node
+		if cfg.Replication.Log.Venue, cfg.Replication.AdoptVenue, err = persist.VenueIdentity(cfg.DataDir, !standby); err != nil {
+			_ = pl.Close()
+			return err
+		}
+	}
 	node, err := replication.StartFor(ctx, cfg.Replication, pl, m.Reg, log)
 	if err != nil {
 		_ = pl.Close()
