@@ -122,10 +122,10 @@ func replUntil(t *testing.T, s *e2eServer, d time.Duration, want func(replAnswer
 	}
 }
 
-// TestReplicationEndToEnd: two exchanges on a 3-node NATS cluster (R=3,
-// sync). The standby applies everything the primary acknowledges under
+// TestReplicationEndToEnd: two exchanges on a 3-node NATS cluster of real
+// nats-server processes (R=3, sync). The standby applies everything the primary acknowledges under
 // load and serves the same reads at the same seq; it refuses writes with
-// 503 NOT_PRIMARY naming the primary. One NATS node down: the primary
+// 503 NOT_PRIMARY naming the primary. One NATS node SIGKILLed: the primary
 // goes on; two: writes answer 503 REPLICATION_UNAVAILABLE while reads go
 // on, and resume once a quorum is back. The primary is paused (SIGSTOP),
 // the standby promoted, the old primary resumed (SIGCONT): its next append
@@ -133,7 +133,7 @@ func replUntil(t *testing.T, s *e2eServer, d time.Duration, want func(replAnswer
 // every acknowledged order and takes writes.
 func TestReplicationEndToEnd(t *testing.T) {
 	t.Parallel()
-	c := natstest.Start(t, 3)
+	c := natstest.StartProcs(t, 3) // real nats-server processes: a node is killed with SIGKILL
 	repl := func(id string, extra ...string) []string {
 		return append([]string{"--replication", "sync", "--replication-url", c.URL(), "--replication-replicas", "3",
 			"--node-id", id}, extra...)

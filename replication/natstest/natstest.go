@@ -6,18 +6,28 @@
 package natstest
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Cluster is n NATS servers routed to each other, JetStream on each.
+// Cluster is n NATS servers routed to each other, JetStream on each: in
+// this process (Start, Run), or real nats-server processes that StopNode
+// kills with SIGKILL (StartProcs).
 type Cluster struct {
+	bin     string // the nats-server binary ("": servers in this process)
+	procs   []*exec.Cmd
 	name    string
 	ports   []int // client ports
 	routes  []int // cluster (route) ports
@@ -39,8 +49,11 @@ func Start(t testing.TB, n int) *Cluster {
 
 // Run is Start outside a test: the nodes store under dir, and the caller
 // calls Shutdown.
-func Run(n int, dir string) (*Cluster, error) {
-	c := &Cluster{name: fmt.Sprintf("ubs-%d", time.Now().UnixNano()%1e6), servers: make([]*server.Server, n)}
+func Run(n int, dir string) (*Cluster, error) { return run(n, dir, "") }
+
+func run(n int, dir, bin string) (*Cluster, error) {
+	c := &Cluster{bin: bin, name: fmt.Sprintf("ubs-%d", time.Now().UnixNano()%1e6), servers: make([]*server.Server, n),
+		procs: make([]*exec.Cmd, n)}
 	for i := 0; i < n; i++ {
 		p, err := freePort()
 		if err != nil {
@@ -66,6 +79,37 @@ func Run(n int, dir string) (*Cluster, error) {
 	return c, nil
 }
 
+// Binary is the nats-server binary StartProcs runs: $NATS_SERVER, else
+// nats-server on the PATH, else /usr/sbin/nats-server ("" if none).
+func Binary() string {
+	for _, b := range []string{os.Getenv("NATS_SERVER"), "nats-server", "/usr/sbin/nats-server"} {
+		if b == "" {
+			continue
+		}
+		if p, err := exec.LookPath(b); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// StartProcs runs a cluster of n real nats-server processes (Binary; the
+// test is skipped without one), stopped by PID in t.Cleanup. StopNode kills
+// a node with SIGKILL.
+func StartProcs(t testing.TB, n int) *Cluster {
+	t.Helper()
+	bin := Binary()
+	if bin == "" {
+		t.Skip("no nats-server binary (set NATS_SERVER)")
+	}
+	c, err := run(n, t.TempDir(), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Shutdown)
+	return c
+}
+
 // URL is a client URL listing every node (a client fails over among them).
 func (c *Cluster) URL() string {
 	urls := make([]string, len(c.ports))
@@ -80,6 +124,9 @@ func (c *Cluster) NodeURL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%
 
 // StartNode starts node i (again), with its ports and store.
 func (c *Cluster) StartNode(i int) error {
+	if c.bin != "" {
+		return c.startProc(i)
+	}
 	if c.servers[i] != nil {
 		return nil
 	}
@@ -115,8 +162,15 @@ func (c *Cluster) StartNode(i int) error {
 	return nil
 }
 
-// StopNode shuts node i down (its store stays for StartNode).
+// StopNode shuts node i down (its store stays for StartNode); a process
+// is killed with SIGKILL.
 func (c *Cluster) StopNode(i int) {
+	if p := c.procs[i]; p != nil {
+		_ = p.Process.Kill()
+		_ = p.Wait()
+		c.procs[i] = nil
+		return
+	}
 	if s := c.servers[i]; s != nil {
 		s.Shutdown()
 		s.WaitForShutdown()
@@ -134,6 +188,9 @@ func (c *Cluster) Shutdown() {
 // WaitReady waits until every running node is JetStream-ready and, on a
 // cluster, a meta leader is elected.
 func (c *Cluster) WaitReady(d time.Duration) error {
+	if c.bin != "" {
+		return c.waitProcs(d)
+	}
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		ok := true
@@ -160,6 +217,74 @@ func (c *Cluster) hasMetaLeader() bool {
 		}
 	}
 	return false
+}
+
+// startProc starts node i as a nats-server process.
+func (c *Cluster) startProc(i int) error {
+	if c.procs[i] != nil {
+		return nil
+	}
+	args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(c.ports[i]), "-js", "-sd", c.dirs[i], "-n", fmt.Sprintf("n%d", i)}
+	if len(c.ports) > 1 {
+		var rs []string
+		for j, p := range c.routes {
+			if j != i {
+				rs = append(rs, fmt.Sprintf("nats://127.0.0.1:%d", p))
+			}
+		}
+		args = append(args, "--cluster_name", c.name, "--cluster", fmt.Sprintf("nats://127.0.0.1:%d", c.routes[i]),
+			"--routes", strings.Join(rs, ","))
+	}
+	cmd := exec.Command(c.bin, args...)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("natstest: node %d: %w", i, err)
+	}
+	c.procs[i] = cmd
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", c.ports[i]), time.Second)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("natstest: node %d does not listen: %w", i, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitProcs waits until JetStream answers an account info request through
+// every running process (on a cluster: a meta leader exists).
+func (c *Cluster) waitProcs(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for i, p := range c.procs {
+		if p == nil {
+			continue
+		}
+		for {
+			nc, err := nats.Connect(c.NodeURL(i), nats.Timeout(time.Second))
+			if err == nil {
+				js, jerr := jetstream.New(nc)
+				if jerr == nil {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					_, err = js.AccountInfo(ctx)
+					cancel()
+				} else {
+					err = jerr
+				}
+				nc.Close()
+			}
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("natstest: JetStream not ready on node %d after %v: %w", i, d, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 func freePort() (int, error) {
