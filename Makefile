@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 DATA    ?= ./data
 
-.PHONY: run chain-node test test-long soak fuzz bench bench-quick bench-shape-instr bench-micro bench-median bench-wrk lint build clean
+.PHONY: run chain-node test test-long soak replica-demo fuzz bench bench-quick bench-shape-instr bench-micro bench-median bench-wrk lint build clean
 
 ## build: compile every binary into ./bin
 build:
@@ -52,6 +52,10 @@ DURATION ?= 10m
 soak: chain-node
 	UBS_SOAK_SEED=$(SEED) UBS_SOAK_DURATION=$(DURATION) $(GO) test -race -tags invariants -count 1 -timeout 5h \
 	  -run '^TestVenueSoak$$' -v ./cmd/exchange
+
+## replica-demo: a 3-node NATS cluster, a primary and a standby, a promotion (docs/replication.md)
+replica-demo:
+	bash scripts/replica-demo.sh
 
 ## fuzz: run every fuzz target for FUZZTIME each
 FUZZTIME ?= 30s

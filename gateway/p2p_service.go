@@ -26,6 +26,9 @@ type P2PServiceConfig struct {
 	Asset string        // --p2p-asset: the service's asset symbol; "" = service off
 	Hold  time.Duration // --p2p-hold: the cancel window
 	Tick  time.Duration // --p2p-tick: how often due transfers are looked for
+	// Standby: a replicated standby serves the reads and issues nothing
+	// (no ticker, no asset configuration: the primary's log brings them).
+	Standby bool
 }
 
 // DefaultP2PService is the default configuration.
@@ -162,6 +165,10 @@ func StartP2P(f P2PServiceConfig, b Backend, reg *Registry, pm *P2PMetrics, log 
 	}
 	if !ok {
 		return nil, nil, fmt.Errorf("--p2p-asset %q is %w", f.Asset, ErrP2PAsset)
+	}
+	if f.Standby {
+		log.Info("p2p: transfer service reads only (standby)", "asset", a.Symbol)
+		return &P2PConfig{Asset: a.ID, Scale: a.Scale, Hold: f.Hold}, func() {}, nil
 	}
 	configured := false
 	if err := b.Read(func(p *core.Processor, _ *History) error { _, configured = p.AssetScale(a.ID); return nil }); err != nil {

@@ -62,6 +62,7 @@ const (
 	featChain              // ServerConfig.Chain (--chain-rpc)
 	featCoreFaults         // ServerConfig.CoreFaults (--enable-fault-injection)
 	featP2P                // ServerConfig.P2P (spec 003's transfer service)
+	featReplica            // ServerConfig.Replica (a replicated venue)
 )
 
 func (s *Server) has(f feature) bool {
@@ -76,6 +77,8 @@ func (s *Server) has(f feature) bool {
 		return s.coreFault
 	case featP2P:
 		return s.p2p != nil
+	case featReplica:
+		return s.replica != nil
 	}
 	return true
 }
@@ -135,6 +138,8 @@ var routes = []route{
 	needing(featChain, mkRoute("DELETE", "/admin/v1/users/{user_id}/withdrawal-limits", (*Server).clearWithdrawalLimit)),
 	needing(featChain, mkRoute("POST", "/admin/v1/users/{user_id}/withdrawal-allowlist", (*Server).allowWithdrawalAddress)),
 	needing(featChain, mkRoute("DELETE", "/admin/v1/users/{user_id}/withdrawal-allowlist", (*Server).disallowWithdrawalAddress)),
+	needing(featReplica, mkRoute("POST", promotePath, (*Server).promote)),
+	needing(featReplica, mkRoute("GET", "/admin/v1/replication", (*Server).replicationStatus)),
 	needing(featP2P, mkRoute("POST", "/balance-service/users", (*Server).postP2PUser)),
 	needing(featP2P, mkRoute("GET", "/balance-service/users/{userId}/balance", (*Server).getP2PBalance)),
 	needing(featP2P, mkRoute("POST", "/transfers", (*Server).postP2PTransfer)),

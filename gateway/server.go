@@ -105,6 +105,10 @@ type ServerConfig struct {
 	// P2P, if set, serves spec 003's transfer service at its own paths
 	// (gateway/p2p.go); without it those routes do not exist.
 	P2P *P2PConfig
+	// Replica, if set, is the node's role in a replicated venue: writes on
+	// a standby answer 503 NOT_PRIMARY, every answer carries X-Ubs-Seq,
+	// and the replication routes exist (replica.go).
+	Replica Replica
 }
 
 // Server is the HTTP API. Create it with NewServer; it is safe for
@@ -131,6 +135,7 @@ type Server struct {
 	breakers  *BreakerLog
 	coreFault bool
 	p2p       *P2PConfig // nil: no transfer-service routes
+	replica   Replica    // nil: not replicated
 	p2pIDs    sync.Map   // handle (string) -> core.UserID: p2pResolve's cache
 	maxBody   int
 	tokens    *tokenCache
@@ -169,7 +174,7 @@ func NewServer(cfg ServerConfig) *Server {
 	s := &Server{backend: cfg.Backend, auth: cfg.Auth, reg: cfg.Registry, log: cfg.Logger,
 		obs: cfg.Observer, metrics: cfg.Metrics, ready: cfg.Ready, degrade: cfg.Degraded, archive: cfg.Archive,
 		now: cfg.Now, maxBody: cfg.MaxBodyBytes, transfers: cfg.Transfers, faults: cfg.Faults,
-		chain: cfg.Chain, breakers: cfg.Breakers, coreFault: cfg.CoreFaults, p2p: cfg.P2P}
+		chain: cfg.Chain, breakers: cfg.Breakers, coreFault: cfg.CoreFaults, p2p: cfg.P2P, replica: cfg.Replica}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -219,6 +224,10 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	route = r.name
+	if err := s.notPrimary(ctx); err != nil {
+		s.fail(ctx, st, err)
+		return
+	}
 	if err := r.h(s, ctx, st); err != nil {
 		s.fail(ctx, st, err)
 	}

@@ -89,6 +89,14 @@ type Config struct {
 	// lock is held: state derived from events and read inside Read stays
 	// consistent with the replica. It must not block or keep evs.
 	OnView func(c *core.Command, evs []core.Event)
+	// Replicator, if set, is the replicated log of sync replication
+	// (replicate.go): a command is durable only once the local fsync and
+	// the log have both stored it.
+	Replicator Replicator
+	// Standby starts the pipeline as a standby: it applies only the
+	// commands SubmitSequenced gives it (a primary's, from the replicated
+	// log) and refuses Submit with ErrStandby, until Promote.
+	Standby bool
 }
 
 // Slot is one ring entry. The submitter writes Cmd, Reply and Enq; the
@@ -183,6 +191,8 @@ type Pipeline struct {
 	maxApply   atomic.Int64 // ns, with Config.MeasureApply
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
+
+	repState // sync replication and the standby mode (replicate.go)
 }
 
 // Start recovers the state in cfg.Dir (snapshot + WAL replay + full invariant
@@ -236,9 +246,19 @@ func Start(cfg Config) (*Pipeline, error) {
 	base := rec.State // serialized once, by the recovery (its state hash)
 	rec.State = nil
 	pl.baseSnap.Store(&base)
+	pl.repCtx, pl.repCancel = context.WithCancel(context.Background())
+	pl.standby.Store(cfg.Standby)
+	if cfg.Replicator != nil {
+		pl.rep.Store(&repBox{r: cfg.Replicator})
+	}
 	pl.durWait.init()
 	pl.jst = r.NewStage()
 	pl.pst = r.NewStage()
+	durable := pl.jst // the stage after which a command is durable
+	if cfg.Replicator != nil || cfg.Standby {
+		pl.repst = r.NewStage(pl.jst)
+		durable = pl.repst
+	}
 	// The state follower's replica is restored beside the read view's (two
 	// copies of the recovered state, in parallel: start-up time at scale).
 	var sf *Follower
@@ -265,9 +285,9 @@ func Start(cfg Config) (*Pipeline, error) {
 		}
 		pl.view, pl.viewSeq = view, pl.base
 		pl.vst = r.NewStage(pl.pst)
-		pl.rst = r.NewStage(pl.jst, pl.vst)
+		pl.rst = r.NewStage(durable, pl.vst)
 	} else {
-		pl.rst = r.NewStage(pl.jst, pl.pst)
+		pl.rst = r.NewStage(durable, pl.pst)
 	}
 	if err := <-sfErr; err != nil {
 		rec.WAL.Close()
@@ -283,6 +303,10 @@ func Start(cfg Config) (*Pipeline, error) {
 	pl.wg.Add(2)
 	go pl.journaler()
 	go pl.processor()
+	if pl.repst != nil {
+		pl.wg.Add(1)
+		go pl.replicationStage()
+	}
 	if pl.vst != nil {
 		pl.wg.Add(1)
 		go pl.viewer()
@@ -327,6 +351,9 @@ func (pl *Pipeline) Submit(c *core.Command, reply *Reply) (core.Seq, error) {
 	if !c.Kind.Valid() {
 		return 0, ErrInvalidKind
 	}
+	if err := pl.standbyCheck(); err != nil {
+		return 0, err
+	}
 	lo, _, err := pl.ring.Claim(1)
 	if err != nil {
 		return 0, ErrStopped
@@ -338,6 +365,9 @@ func (pl *Pipeline) Submit(c *core.Command, reply *Reply) (core.Seq, error) {
 func (pl *Pipeline) TrySubmit(c *core.Command, reply *Reply) (core.Seq, error) {
 	if !c.Kind.Valid() {
 		return 0, ErrInvalidKind
+	}
+	if err := pl.standbyCheck(); err != nil {
+		return 0, err
 	}
 	lo, _, ok := pl.ring.TryClaim(1)
 	if !ok {
@@ -371,6 +401,9 @@ func (pl *Pipeline) SubmitBatch(cmds []core.Command) (core.Seq, error) {
 		if !cmds[i].Kind.Valid() {
 			return 0, ErrInvalidKind
 		}
+	}
+	if err := pl.standbyCheck(); err != nil {
+		return 0, err
 	}
 	lo, hi, err := pl.ring.Claim(len(cmds))
 	if err != nil {
@@ -433,7 +466,10 @@ func (pl *Pipeline) Close() error {
 	var err error
 	pl.closeOnce.Do(func() {
 		pl.ring.Close()
+		grace := time.AfterFunc(replicateCloseGrace, pl.repCancel)
 		pl.wg.Wait()
+		grace.Stop()
+		pl.repCancel()
 		pl.stateStop()
 		<-pl.snapDoneCh
 		if pl.Err() == nil && pl.proc.LastSeq() > pl.lastSnap && pl.DurableSeq() >= pl.proc.LastSeq() {
@@ -469,6 +505,9 @@ func (pl *Pipeline) String() string {
 func (pl *Pipeline) SubmitFunc(n int, fill func(seq core.Seq, c *core.Command)) (core.Seq, error) {
 	if n < 1 || n > pl.ring.Cap() {
 		return 0, fmt.Errorf("%w: %d commands (1..%d)", ErrBatchSize, n, pl.ring.Cap())
+	}
+	if err := pl.standbyCheck(); err != nil {
+		return 0, err
 	}
 	lo, hi, err := pl.ring.Claim(n)
 	if err != nil {

@@ -23,13 +23,16 @@ func nanotime() int64 { return int64(time.Since(clockBase)) }
 func (pl *Pipeline) journaler() {
 	defer pl.wg.Done()
 	defer func() { // durable will not grow any more: release every waiter
-		pl.jDone.Store(true)
-		pl.durWait.notify()
+		if pl.repst == nil { // else the replication stage owns durable
+			pl.jDone.Store(true)
+			pl.durWait.notify()
+		}
 	}()
 	var (
-		buf     []byte
-		offs    []int
-		entries []Entry
+		buf      []byte
+		offs     []int
+		entries  []Entry
+		payloads [][]byte // entries' payloads for the Replicator
 	)
 	next := int64(1)
 	for {
@@ -51,13 +54,22 @@ func (pl *Pipeline) journaler() {
 			entries = append(entries, Entry{Seq: uint64(pl.base) + uint64(next) + uint64(i), Payload: buf[offs[i]:offs[i+1]]})
 		}
 		t0 := nanotime()
-		if err := pl.wal.AppendBatch(entries); err != nil {
+		payloads, err = pl.repAppend(entries, payloads)
+		if err == nil {
+			err = pl.wal.AppendBatch(entries)
+		}
+		if err != nil {
 			pl.jst.Halt()
 			pl.fail(err)
 			return
 		}
 		if pl.cfg.OnJournalBatch != nil {
 			pl.cfg.OnJournalBatch(len(entries), time.Duration(nanotime()-t0))
+		}
+		if pl.repst != nil { // durable once the log holds it too
+			pl.jst.Commit(hi)
+			next = hi + 1
+			continue
 		}
 		pl.durable.Store(uint64(pl.base) + uint64(hi))
 		pl.durWait.notify()

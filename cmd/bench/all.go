@@ -41,6 +41,7 @@ type allProfile struct {
 	transferModes string
 	sweep         []string // sweep flags beyond http's
 	sink          []string // sink flags (closed loop: the full pipeline rate)
+	replication   []string // replication flags
 	ws            []string // bench ws flags
 }
 
@@ -60,6 +61,7 @@ var profiles = map[string]allProfile{
 		transferModes: "fsm",
 		sweep:         []string{"--fractions", "0.1,0.25,0.5,0.75,0.9,1.0,1.1,1.2", "--duration", "8s", "--warmup", "1s"},
 		sink:          []string{"--commands", "300000"},
+		replication:   []string{"--commands", "200000", "--rounds", "3"},
 		ws:            []string{"--subscribers", "1000", "--duration", "3s", "--rounds", "3"},
 	},
 	// quick: about a minute.
@@ -77,6 +79,7 @@ var profiles = map[string]allProfile{
 		transferModes: "fsm",
 		sweep:         []string{"--fractions", "0.1,0.5,0.9,1.2", "--duration", "1500ms", "--warmup", "300ms"},
 		sink:          []string{"--commands", "100000"},
+		replication:   []string{"--commands", "50000", "--rounds", "1"},
 		ws:            []string{"--quick"},
 	},
 	// tiny: the harness's own test (seconds).
@@ -94,6 +97,7 @@ var profiles = map[string]allProfile{
 		transferModes: "fsm",
 		sweep:         []string{"--fractions", "0.5,1.2", "--duration", "300ms", "--warmup", "100ms"},
 		sink:          []string{"--commands", "20000", "--users", "500", "--seed-per-book", "50"},
+		replication:   []string{"--commands", "5000", "--rounds", "1", "--nodes", "1", "--users", "500"},
 		ws:            []string{"--subscribers", "20", "--producers", "8", "--duration", "300ms", "--rounds", "1"},
 	},
 }
@@ -285,6 +289,7 @@ func (e *allEnv) runSteps() {
 	e.step("ws", "", append([]string{"ws", "--json"}, p.ws...))
 	e.step("sink", e.noPG, append([]string{"sink", "--pg-url", e.pgURL, "--seed", seed, "--json"}, p.sink...))
 	e.step("pg-baseline", e.noPG, append([]string{"pg-baseline", "--pg-url", e.pgURL, "--json"}, p.transfer...))
+	e.step("replication", "", append([]string{"replication", "--seed", seed, "--json"}, p.replication...))
 }
 
 func pipelineName(batch int) string { return "pipeline-batch-" + strconv.Itoa(batch) }

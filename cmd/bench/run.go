@@ -35,6 +35,7 @@ scenarios:
   pg-baseline   the naive one-transaction ledger alone on Postgres
   sink          Postgres sink throughput and lag (commit - ack) while the pipeline runs its workload
   p2p           spec 003 transfers: POST /transfers and GET balance vs the hello-world ceiling, core execution, publisher
+  replication   durable commands/s and ack latency with sync replication (R=3 JetStream, in process) vs the local WAL alone
   ws            WebSocket fan-out: 1,000 subscribers on one market; pipeline rate with it on vs off, msgs/s, ack -> delivery latency
   state         spec 003 transfers with a short retention through the pipeline: memory and snapshot size vs transfers made
   restart       journal.Start on a large state (accounts, resting orders, pending transfers, binary markets): time to ready
@@ -87,6 +88,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runRestartBench(args[1:], stdout, stderr)
 	case "p2p":
 		return runP2P(args[1:], stdout, stderr)
+	case "replication":
+		return runReplication(args[1:], stdout, stderr)
 	case "hello-server":
 		return runHelloServer(args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -21,6 +21,7 @@ import (
 	"github.com/ubscore/ubscore/persist/chainside"
 	"github.com/ubscore/ubscore/protection"
 	"github.com/ubscore/ubscore/publish"
+	"github.com/ubscore/ubscore/replication"
 	"github.com/ubscore/ubscore/stream"
 )
 
@@ -79,6 +80,9 @@ type Config struct {
 	P2P gateway.P2PServiceConfig
 	// Publish is the event publisher (NATS JetStream; package publish).
 	Publish publish.Config
+	// Replication is this node's place in a replicated venue (package
+	// replication; Mode "off": a single node, the default).
+	Replication replication.NodeConfig
 	// Stream is the WebSocket fan-out, GET /ws (package stream).
 	Stream stream.Flags
 	// P2PRetention is how long finished spec 003 transfers stay in the core
@@ -183,6 +187,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.StringVar(&cfg.Publish.Stream, "nats-stream", pub.Stream, "the JetStream stream the event publisher writes (one writer per stream)")
 	fs.StringVar(&cfg.Publish.Prefix, "nats-subject-prefix", pub.Prefix, "the prefix of the stream's subjects (ubs. gives ubs.transfer.created, ubs.trade, ...)")
 	fs.StringVar(&cfg.Publish.NATSURL, "nats-url", pub.NATSURL, "NATS server (JetStream) the event publisher writes stream "+publish.Stream+" to, e.g. nats://127.0.0.1:4222; empty = publisher off; env UBS_NATS_URL")
+	registerReplication(fs, &cfg.Replication)
 	cfg.Stream.Register(fs)
 	fs.DurationVar(&cfg.P2PRetention, "p2p-retention", gateway.DefaultP2PRetention, "how long a finished user-to-user transfer stays in the core before only Postgres holds it (with Postgres only; without it nothing is forgotten)")
 	fs.Usage = func() {
@@ -203,6 +208,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	}
 	if err := cfg.P2P.Validate(); err != nil {
 		return Config{}, usageError{err}
+	}
+	if cfg.Replication.Mode != replication.ModeOff {
+		if cfg.Replication.Advertise == "" {
+			cfg.Replication.Advertise = cfg.HTTPAddr
+		}
+		if err := cfg.Replication.Validate(); err != nil {
+			return Config{}, usageError{err}
+		}
 	}
 	if _, _, err := net.SplitHostPort(cfg.HTTPAddr); err != nil {
 		return Config{}, usageError{fmt.Errorf("--http %q: %w", cfg.HTTPAddr, err)}
@@ -256,6 +269,18 @@ func registerChain(fs *flag.FlagSet, c *chainside.Config) {
 		"native coin (ETH, 18 decimals) the hot wallet keeps above its unpaid txs' value and gas; below it: CRITICAL alert, new withdrawals refused (HOT_WALLET_INSUFFICIENT)")
 	fs.StringVar(&c.Guard.Limits, "chain-withdraw-limits", d.Guard.Limits,
 		"default daily withdrawal limits per user: SYMBOL:DAILY_AMOUNT:DAILY_COUNT,... (UTC day; 0 = no limit; admin endpoints override per user)")
+}
+
+// registerReplication binds the --replication* flags to c.
+func registerReplication(fs *flag.FlagSet, c *replication.NodeConfig) {
+	fs.StringVar((*string)(&c.Mode), "replication", string(replication.ModeOff), "replicated log: off, sync (acknowledged once a NATS quorum holds it too) or async (acknowledged after the local fsync; a take-over loses the lag)")
+	fs.StringVar(&c.Log.URL, "replication-url", "", "NATS server(s) of the replicated log, comma separated")
+	fs.StringVar(&c.Log.Stream, "replication-stream", replication.DefaultStream, "the JetStream stream of the replicated log")
+	fs.StringVar(&c.Log.Subject, "replication-subject", replication.DefaultSubject, "the subject prefix of the log's records")
+	fs.IntVar(&c.Log.Replicas, "replication-replicas", 1, "the stream's replicas (3 on a 3-node NATS cluster)")
+	fs.StringVar((*string)(&c.Role), "role", string(replication.RolePrimary), "with --replication: primary (takes commands) or standby (applies the primary's, serves reads)")
+	fs.StringVar(&c.Log.Node, "node-id", replication.DefaultNodeID(), "this node's name in the log's epoch markers")
+	fs.StringVar(&c.Advertise, "advertise", "", "the HTTP address a standby gives clients for this node as the primary; empty = --http")
 }
 
 var (

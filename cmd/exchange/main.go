@@ -30,6 +30,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ubscore/ubscore/logging"
+	"github.com/ubscore/ubscore/replication"
 )
 
 func main() {
@@ -77,6 +78,10 @@ func run(args []string) error {
 		}
 	}
 	err = serve(ctx, cfg, log)
+	for errors.Is(err, replication.ErrPromoted) { // a promoted standby serves again as the primary
+		cfg.Replication.Role = replication.RolePrimary
+		err = serve(ctx, cfg, log)
+	}
 	if perr := stopPG(); perr != nil {
 		log.Error("postgres: stop failed", "err", perr.Error())
 		err = errors.Join(err, perr)

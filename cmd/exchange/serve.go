@@ -17,6 +17,7 @@ import (
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/instruments"
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/logging"
 	exmetrics "github.com/ubscore/ubscore/metrics"
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/archive"
@@ -25,6 +26,7 @@ import (
 	transferservice "github.com/ubscore/ubscore/persist/transfer/service"
 	"github.com/ubscore/ubscore/protection"
 	"github.com/ubscore/ubscore/publish"
+	"github.com/ubscore/ubscore/replication"
 	"github.com/ubscore/ubscore/stream"
 )
 
@@ -70,6 +72,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		pool *pgxpool.Pool
 		sink *persist.Sink
 	)
+	// A standby issues no command and writes nothing downstream: no sink,
+	// publisher, transfers, chain side or timers (its primary runs them).
+	standby := cfg.Replication.Mode != replication.ModeOff && cfg.Replication.Role == replication.RoleStandby
+	if standby {
+		cfg.PGURL, cfg.Publish.NATSURL, cfg.Chain.RPC, cfg.P2P.Standby = "", "", "", true
+	}
 	jc := journal.Config{Dir: cfg.DataDir, Logger: log, ReadView: true,
 		Core: core.Config{AllowFaults: cfg.FaultInjection},
 		OnView: func(c *core.Command, evs []core.Event) {
@@ -80,6 +88,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		},
 		OnJournalBatch: m.JournalBatch,
 		TruncateLimit:  ret.TruncateLimit(m.DurableSeq),
+		Standby:        cfg.Replication.Mode != replication.ModeOff, // every replicated node starts by reading the log
 	}
 	if cfg.PGURL != "" {
 		if pool, err = persist.OpenPool(ctx, cfg.PGURL, os.Getenv, log); err != nil {
@@ -89,7 +98,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		sink = persist.NewSink(pool, persist.Options{Logger: log})
 		m.SetPersisted(sink.PersistedSeqCached)
 		ret.Register("sink", sink.PersistedSeqCached)
-	} else {
+	} else if !standby {
 		log.Warn("postgres: none; orders and balances run from the WAL alone, no SQL read model is written")
 	}
 
@@ -114,7 +123,23 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		return err
 	}
-	if n, err := instruments.Install(pl, cfg.Instruments); err != nil {
+	// After the warm-up: a standby's commands reach the history through OnView.
+	if cfg.Replication.Mode != replication.ModeOff { // one venue, one WAL id on every node
+		if cfg.Replication.Log.Venue, cfg.Replication.AdoptVenue, err = persist.VenueIdentity(cfg.DataDir, !standby); err != nil {
+			_ = pl.Close()
+			return err
+		}
+	}
+	node, err := replication.StartFor(ctx, cfg.Replication, pl, m.Reg, log)
+	if err != nil {
+		_ = pl.Close()
+		return err
+	}
+	n := 0
+	if !standby { // a standby's configuration comes with the primary's log
+		n, err = instruments.Install(pl, cfg.Instruments)
+	}
+	if err != nil {
 		_ = pl.Close()
 		return err
 	} else if err := instruments.WriteNames(cfg.DataDir, reg); err != nil {
@@ -167,6 +192,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	sinkWG.Go(func() { ws.Run(sinkCtx) })
 	var xfers *transferservice.Service
+	if node != nil {
+		scfg.Replica = node
+	}
 	if pool != nil {
 		pgh := persist.NewHealth(pool, log)
 		sinkWG.Go(func() { pgh.Run(sinkCtx) })
@@ -229,23 +257,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return abort(err)
 	}
-	stopProt := prot.Start(pl, pool, &migrated, cfg.Protection)
+	stopProt := func() {}
+	if !standby {
+		stopProt = prot.Start(pl, pool, &migrated, cfg.Protection)
+	}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(gateway.NewDeadlineListener(ln, 0)) }()
 	serving.Store(true)
 	log.Info("exchange: serving", "http", ln.Addr().String(), "durable_seq", pl.DurableSeq(), "ready", ready())
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-		log.Info("exchange: shutting down", "cause", context.Cause(ctx).Error())
-	case <-pl.Dead():
-		runErr = pl.Err()
-		log.Error("exchange: core stopped", "err", runErr)
-	case err := <-httpErr:
-		runErr = fmt.Errorf("http: %w", err)
-		log.Error("exchange: http server failed", "err", err)
-	}
+	runErr := waitServing(ctx, pl, node, httpErr, log)
 	serving.Store(false)
 	ws.Close(httpDrainTimeout) // every socket gets 1001 (fasthttp's shutdown leaves hijacked ones open)
 	sctx, cancel := context.WithTimeout(context.Background(), httpDrainTimeout)
@@ -272,12 +293,47 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		sinkWG.Wait()
 		log.Info("exchange: sink stopped", "persisted_seq", sink.PersistedSeqCached(), "durable_seq", pl.DurableSeq())
 	}
-	if err := pl.Close(); err != nil && runErr == nil {
+	if node != nil {
+		node.Close() // a standby stops applying the log before the core closes
+	}
+	if err := pl.Close(); err != nil && runErr == nil && !errors.Is(err, replication.ErrFenced) {
 		runErr = err
 	}
 	stopSink()
 	log.Info("exchange: stopped", "seq", pl.Processor().LastSeq(), "state_hash", pl.Processor().StateHash())
 	return runErr
+}
+
+// waitServing waits for the end of serving: a signal (nil), the core's
+// death, the HTTP server's failure, or a standby's promotion
+// (replication.ErrPromoted: the caller serves again as the primary). A
+// fenced primary keeps answering 503 NOT_PRIMARY until it is stopped.
+func waitServing(ctx context.Context, pl *journal.Pipeline, node *replication.Node, httpErr <-chan error, log *slog.Logger) error {
+	var promoted <-chan struct{}
+	if node != nil {
+		promoted = node.Promoted()
+	}
+	dead := pl.Dead()
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("exchange: shutting down", "cause", context.Cause(ctx).Error())
+			return nil
+		case <-promoted:
+			log.Info("exchange: promoted to primary: restarting as the primary")
+			return replication.ErrPromoted
+		case <-dead:
+			if err := pl.Err(); !errors.Is(err, replication.ErrFenced) {
+				log.Error("exchange: core stopped", "err", err)
+				return err
+			}
+			log.Log(ctx, logging.LevelCritical, "exchange: FENCED: another node is the primary; answering 503 NOT_PRIMARY until stopped")
+			dead = nil // wait for the rest
+		case err := <-httpErr:
+			log.Error("exchange: http server failed", "err", err)
+			return fmt.Errorf("http: %w", err)
+		}
+	}
 }
 
 // warmHistory rebuilds the gateway's History (finished orders, fills, recent

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/ubscore/ubscore/bench"
+)
+
+// runReplication is `bench replication`: durable throughput and ack latency
+// with sync replication (a JetStream stream of --nodes replicas on a NATS
+// cluster in this process) beside the local WAL alone, same run, and a
+// standby's lag behind the primary at full rate.
+func runReplication(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench replication", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg bench.ReplicationConfig
+	asJSON := fs.Bool("json", false, "print the report as one JSON line")
+	fs.IntVar(&cfg.Commands, "commands", 200_000, "commands per run")
+	fs.IntVar(&cfg.Producers, "producers", 4, "producer goroutines")
+	fs.IntVar(&cfg.Rounds, "rounds", 3, "alternating local / sync runs per load (medians)")
+	fs.IntVar(&cfg.Nodes, "nodes", 3, "NATS nodes and stream replicas")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "workload seed")
+	fs.IntVar(&cfg.Workload.Users, "users", bench.DefaultUsers, "funded users")
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	res, err := bench.RunReplication(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench replication:", err)
+		return exitFail
+	}
+	if *asJSON {
+		return printJSON(stdout, stderr, "replication", res)
+	}
+	fmt.Fprintf(stdout, "nodes / replicas   %d\ncommands per run   %d\n"+
+		"closed loop        local %.0f cmd/s   sync %.0f cmd/s   sync/local %.3f (target >= 0.5)\n"+
+		"half load %.0f/s   ack p50 local %.0f us sync %.0f us   p99 local %.0f us sync %.0f us   delta %.0f us (target <= 2000)\n"+
+		"cpu per command    local %.1f us   sync %.1f us (this process: pipeline, NATS nodes, producers)\n"+
+		"with a standby     %.0f cmd/s, lag max %.0f commands, caught up %.1f ms after the last ack\n",
+		res.Nodes, res.Commands, res.LocalRate, res.SyncRate, res.RateRatio, res.HalfRate,
+		res.LocalP50us, res.SyncP50us, res.LocalP99us, res.SyncP99us, res.P99DeltaUs, res.LocalCPUus, res.SyncCPUus,
+		res.StandbyRunRate, res.StandbyLagMax, res.StandbyCatchUpMs)
+	return exitOK
+}

@@ -1,0 +1,622 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// Defaults of Config.
+const (
+	DefaultStream  = "UBS_LOG"
+	DefaultSubject = "ubs.log"
+	// DefaultAttempt bounds one attempt of an append (publish to ack), after
+	// which the outcome is read back from the stream.
+	DefaultAttempt = 2 * time.Second
+	// headroom is what a message's headers and the protocol may take of the
+	// server's max payload.
+	headroom = 1024
+)
+
+// Errors.
+var (
+	// ErrFenced: another node has appended to the log since this node's
+	// last append (it was promoted): this node must acknowledge nothing more.
+	// Sticky: every later Append of the Log returns it.
+	ErrFenced = errors.New("replication: fenced: another node appended to the log")
+	// ErrBehind: Claim named a stream sequence that is not the log's last:
+	// read the log further and claim again.
+	ErrBehind = errors.New("replication: the log holds records this node has not read")
+	// ErrNotWriter: Append before a successful Claim.
+	ErrNotWriter = errors.New("replication: this node has not claimed the log")
+)
+
+// Config configures a Log.
+type Config struct {
+	URL      string // NATS server URL(s), comma separated
+	Stream   string // DefaultStream if empty
+	Subject  string // DefaultSubject if empty
+	Replicas int    // the stream's replicas: 3 on a cluster, 1 on a single server (1 if 0)
+	Node     string // this node's name, written in its epoch markers
+	// Venue is the venue's identity (its WAL id), written in its epoch
+	// markers; every node of a venue shares it (Standby checks it).
+	Venue string
+	// Attempt bounds one append attempt; DefaultAttempt if 0.
+	Attempt time.Duration
+	Logger  *slog.Logger
+}
+
+// Log is the replicated sequenced-command log: a JetStream stream in which
+// the writer (the primary) appends every group commit, each message
+// expecting the stream's last sequence to be the one the writer appended
+// before it (Nats-Expected-Last-Sequence). That expectation is the fence:
+// once another node has appended (a promotion's epoch marker), every
+// append of the old writer is refused and it learns it is fenced. No clock
+// is involved.
+//
+// One goroutine appends (the journaler) and one waits (the pipeline's
+// replication stage); Follow may run beside them.
+type Log struct {
+	cfg    Config
+	log    *slog.Logger
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	maxMsg int // bytes of one message's body
+
+	// The writer's state, guarded by mu (Append runs on the journaler,
+	// WaitStored on the pipeline's replication stage).
+	mu       sync.Mutex
+	epoch    uint64   // 0 until Claim
+	last     uint64   // the stream sequence of the last record known stored
+	queue    []sent   // sent, not yet known stored, in order: queue[i] expects last+i
+	sentUpTo core.Seq // the last command appended (stored or queued)
+	enqueued uint64   // records appended since Open
+
+	fenced   atomic.Bool
+	appended atomic.Uint64 // the last command stored in the stream by this node
+	storedN  atomic.Uint64 // records appended since Open and known stored
+	pending  atomic.Uint64 // Follow: records after the last one delivered, as the server last said
+	stalled  atomic.Int64  // unix ns since when appends go unconfirmed (0: they are confirmed)
+	streamSq atomic.Uint64 // the stream sequence of the last record this node stored
+	refused  atomic.Uint64 // appends refused by the fence
+}
+
+// sent is one record in flight.
+type sent struct {
+	id      string
+	subject string
+	body    []byte
+	upTo    core.Seq               // the log's last command once it is stored
+	fut     jetstream.PubAckFuture // nil: not sent (WaitStored reads back and sends again)
+}
+
+// Open connects to NATS and creates the stream (or updates its config).
+func Open(ctx context.Context, cfg Config) (*Log, error) {
+	if cfg.Stream == "" {
+		cfg.Stream = DefaultStream
+	}
+	if cfg.Subject == "" {
+		cfg.Subject = DefaultSubject
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Attempt == 0 {
+		cfg.Attempt = DefaultAttempt
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.URL == "" {
+		return nil, errors.New("replication: no NATS URL")
+	}
+	nc, err := nats.Connect(cfg.URL, nats.Name("ubscore-replication-"+cfg.Node), nats.MaxReconnects(-1),
+		nats.ReconnectWait(100*time.Millisecond), nats.Timeout(2*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("replication: connect %s: %w", cfg.URL, err)
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(cfg.Attempt))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("replication: %w", err)
+	}
+	scfg := jetstream.StreamConfig{
+		Name:       cfg.Stream,
+		Subjects:   []string{cfg.Subject + ".*"}, // <subject>.<kind>: see subject
+		Storage:    jetstream.FileStorage,
+		Replicas:   cfg.Replicas,
+		Retention:  jetstream.LimitsPolicy,
+		Discard:    jetstream.DiscardNew, // never drop an old record to make room: refuse the append
+		Duplicates: 2 * time.Minute,
+	}
+	// A cluster that has just started may not know its peers yet ("no
+	// suitable peers"), or have no meta leader: retry until ctx ends.
+	var s jetstream.Stream
+	for {
+		s, err = js.CreateOrUpdateStream(ctx, scfg)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		cfg.Logger.Warn("replication: stream not ready, retrying", "stream", cfg.Stream, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("replication: stream %s (replicas %d): %w", cfg.Stream, cfg.Replicas, err)
+	}
+	return &Log{cfg: cfg, log: cfg.Logger, nc: nc, js: js, stream: s,
+		maxMsg: int(nc.MaxPayload()) - headroom}, nil
+}
+
+// Close closes the connection.
+func (l *Log) Close() { l.nc.Drain() } //nolint:errcheck // closing either way
+
+// Epoch is this node's epoch as the writer (0: not the writer).
+func (l *Log) Epoch() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epoch
+}
+
+// Fenced tells whether an append of this node has been refused because
+// another node appended.
+func (l *Log) Fenced() bool { return l.fenced.Load() }
+
+// Appended is the last command this node has stored in the stream.
+func (l *Log) Appended() core.Seq { return core.Seq(l.appended.Load()) }
+
+// Refused counts this node's appends refused by the fence.
+func (l *Log) Refused() uint64 { return l.refused.Load() }
+
+// Stalled is how long appends have gone unconfirmed (0: they are
+// confirmed): the stream has no quorum or cannot be reached.
+func (l *Log) Stalled() time.Duration {
+	if t := l.stalled.Load(); t != 0 {
+		return time.Since(time.Unix(0, t))
+	}
+	return 0
+}
+
+// Tail is the stream's last record (nil if the stream is empty) and its
+// stream sequence.
+func (l *Log) Tail(ctx context.Context) (uint64, *Record, error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("replication: stream info: %w", err)
+	}
+	last := info.State.LastSeq
+	if info.State.Msgs == 0 {
+		return last, nil, nil
+	}
+	r, err := l.get(ctx, last)
+	if err != nil {
+		return 0, nil, err
+	}
+	return last, &r, nil
+}
+
+// get reads and decodes the record at stream sequence sq.
+func (l *Log) get(ctx context.Context, sq uint64) (Record, error) {
+	m, err := l.stream.GetMsg(ctx, sq)
+	if err != nil {
+		return Record{}, fmt.Errorf("replication: read record %d: %w", sq, err)
+	}
+	r, err := DecodeRecord(m.Data)
+	if err != nil {
+		return Record{}, fmt.Errorf("replication: record %d: %w", sq, err)
+	}
+	return r, nil
+}
+
+// Claim makes this node the log's writer at epoch: it appends an epoch
+// marker expecting the stream's last sequence to be at (the last record
+// the caller has read and applied; 0 for an empty stream). If another node
+// appended after at, Claim returns ErrBehind: read on and claim again.
+// applied is the last command the caller holds; epoch must be above every
+// epoch in the log.
+func (l *Log) Claim(ctx context.Context, at uint64, applied core.Seq, epoch uint64) error {
+	if l.fenced.Load() {
+		return ErrFenced
+	}
+	l.mu.Lock()
+	venue := l.cfg.Venue
+	l.mu.Unlock()
+	body := appendEpoch(nil, epoch, applied, l.cfg.Node, venue)
+	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: l.subject(KindEpoch), Data: body,
+		Header: nats.Header{jetstream.MsgIDHeader: []string{msgID(epoch, KindEpoch, applied)}}},
+		jetstream.WithExpectLastSequence(at))
+	if wrongLast(err) {
+		return fmt.Errorf("%w (expected stream sequence %d): %v", ErrBehind, at, err)
+	}
+	if err != nil {
+		return fmt.Errorf("replication: claim epoch %d: %w", epoch, err)
+	}
+	l.mu.Lock()
+	l.epoch, l.last, l.sentUpTo = epoch, ack.Sequence, applied
+	l.mu.Unlock()
+	l.streamSq.Store(ack.Sequence)
+	l.appended.Store(uint64(applied))
+	l.log.Info("replication: claimed the log", "node", l.cfg.Node, "epoch", epoch, "stream_seq", ack.Sequence,
+		"seq", applied)
+	return nil
+}
+
+// setVenue sets the venue this node's claims carry.
+func (l *Log) setVenue(v string) {
+	l.mu.Lock()
+	l.cfg.Venue = v
+	l.mu.Unlock()
+}
+
+// adopt makes this node the writer at epoch without a new marker: its own
+// epoch marker is the log's last record, at stream sequence at.
+func (l *Log) adopt(epoch, at uint64, applied core.Seq) {
+	l.mu.Lock()
+	l.epoch, l.last, l.sentUpTo = epoch, at, applied
+	l.mu.Unlock()
+	l.streamSq.Store(at)
+	l.appended.Store(uint64(applied))
+	l.log.Info("replication: the log's last record is this node's claim: writing on", "node", l.cfg.Node, "epoch", epoch)
+}
+
+// wrongLast tells whether err is the stream refusing an expected last
+// sequence (either of the two codes the server uses).
+func wrongLast(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+	}
+	return false
+}
+
+// subject is where records of kind k go: <Config.Subject>.<kind letter>,
+// so the newest epoch marker is one read (LastEpoch).
+func (l *Log) subject(k Kind) string { return l.cfg.Subject + "." + string(rune(k)) }
+
+// LastEpoch is the newest epoch marker of the log (nil: none).
+func (l *Log) LastEpoch(ctx context.Context) (*Record, error) {
+	m, err := l.stream.GetLastMsgForSubject(ctx, l.subject(KindEpoch))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replication: the newest epoch marker: %w", err)
+	}
+	r, err := DecodeRecord(m.Data)
+	if err != nil {
+		return nil, fmt.Errorf("replication: epoch marker %d: %w", m.Sequence, err)
+	}
+	return &r, nil
+}
+
+// msgID names a record uniquely in the log: the writer's epoch, the kind
+// and the first command (or seq) it covers.
+func msgID(epoch uint64, k Kind, seq core.Seq) string {
+	return strconv.FormatUint(epoch, 10) + "." + string(rune(k)) + "." + strconv.FormatUint(uint64(seq), 10)
+}
+
+// Append sends the commands first..first+len(cmds)-1 (the WAL's payloads;
+// copied) to the log, split over the server's max payload, without
+// waiting: several appends may be in flight, each message expecting the one
+// before it, so a refused or lost message makes every later one fail too
+// and the log never gets a hole. WaitStored tells when they are stored.
+// Safe beside WaitStored; one goroutine appends.
+func (l *Log) Append(first core.Seq, cmds [][]byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	for len(cmds) > 0 {
+		n, size := 0, commandsOverhead
+		for n < len(cmds) && (n == 0 || size+len(cmds[n])+10 <= l.maxMsg) {
+			size += len(cmds[n]) + 10
+			n++
+		}
+		l.enqueue(sent{id: msgID(l.epoch, KindCommands, first), subject: l.subject(KindCommands),
+			body: AppendCommands(nil, l.epoch, first, cmds[:n]),
+			upTo: first + core.Seq(n) - 1})
+		first += core.Seq(n)
+		cmds = cmds[n:]
+	}
+	return nil
+}
+
+// AppendHash sends the writer's state hash after command seq, which must
+// already be appended, without waiting.
+func (l *Log) AppendHash(seq core.Seq, hash string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if seq == 0 || seq > l.sentUpTo {
+		return fmt.Errorf("replication: hash after command %d, but the log holds commands up to %d", seq, l.sentUpTo)
+	}
+	l.enqueue(sent{id: msgID(l.epoch, KindHash, seq), subject: l.subject(KindHash), body: appendHash(nil, l.epoch, seq, l.sentUpTo, hash), upTo: l.sentUpTo})
+	return nil
+}
+
+// writable is nil if this node may append (under mu).
+func (l *Log) writable() error {
+	if l.fenced.Load() {
+		return ErrFenced
+	}
+	if l.epoch == 0 {
+		return ErrNotWriter
+	}
+	return nil
+}
+
+// enqueue adds a record to the queue and sends it (under mu).
+func (l *Log) enqueue(r sent) {
+	l.queue = append(l.queue, r)
+	l.enqueued++
+	l.sentUpTo = r.upTo
+	l.send(len(l.queue) - 1)
+}
+
+// send publishes queue[i], expecting the stream's last sequence to be the
+// record before it (under mu). A failed send leaves no future: WaitStored
+// reads the stream back and sends it again.
+func (l *Log) send(i int) {
+	r := &l.queue[i]
+	r.fut = nil
+	fut, err := l.js.PublishMsgAsync(&nats.Msg{Subject: r.subject, Data: r.body,
+		Header: nats.Header{jetstream.MsgIDHeader: []string{r.id}}},
+		jetstream.WithExpectLastSequence(l.last+uint64(i)))
+	if err == nil {
+		r.fut = fut
+	}
+}
+
+// Wait returns once every record appended so far (commands and hashes) is
+// stored; see WaitStored.
+func (l *Log) Wait(ctx context.Context) error {
+	l.mu.Lock()
+	n := l.enqueued
+	l.mu.Unlock()
+	return l.waitUntil(ctx, func() bool { return l.storedN.Load() >= n })
+}
+
+// WaitStored returns once the log has stored every command up to seq (a
+// quorum of the stream's replicas holds it), retrying while the stream
+// cannot answer (no quorum, no connection) until ctx ends; ErrFenced if
+// another node appended first. One goroutine waits.
+func (l *Log) WaitStored(ctx context.Context, seq core.Seq) error {
+	return l.waitUntil(ctx, func() bool { return core.Seq(l.appended.Load()) >= seq })
+}
+
+// waitUntil takes the queue's acks in order until done holds.
+func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
+	backoff := 20 * time.Millisecond
+	failures := 0
+	var lastErr error
+	for !done() {
+		l.mu.Lock()
+		if err := l.writable(); err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		if len(l.queue) == 0 {
+			l.mu.Unlock()
+			return fmt.Errorf("replication: wait for a record never appended (appended up to command %d)", l.sentUpTo)
+		}
+		fut := l.queue[0].fut
+		l.mu.Unlock()
+		var err error
+		if fut == nil {
+			err = errors.New("not sent")
+		} else {
+			select {
+			case <-fut.Ok():
+				l.mu.Lock()
+				l.pop()
+				l.mu.Unlock()
+				failures, backoff = 0, 20*time.Millisecond
+				l.stalled.Store(0)
+				continue
+			case err = <-fut.Err():
+				l.mu.Lock() // every later future fails its expectation: read back instead
+				for i := range l.queue {
+					l.queue[i].fut = nil
+				}
+				l.mu.Unlock()
+			case <-ctx.Done():
+				return fmt.Errorf("replication: append not confirmed: %w (last error: %v)", ctx.Err(), lastErr)
+			}
+		}
+		// Unknown outcome: read the stream back.
+		lastErr = err
+		l.stalled.CompareAndSwap(0, time.Now().UnixNano())
+		if failures == 0 || failures%50 == 0 {
+			l.log.Warn("replication: append not confirmed, reading the log back", "err", err, "failures", failures)
+		}
+		failures++
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replication: append not confirmed: %w (last error: %v)", ctx.Err(), lastErr)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+		l.mu.Lock()
+		err = l.reconcile(ctx)
+		if err == nil {
+			for i := range l.queue { // the rest, in order, expecting what is stored
+				l.send(i)
+			}
+		} else {
+			lastErr = err
+		}
+		l.mu.Unlock()
+		if errors.Is(err, ErrFenced) {
+			return err
+		}
+	}
+	return nil
+}
+
+// pop marks the head of the queue stored (under mu).
+func (l *Log) pop() {
+	r := l.queue[0]
+	l.last++
+	l.storedN.Add(1)
+	l.streamSq.Store(l.last)
+	l.appended.Store(uint64(r.upTo))
+	l.queue[0] = sent{}
+	l.queue = l.queue[1:]
+	if len(l.queue) == 0 {
+		l.queue = l.queue[:0:0] // let the backing array go
+	}
+}
+
+// reconcile reads the stream after l.last (under mu): the queued records
+// found there, in order, are stored; a record of anyone else fences this
+// node.
+func (l *Log) reconcile(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.Attempt) // a stream without a leader does not answer
+	defer cancel()
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	for sq := l.last + 1; sq <= info.State.LastSeq; sq++ {
+		m, err := l.stream.GetMsg(ctx, sq)
+		if err != nil {
+			return err
+		}
+		if len(l.queue) == 0 || m.Header.Get(jetstream.MsgIDHeader) != l.queue[0].id {
+			return l.fence(fmt.Errorf("stream sequence %d holds %q", sq, m.Header.Get(jetstream.MsgIDHeader)))
+		}
+		l.pop()
+	}
+	return nil
+}
+
+func (l *Log) fence(cause error) error {
+	if !l.fenced.Swap(true) {
+		l.refused.Add(1)
+		l.log.Error("replication: FENCED: another node appended to the log; acknowledging nothing more",
+			"node", l.cfg.Node, "epoch", l.epoch, "stream_seq", l.last, "cause", cause)
+	}
+	return fmt.Errorf("%w: %v", ErrFenced, cause)
+}
+
+// Follow delivers every record from stream sequence from on, in order, to
+// fn, with its stream sequence, until ctx ends or fn fails. It does not
+// stop at the end of the stream: it waits for new records, and outlives
+// the stream's outages (no quorum, a reconnect) by reading on from where
+// it was. A gap or an undecodable record is an error.
+func (l *Log) Follow(ctx context.Context, from uint64, fn func(sq uint64, r Record) error) error {
+	next := max(from, 1)
+	for failures := 0; ; failures++ {
+		err := l.followFrom(ctx, &next, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var fatal *followError
+		if errors.As(err, &fatal) {
+			return fatal.err
+		}
+		if failures%20 == 0 {
+			l.log.Warn("replication: follow interrupted, reading on", "from", next, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// followError is an error Follow must not retry: a gap, a record it cannot
+// decode, or fn's.
+type followError struct{ err error }
+
+func (e *followError) Error() string { return e.err.Error() }
+
+// followFrom is one ordered consumer's session of Follow, from *next.
+func (l *Log) followFrom(ctx context.Context, next *uint64, fn func(sq uint64, r Record) error) error {
+	attempt, cancel := context.WithTimeout(ctx, l.cfg.Attempt) // a cluster regaining its quorum may not answer yet
+	cons, err := l.stream.OrderedConsumer(attempt, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: *next})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("replication: follow from %d: %w", *next, err)
+	}
+	for {
+		msgs, err := cons.Fetch(256, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return fmt.Errorf("replication: follow: %w", err)
+		}
+		for m := range msgs.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("replication: follow: %w", err)
+			}
+			sq := md.Sequence.Stream
+			l.pending.Store(md.NumPending)
+			if sq != *next {
+				return &followError{fmt.Errorf("replication: follow: stream sequence %d after %d (a gap: purged?)", sq, *next-1)}
+			}
+			r, err := DecodeRecord(m.Data())
+			if err != nil {
+				return &followError{fmt.Errorf("replication: record %d: %w", sq, err)}
+			}
+			if err := fn(sq, r); err != nil {
+				return &followError{err}
+			}
+			*next = sq + 1
+		}
+		if err := msgs.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !strings.Contains(err.Error(), "timeout") {
+			return fmt.Errorf("replication: follow: %w", err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// Seek finds the stream sequence of the record holding command seq (for a
+// node that resumes following after its own WAL's last command): the first
+// record whose Last() >= seq, by binary search (Last never decreases along
+// the log). It returns the stream's last sequence + 1 if no record holds
+// seq yet.
+func (l *Log) Seek(ctx context.Context, seq core.Seq) (uint64, error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("replication: stream info: %w", err)
+	}
+	lo, hi := info.State.FirstSeq, info.State.LastSeq+1 // answer in [lo, hi]
+	if info.State.Msgs == 0 {
+		return hi, nil
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		r, err := l.get(ctx, mid)
+		if err != nil {
+			return 0, err
+		}
+		if r.Last() < seq {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}

@@ -1,0 +1,342 @@
+package replication
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal"
+)
+
+// Mode is how the log follows the primary's acknowledgements.
+type Mode string
+
+const (
+	// ModeOff: no replicated log (the default; DESIGN §5's single-node
+	// promise: an acknowledged command is fsynced on this host's disk).
+	ModeOff Mode = "off"
+	// ModeSync: a command is acknowledged once fsynced locally AND stored
+	// by a quorum of the stream's replicas; nothing a take-over could
+	// discard ever leaves the process.
+	ModeSync Mode = "sync"
+	// ModeAsync: acknowledged once fsynced locally; the log follows
+	// (Async). A take-over after the primary's host dies loses the lag.
+	ModeAsync Mode = "async"
+)
+
+// Role is what a node does.
+type Role string
+
+const (
+	RolePrimary Role = "primary" // sequences commands and writes the log
+	RoleStandby Role = "standby" // applies the log; serves reads only
+)
+
+// NodeConfig configures a replicated node.
+type NodeConfig struct {
+	Log  Config
+	Mode Mode // ModeSync or ModeAsync
+	Role Role // the role the node starts in
+	// AdoptVenue, if set, makes the node's data dir take the venue of the
+	// log's epoch markers (its WAL id; persist.VenueIdentity), or refuses a
+	// log of another venue. Log.Venue is the node's own, if it has one.
+	AdoptVenue func(venue string) error
+	// Advertise is this node's HTTP address, written in its epoch marker,
+	// so a standby can tell clients where the primary is.
+	Advertise string
+	Logger    *slog.Logger
+}
+
+// DefaultNodeID is the host name plus 8 random hex digits.
+func DefaultNodeID() string {
+	h, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return h + "-" + hex.EncodeToString(b[:])
+}
+
+// Validate checks the configuration.
+func (c *NodeConfig) Validate() error {
+	switch {
+	case c.Mode != ModeSync && c.Mode != ModeAsync:
+		return fmt.Errorf("replication: mode %q: want %s or %s", c.Mode, ModeSync, ModeAsync)
+	case c.Role != RolePrimary && c.Role != RoleStandby:
+		return fmt.Errorf("replication: role %q: want %s or %s", c.Role, RolePrimary, RoleStandby)
+	case c.Log.URL == "":
+		return errors.New("replication: no NATS URL (--replication-url)")
+	}
+	return nil
+}
+
+// ErrNotStandby is Promote on a node that is already the primary.
+var ErrNotStandby = errors.New("replication: this node is already the primary")
+
+// ErrPromoted is the cause a Node's Promoted context carries.
+var ErrPromoted = errors.New("replication: promoted to primary")
+
+// Node is one exchange process of a replicated venue: the primary (its
+// pipeline writes the log) or a standby (its pipeline applies the log),
+// promoted by Promote. Its pipeline must be started with
+// journal.Config.Standby: every node starts by reading the log.
+type Node struct {
+	cfg     NodeConfig
+	log     *Log
+	pl      *journal.Pipeline
+	standby *Standby
+	async   *Async
+
+	mu        sync.Mutex
+	primary   atomic.Bool
+	promoted  chan struct{}          // closed by Promote
+	newWriter atomic.Pointer[string] // fenced: the node that claimed the log after this one
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	failed    atomic.Pointer[error] // why the standby or async loop stopped
+}
+
+// StartNode opens the log and starts the node in its role: a primary
+// reads the log to its end and claims it (appending its own WAL's
+// unreplicated tail); a standby starts following it.
+func StartNode(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Log.Logger = cfg.Logger
+	if cfg.Advertise != "" {
+		cfg.Log.Node = cfg.Log.Node + "@" + cfg.Advertise
+	}
+	l, err := Open(ctx, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: l, pl: pl, standby: NewStandby(l, pl), promoted: make(chan struct{})}
+	n.standby.adopt = cfg.AdoptVenue
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if cfg.Mode == ModeAsync {
+		cfg.Logger.Warn("replication: ASYNC mode: a command is acknowledged before the replicated log holds it; " +
+			"if this host dies, a standby that takes over loses what the log had not yet stored (ubs_replication_lag_commands)")
+	}
+	if cfg.Role == RolePrimary {
+		if err := n.promote(ctx); err != nil {
+			n.Close()
+			return nil, err
+		}
+		return n, nil
+	}
+	n.run(func(ctx context.Context) error { return n.standby.Run(ctx) })
+	cfg.Logger.Info("replication: standby following the log", "stream", l.cfg.Stream, "from_seq", pl.DurableSeq()+1)
+	return n, nil
+}
+
+// StartFor is StartNode for the exchange: nil when cfg.Mode is off (or
+// empty), else the node with its metrics registered in reg.
+func StartFor(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline, reg prometheus.Registerer, log *slog.Logger) (*Node, error) {
+	if cfg.Mode == ModeOff || cfg.Mode == "" {
+		return nil, nil
+	}
+	cfg.Logger = log
+	n, err := StartNode(ctx, cfg, pl)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range n.Collectors() {
+		if err := reg.Register(c); err != nil {
+			n.Close()
+			return nil, fmt.Errorf("replication: metrics: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// run runs loop until the node closes, recording why it stopped.
+func (n *Node) run(loop func(ctx context.Context) error) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := loop(n.ctx); err != nil && n.ctx.Err() == nil {
+			n.failed.Store(&err)
+			n.cfg.Logger.Error("replication: CRITICAL: the node stopped following or writing the log", "err", err)
+		}
+	}()
+}
+
+// promote claims the log and starts writing it.
+func (n *Node) promote(ctx context.Context) error {
+	epoch, err := n.standby.Promote(ctx, n.cfg.Mode == ModeSync)
+	if err != nil {
+		return err
+	}
+	if n.cfg.Mode == ModeAsync {
+		n.async = NewAsync(n.log, n.pl)
+		n.run(n.async.Run)
+	}
+	n.primary.Store(true)
+	n.cfg.Logger.Info("replication: primary", "epoch", epoch, "mode", n.cfg.Mode, "seq", n.standby.submitted.Load())
+	return nil
+}
+
+// Promote makes a standby the primary (POST /admin/v1/replication/promote)
+// and returns its epoch; Promoted is closed then.
+func (n *Node) Promote(ctx context.Context) (uint64, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.primary.Load() {
+		return 0, ErrNotStandby
+	}
+	if err := n.promote(ctx); err != nil {
+		return 0, err
+	}
+	close(n.promoted)
+	return n.log.Epoch(), nil
+}
+
+// Promoted is closed once a standby has been promoted: the process starts
+// the primary's services (the sink, the publisher, the transfer service,
+// the timers), which a standby does not run.
+func (n *Node) Promoted() <-chan struct{} { return n.promoted }
+
+// PrimaryAddr is the primary's advertised address ("" if unknown): the part
+// after "@" of its node name. A fenced node reads the newest epoch marker
+// once to learn who fenced it.
+func (n *Node) PrimaryAddr() string {
+	w := n.standby.Writer()
+	if n.primary.Load() {
+		w = n.log.cfg.Node
+		if n.log.Fenced() {
+			w = n.fencedBy()
+		}
+	}
+	if i := strings.LastIndexByte(w, '@'); i >= 0 {
+		return w[i+1:]
+	}
+	return ""
+}
+
+// fencedBy is the node that claimed the log after this one ("" until known).
+func (n *Node) fencedBy() string {
+	if w := n.newWriter.Load(); w != nil {
+		return *w
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	e, err := n.log.LastEpoch(ctx)
+	if err != nil || e == nil || e.Node == n.log.cfg.Node {
+		return ""
+	}
+	n.newWriter.Store(&e.Node)
+	return e.Node
+}
+
+// Seq is the last command this node's state holds (its read view).
+func (n *Node) Seq() uint64 { return uint64(n.pl.ViewSeq()) }
+
+// ReplicationStatus is Status for GET /admin/v1/replication.
+func (n *Node) ReplicationStatus() any { return n.Status() }
+
+// Primary tells whether this node is the primary and may sequence
+// commands (a fenced primary is not).
+func (n *Node) Primary() bool { return n.primary.Load() && !n.log.Fenced() }
+
+// StallLimit is how long the log may leave appends unconfirmed before the
+// primary refuses new writes (503 REPLICATION_UNAVAILABLE) instead of
+// letting them wait for a quorum.
+const StallLimit = time.Second
+
+// Accepting tells whether the primary takes new writes: the log confirms
+// its appends (within StallLimit). Writes already sent wait for the
+// quorum; none is acknowledged before the log holds it.
+func (n *Node) Accepting() bool { return n.Primary() && n.log.Stalled() < StallLimit }
+
+// Err is why the node's loop stopped (nil: running).
+func (n *Node) Err() error {
+	if p := n.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Status is the node's replication state (GET /health, metrics).
+type Status struct {
+	Role      Role     `json:"role"`
+	Mode      Mode     `json:"mode"`
+	Epoch     uint64   `json:"epoch"`
+	Fenced    bool     `json:"fenced"`
+	StreamSeq uint64   `json:"stream_seq"`   // the last record this node read or wrote
+	Seq       core.Seq `json:"seq"`          // the last command in the log by this node's knowledge
+	LagCmds   uint64   `json:"lag_commands"` // primary: durable commands the log lacks (async); standby: log commands not yet durable here
+	LagSecs   float64  `json:"lag_seconds"`
+	Primary   string   `json:"primary,omitempty"` // the writer's name@address, from its epoch marker
+}
+
+// Status reads the node's state.
+func (n *Node) Status() Status {
+	s := Status{Role: RoleStandby, Mode: n.cfg.Mode, Epoch: n.standby.Epoch(), Fenced: n.log.Fenced(),
+		StreamSeq: n.standby.StreamSeq(), Primary: n.standby.Writer()}
+	seq, t := n.standby.Submitted()
+	s.Seq = seq
+	if n.primary.Load() {
+		s.Role, s.Epoch, s.StreamSeq, s.Primary = RolePrimary, n.log.Epoch(), n.log.streamSq.Load(), n.log.cfg.Node
+		s.Seq = n.log.Appended()
+		if n.async != nil {
+			s.LagCmds = n.async.Lag()
+		}
+		return s
+	}
+	if d := n.pl.DurableSeq(); n.standby.Pending() > 0 || d < seq {
+		s.LagCmds = uint64(max(seq, d) - d)
+		if s.LagCmds == 0 {
+			s.LagCmds = n.standby.Pending() // records, at least one command each
+		}
+		if t > 0 {
+			s.LagSecs = max(0, time.Since(time.Unix(0, t)).Seconds())
+		}
+	}
+	return s
+}
+
+// Close stops the node's loop and closes the log.
+func (n *Node) Close() {
+	n.cancel()
+	n.wg.Wait()
+	n.log.Close()
+}
+
+// Collectors are the node's ubs_replication_* metrics.
+func (n *Node) Collectors() []prometheus.Collector {
+	g := func(name, help string, f func(Status) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ubs_replication_" + name, Help: help},
+			func() float64 { return f(n.Status()) })
+	}
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	return []prometheus.Collector{
+		g("primary", "1 if this node is the primary (writes the log), 0 if a standby", func(s Status) float64 { return b(s.Role == RolePrimary) }),
+		g("epoch", "the writer epoch this node knows (its own as the primary)", func(s Status) float64 { return float64(s.Epoch) }),
+		g("appended_seq", "the last command in the replicated log by this node's knowledge", func(s Status) float64 { return float64(s.Seq) }),
+		g("stream_seq", "the last record of the log this node wrote or read", func(s Status) float64 { return float64(s.StreamSeq) }),
+		g("lag_commands", "primary (async): durable commands the log lacks; standby: log commands not yet durable here", func(s Status) float64 { return float64(s.LagCmds) }),
+		g("lag_seconds", "standby: age of the last applied command while behind", func(s Status) float64 { return s.LagSecs }),
+		g("fenced", "1 once another node appended to the log after this node: it acknowledges nothing more", func(s Status) float64 { return b(s.Fenced) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ubs_replication_fenced_appends_total",
+			Help: "this node's appends refused because another node had appended"}, func() float64 { return float64(n.log.Refused()) }),
+	}
+}

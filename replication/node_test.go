@@ -1,0 +1,84 @@
+package replication_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/replication"
+	"github.com/ubscore/ubscore/replication/natstest"
+)
+
+func startNode(t *testing.T, url, id string, role replication.Role) (*replication.Node, *journal.Pipeline) {
+	t.Helper()
+	pl := startPipeline(t, journal.Config{Standby: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := replication.StartNode(ctx, replication.NodeConfig{Log: replication.Config{URL: url, Node: id},
+		Mode: replication.ModeSync, Role: role, Advertise: "127.0.0.1:80" + id[len(id)-1:], Logger: quiet()}, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	return n, pl
+}
+
+// TestNodePromoteAndMetrics: a primary and a standby node; the standby
+// knows the primary's address and reaches it; promoted, it is the primary
+// (epoch 2) and the old one is fenced; the ubs_replication_* metrics say so.
+func TestNodePromoteAndMetrics(t *testing.T) {
+	c := natstest.Start(t, 1)
+	na, pa := startNode(t, c.URL(), "node-a", replication.RolePrimary)
+	nb, pb := startNode(t, c.URL(), "node-b", replication.RoleStandby)
+	if err := (&replication.NodeConfig{Mode: "fast", Role: replication.RolePrimary, Log: replication.Config{URL: "x"}}).Validate(); err == nil {
+		t.Fatal("an unknown mode was accepted")
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(nb.Collectors()...)
+	last := submit(t, pa, workload(t, 1), 500)
+	waitFor(t, "the standby", func() bool { return pb.DurableSeq() >= last && nb.Status().LagCmds == 0 })
+	if s := nb.Status(); s.Role != replication.RoleStandby || s.Primary != "node-a@127.0.0.1:80a" || s.Seq != last || s.Epoch != 1 {
+		t.Fatalf("standby status %+v", s)
+	}
+	if v := testutil.ToFloat64(nb.Collectors()[0]); v != 0 {
+		t.Fatalf("ubs_replication_primary = %v on the standby", v)
+	}
+	if !na.Primary() || nb.Primary() {
+		t.Fatal("roles wrong before the promotion")
+	}
+	if epoch, err := nb.Promote(context.Background()); err != nil || epoch != 2 {
+		t.Fatalf("promote: epoch %d, %v", epoch, err)
+	}
+	select {
+	case <-nb.Promoted():
+	default:
+		t.Fatal("Promoted not closed after the promotion")
+	}
+	if nb.PrimaryAddr() != "127.0.0.1:80b" || na.PrimaryAddr() != "127.0.0.1:80a" {
+		t.Fatalf("primary addresses: b says %q, a says %q", nb.PrimaryAddr(), na.PrimaryAddr())
+	}
+	if _, err := nb.Promote(context.Background()); !errors.Is(err, replication.ErrNotStandby) {
+		t.Fatalf("second promote: %v", err)
+	}
+	if _, ok := acked(t, pa, 5*time.Second); ok {
+		t.Fatal("the old primary acknowledged a command after the promotion")
+	}
+	if na.Primary() || !na.Status().Fenced || !nb.Primary() {
+		t.Fatalf("after the promotion: a primary %v (fenced %v), b primary %v", na.Primary(), na.Status().Fenced, nb.Primary())
+	}
+	more := submit(t, pb, workload(t, 2), 10)
+	if s := nb.Status(); s.Role != replication.RolePrimary || s.Epoch != 2 || s.Seq != more {
+		t.Fatalf("new primary status %+v (want epoch 2, seq %d)", s, more)
+	}
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 8 {
+		t.Fatalf("metrics: %d, %v", n, err)
+	}
+	if v := testutil.ToFloat64(nb.Collectors()[1]); v != 2 {
+		t.Fatalf("ubs_replication_epoch = %v, want 2", v)
+	}
+}

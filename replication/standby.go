@@ -1,0 +1,363 @@
+package replication
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal"
+)
+
+// Applier is the standby's own pipeline (journal.Pipeline with
+// Config.Standby): it journals, applies and serves the primary's commands.
+type Applier interface {
+	SubmitSequenced(cmds []core.Command) error
+	DurableSeq() core.Seq
+	Promote(rep journal.Replicator)
+	IterateWAL(from core.Seq, fn func(seq core.Seq, payload []byte) error) error
+}
+
+// ErrDiverged: this node's WAL holds commands the log does not (an
+// unreplicated tail of a fenced primary, while another node appended other
+// commands at the same seqs). It must not apply the log on top of them.
+var ErrDiverged = errors.New("replication: this node's WAL diverges from the log")
+
+// ErrOtherVenue: the log belongs to another venue than this node's data.
+var ErrOtherVenue = errors.New("replication: the log belongs to another venue")
+
+// Standby follows the replicated log and applies every command of it to its
+// own pipeline, in order, exactly once (commands its WAL already holds are
+// skipped), until Promote makes it the writer.
+type Standby struct {
+	log *Log
+	pl  Applier
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // stops the running follow (nil: none)
+	done   chan struct{}      // closed when it has stopped
+
+	// Progress, for metrics and promotion; written by the follow loop.
+	streamSeq atomic.Uint64          // the last record read
+	epoch     atomic.Uint64          // the newest epoch seen
+	submitted atomic.Uint64          // the last command handed to the pipeline
+	lastTime  atomic.Int64           // that command's Time (unix ns)
+	writer    atomic.Pointer[string] // the node of the newest epoch marker read
+	promoted  atomic.Bool
+	// adopt, if set, makes the node's data dir take the venue of an epoch
+	// marker (its WAL id), or refuses a log of another venue.
+	adopt func(venue string) error
+}
+
+// NewStandby returns a standby applying log to pl.
+func NewStandby(log *Log, pl Applier) *Standby {
+	s := &Standby{log: log, pl: pl}
+	s.submitted.Store(uint64(pl.DurableSeq()))
+	return s
+}
+
+// StreamSeq is the last record the standby has read.
+func (s *Standby) StreamSeq() uint64 { return s.streamSeq.Load() }
+
+// Epoch is the newest writer epoch the standby has seen.
+func (s *Standby) Epoch() uint64 { return s.epoch.Load() }
+
+// Writer is the node name of the newest epoch marker read ("" if none):
+// the primary's, as "<id>@<address>" when it advertises one.
+func (s *Standby) Writer() string {
+	if w := s.writer.Load(); w != nil {
+		return *w
+	}
+	return ""
+}
+
+// Pending is how many records of the log the standby has not read yet (as
+// the server last said).
+func (s *Standby) Pending() uint64 { return s.log.pending.Load() }
+
+// Submitted is the last command handed to the pipeline, and its Time.
+func (s *Standby) Submitted() (core.Seq, int64) {
+	return core.Seq(s.submitted.Load()), s.lastTime.Load()
+}
+
+// Run follows the log until ctx ends, Promote is called, or an error (a
+// record out of order, the pipeline stopped). Call it once.
+func (s *Standby) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	if s.promoted.Load() {
+		s.mu.Unlock()
+		cancel()
+		return nil
+	}
+	s.cancel, s.done = cancel, make(chan struct{})
+	s.mu.Unlock()
+	defer close(s.done)
+	defer cancel()
+	if err := s.position(ctx); err != nil {
+		return err
+	}
+	err := s.follow(ctx, s.streamSeq.Load()+1, 0)
+	if s.promoted.Load() && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// position finds, once, where in the log this node's WAL ends (Seek) and
+// the newest epoch marker, which may precede it.
+func (s *Standby) position(ctx context.Context) error {
+	if s.streamSeq.Load() != 0 {
+		return nil
+	}
+	from, err := s.log.Seek(ctx, core.Seq(s.submitted.Load())+1)
+	if err != nil {
+		return err
+	}
+	e, err := s.log.LastEpoch(ctx)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		if err := s.checkVenue(*e); err != nil {
+			return err
+		}
+		s.noteEpoch(*e)
+	}
+	s.streamSeq.Store(from - 1)
+	return nil
+}
+
+// errCaughtUp ends follow at its target.
+var errCaughtUp = errors.New("caught up")
+
+// follow applies the records from stream sequence from on; with to > 0 it
+// returns nil once record to is applied.
+func (s *Standby) follow(ctx context.Context, from, to uint64) error {
+	if to > 0 && from > to {
+		return nil
+	}
+	var cmds []core.Command
+	err := s.log.Follow(ctx, from, func(sq uint64, r Record) error {
+		if err := s.apply(r, &cmds); err != nil {
+			return err
+		}
+		s.streamSeq.Store(sq)
+		if to > 0 && sq >= to {
+			return errCaughtUp
+		}
+		return nil
+	})
+	if errors.Is(err, errCaughtUp) {
+		return nil
+	}
+	return err
+}
+
+// apply hands a record's new commands to the pipeline.
+func (s *Standby) apply(r Record, buf *[]core.Command) error {
+	if err := s.checkVenue(r); err != nil {
+		return err
+	}
+	s.noteEpoch(r)
+	if r.Kind != KindCommands {
+		return nil // KindHash: compared by the state-hash check (not yet built)
+	}
+	have := core.Seq(s.submitted.Load())
+	if r.Seq > have+1 {
+		return fmt.Errorf("replication: the log skips from command %d to %d", have, r.Seq)
+	}
+	if err := s.checkOverlap(r, have); err != nil {
+		return err
+	}
+	cmds := (*buf)[:0]
+	for i, b := range r.Commands {
+		seq := r.Seq + core.Seq(i)
+		if seq <= have {
+			continue // already in this node's WAL
+		}
+		var c core.Command
+		if err := core.DecodeCommand(b, &c); err != nil {
+			return fmt.Errorf("replication: command %d: %w", seq, err)
+		}
+		if c.Seq != seq {
+			return fmt.Errorf("replication: record of command %d holds command %d", seq, c.Seq)
+		}
+		cmds = append(cmds, c)
+	}
+	*buf = cmds
+	if len(cmds) == 0 {
+		return nil
+	}
+	if err := s.pl.SubmitSequenced(cmds); err != nil {
+		return err
+	}
+	last := cmds[len(cmds)-1]
+	s.submitted.Store(uint64(last.Seq))
+	s.lastTime.Store(last.Time)
+	return nil
+}
+
+// checkVenue adopts an epoch marker's venue or refuses the log; an adopted
+// venue is the one this node's own claims carry.
+func (s *Standby) checkVenue(r Record) error {
+	if r.Kind != KindEpoch || r.Venue == "" || s.adopt == nil {
+		return nil
+	}
+	if err := s.adopt(r.Venue); err != nil {
+		return fmt.Errorf("%w: %v", ErrOtherVenue, err)
+	}
+	s.log.setVenue(r.Venue)
+	return nil
+}
+
+// noteEpoch records the newest epoch and its writer.
+func (s *Standby) noteEpoch(r Record) {
+	if r.Epoch > s.epoch.Load() {
+		s.epoch.Store(r.Epoch)
+	}
+	if r.Kind == KindEpoch && r.Epoch >= s.epoch.Load() {
+		node := r.Node
+		s.writer.Store(&node)
+	}
+}
+
+// errStop ends a WAL iteration early.
+var errStop = errors.New("stop")
+
+// checkOverlap compares the commands of r that this node's WAL already
+// holds (after a restart) with the log's: they must be the same bytes.
+func (s *Standby) checkOverlap(r Record, have core.Seq) error {
+	to := min(r.Last(), have)
+	if r.Seq > to {
+		return nil
+	}
+	err := s.pl.IterateWAL(r.Seq, func(seq core.Seq, p []byte) error {
+		if seq > to {
+			return errStop
+		}
+		if !bytes.Equal(p, r.Commands[seq-r.Seq]) {
+			return fmt.Errorf("%w: command %d differs (log epoch %d)", ErrDiverged, seq, r.Epoch)
+		}
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	return err
+}
+
+// appendTail stores the commands after the log's last one that this node's
+// WAL holds (written locally, never acknowledged: the primary stopped
+// before the log stored them), so the log has every command of the node
+// that now writes it.
+func (s *Standby) appendTail(ctx context.Context, logLast core.Seq) error {
+	var batch [][]byte
+	first := logLast + 1
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := s.log.Append(first, batch); err != nil {
+			return err
+		}
+		if err := s.log.Wait(ctx); err != nil {
+			return err
+		}
+		first += core.Seq(len(batch))
+		batch = batch[:0]
+		return nil
+	}
+	to := core.Seq(s.submitted.Load())
+	err := s.pl.IterateWAL(logLast+1, func(seq core.Seq, p []byte) error {
+		if seq > to {
+			return errStop
+		}
+		if seq != first+core.Seq(len(batch)) {
+			return fmt.Errorf("replication: local WAL holds %d where %d was due", seq, first+core.Seq(len(batch)))
+		}
+		batch = append(batch, append([]byte(nil), p...))
+		if len(batch) == 1024 {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return err
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if first != to+1 {
+		return fmt.Errorf("replication: appended the local tail up to %d, the WAL holds up to %d", first-1, to)
+	}
+	return nil
+}
+
+// Promote makes this standby the primary: it stops following, reads the
+// log to its end, claims it with the next epoch (reading on and claiming
+// again while another node appends), and switches the pipeline to the
+// primary's mode: with sync, every group commit is then stored in the log
+// before it is acknowledged; without, the caller runs Async. The old
+// writer's next append is refused (ErrFenced). A node starting as the
+// primary takes the same path.
+func (s *Standby) Promote(ctx context.Context, sync bool) (epoch uint64, err error) {
+	s.mu.Lock()
+	s.promoted.Store(true)
+	cancel, done := s.cancel, s.done
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	if err := s.position(ctx); err != nil {
+		return 0, err
+	}
+	for {
+		last, tail, err := s.log.Tail(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if from := s.streamSeq.Load() + 1; from <= last {
+			if err := s.follow(ctx, from, last); err != nil {
+				return 0, err
+			}
+		}
+		var logLast core.Seq
+		if tail != nil {
+			logLast = tail.Last()
+		}
+		if tail != nil && tail.Kind == KindEpoch && tail.Node == s.log.cfg.Node && tail.Epoch == s.epoch.Load() {
+			// Our own claim is the log's last record (a promoted node
+			// serving again as the primary): it still holds.
+			epoch = tail.Epoch
+			s.log.adopt(epoch, last, logLast)
+		} else {
+			epoch = s.epoch.Load() + 1
+			err = s.log.Claim(ctx, last, logLast, epoch)
+		}
+		if errors.Is(err, ErrBehind) {
+			continue // the old primary appended meanwhile: read it too
+		}
+		if err != nil {
+			return 0, err
+		}
+		s.epoch.Store(epoch)
+		// A restarted primary's WAL may end past the log: never
+		// acknowledged, but applied here; the log gets them first.
+		if core.Seq(s.submitted.Load()) > logLast {
+			if err := s.appendTail(ctx, logLast); err != nil {
+				return 0, err
+			}
+		}
+		if sync {
+			s.pl.Promote(s.log)
+		} else {
+			s.pl.Promote(nil)
+		}
+		return epoch, nil
+	}
+}
