@@ -192,7 +192,8 @@ type Pipeline struct {
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
 
-	repState // sync replication and the standby mode (replicate.go)
+	repState      // sync replication and the standby mode (replicate.go)
+	stateHashHook // the state follower's periodic hashes (state.go)
 }
 
 // Start recovers the state in cfg.Dir (snapshot + WAL replay + full invariant

@@ -189,3 +189,7 @@ func (pl *Pipeline) ViewSeq() core.Seq {
 	defer pl.viewMu.RUnlock()
 	return pl.viewSeq
 }
+
+// StateFollowerSeq is the seq the state follower's replica is at (where
+// StateHashAt can still be asked for: a later seq).
+func (pl *Pipeline) StateFollowerSeq() core.Seq { return core.Seq(pl.state.seq.Load()) }

@@ -62,6 +62,12 @@ type stateStats struct {
 	seq         atomic.Uint64
 }
 
+// stateHashHook is SetStateHashHook's setting (part of Pipeline).
+type stateHashHook struct {
+	hashEvery atomic.Uint64
+	hashFn    atomic.Pointer[func(seq core.Seq, hash string)]
+}
+
 // StateStats is what the state follower did last.
 type StateStats struct {
 	Snapshots     uint64        // written since start
@@ -105,6 +111,10 @@ func (pl *Pipeline) stateFollower(f *Follower) {
 					n = min(n, r.seq-f.NextSeq()+1)
 				}
 			}
+			if every := pl.hashEvery.Load(); every > 0 { // and at every multiple of the hook's interval
+				due := (uint64(f.NextSeq()-1)/every + 1) * every
+				n = min(n, core.Seq(due)-f.NextSeq()+1)
+			}
 			recs, err := f.Next(pl.stateCtx, int(n))
 			if err != nil {
 				if !errors.Is(err, context.Canceled) && !errors.Is(err, ErrStopped) {
@@ -119,6 +129,11 @@ func (pl *Pipeline) stateFollower(f *Follower) {
 			}
 			seq := f.NextSeq() - 1
 			pl.state.seq.Store(uint64(seq))
+			if every := pl.hashEvery.Load(); every > 0 && uint64(seq)%every == 0 {
+				if fn := pl.hashFn.Load(); fn != nil {
+					(*fn)(seq, f.proc.StateHash())
+				}
+			}
 			if asked || uint64(seq-pl.lastSnap) >= pl.cfg.SnapshotEvery {
 				pl.writeSnapshot(f, seq)
 			}
@@ -191,6 +206,16 @@ func (pl *Pipeline) ask(ctx context.Context, r stateReq) (stateRes, error) {
 	case <-ctx.Done():
 		return stateRes{}, ctx.Err()
 	}
+}
+
+// SetStateHashHook makes the state follower hash its replica at every
+// multiple of every and call fn with the seq and the hash (on the
+// follower's goroutine: fn must not block); every 0 stops it. Replication's
+// divergence check (DESIGN §8): both nodes hash the same seqs, off the
+// acknowledgement path, and none is skipped however fast commands come.
+func (pl *Pipeline) SetStateHashHook(every uint64, fn func(seq core.Seq, hash string)) {
+	pl.hashFn.Store(&fn)
+	pl.hashEvery.Store(every)
 }
 
 // StateHashAt returns the state hash at exactly seq, computed on the state

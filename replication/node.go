@@ -17,6 +17,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // Mode is how the log follows the primary's acknowledgements.
@@ -52,6 +53,10 @@ type NodeConfig struct {
 	// log's epoch markers (its WAL id; persist.VenueIdentity), or refuses a
 	// log of another venue. Log.Venue is the node's own, if it has one.
 	AdoptVenue func(venue string) error
+	// HashEvery: every node hashes its state at each multiple of it (off the
+	// acknowledgement path); the primary appends its hashes to the log and a
+	// standby compares them, stopping on a mismatch (DefaultHashEvery if 0).
+	HashEvery uint64
 	// Advertise is this node's HTTP address, written in its epoch marker,
 	// so a standby can tell clients where the primary is.
 	Advertise string
@@ -100,6 +105,7 @@ type Node struct {
 	primary   atomic.Bool
 	promoted  chan struct{}          // closed by Promote
 	newWriter atomic.Pointer[string] // fenced: the node that claimed the log after this one
+	hashes    *hashCheck
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -126,6 +132,12 @@ func StartNode(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline) (*Node
 	}
 	n := &Node{cfg: cfg, log: l, pl: pl, standby: NewStandby(l, pl), promoted: make(chan struct{})}
 	n.standby.adopt = cfg.AdoptVenue
+	if cfg.HashEvery == 0 {
+		cfg.HashEvery = DefaultHashEvery
+	}
+	n.hashes = newHashCheck(cfg.HashEvery)
+	n.standby.hashes = n.hashes
+	pl.SetStateHashHook(cfg.HashEvery, n.hashes.hook(l, n.Primary, n.stop))
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if cfg.Mode == ModeAsync {
 		cfg.Logger.Warn("replication: ASYNC mode: a command is acknowledged before the replicated log holds it; " +
@@ -170,7 +182,10 @@ func (n *Node) run(loop func(ctx context.Context) error) {
 		defer n.wg.Done()
 		if err := loop(n.ctx); err != nil && n.ctx.Err() == nil {
 			n.failed.Store(&err)
-			n.cfg.Logger.Error("replication: CRITICAL: the node stopped following or writing the log", "err", err)
+			logging.Critical(n.ctx, n.cfg.Logger, "replication: the node stopped following or writing the log", "err", err)
+			if errors.Is(err, ErrDivergedState) || errors.Is(err, ErrDiverged) || errors.Is(err, ErrOtherVenue) {
+				n.cancel() // a diverged standby applies nothing more
+			}
 		}
 	}()
 }
@@ -209,6 +224,14 @@ func (n *Node) Promote(ctx context.Context) (uint64, error) {
 // the primary's services (the sink, the publisher, the transfer service,
 // the timers), which a standby does not run.
 func (n *Node) Promoted() <-chan struct{} { return n.promoted }
+
+// stop ends a standby's following after a divergence found off its loop.
+func (n *Node) stop(err error) {
+	if n.failed.CompareAndSwap(nil, &err) {
+		logging.Critical(n.ctx, n.cfg.Logger, "replication: the standby's state DIVERGES from the primary's; it applies the log no more", "err", err)
+	}
+	n.cancel()
+}
 
 // PrimaryAddr is the primary's advertised address ("" if unknown): the part
 // after "@" of its node name. A fenced node reads the newest epoch marker
@@ -281,12 +304,15 @@ type Status struct {
 	LagCmds   uint64   `json:"lag_commands"` // primary: durable commands the log lacks (async); standby: log commands not yet durable here
 	LagSecs   float64  `json:"lag_seconds"`
 	Primary   string   `json:"primary,omitempty"` // the writer's name@address, from its epoch marker
+	Diverged  bool     `json:"diverged"`          // a state hash differed from the primary's: stopped
+	HashesOK  uint64   `json:"hash_checks"`       // the primary's state hashes compared equal
 }
 
 // Status reads the node's state.
 func (n *Node) Status() Status {
 	s := Status{Role: RoleStandby, Mode: n.cfg.Mode, Epoch: n.standby.Epoch(), Fenced: n.log.Fenced(),
-		StreamSeq: n.standby.StreamSeq(), Primary: n.standby.Writer()}
+		StreamSeq: n.standby.StreamSeq(), Primary: n.standby.Writer(), Diverged: n.hashes.diverged.Load() != nil,
+		HashesOK: n.hashes.compared.Load()}
 	seq, t := n.standby.Submitted()
 	s.Seq = seq
 	if n.primary.Load() {
@@ -311,6 +337,7 @@ func (n *Node) Status() Status {
 
 // Close stops the node's loop and closes the log.
 func (n *Node) Close() {
+	n.pl.SetStateHashHook(0, nil)
 	n.cancel()
 	n.wg.Wait()
 	n.log.Close()
@@ -336,6 +363,9 @@ func (n *Node) Collectors() []prometheus.Collector {
 		g("lag_commands", "primary (async): durable commands the log lacks; standby: log commands not yet durable here", func(s Status) float64 { return float64(s.LagCmds) }),
 		g("lag_seconds", "standby: age of the last applied command while behind", func(s Status) float64 { return s.LagSecs }),
 		g("fenced", "1 once another node appended to the log after this node: it acknowledges nothing more", func(s Status) float64 { return b(s.Fenced) }),
+		g("diverged", "1 once this standby's state hash differed from the primary's at the same seq: it stopped applying the log", func(s Status) float64 { return b(s.Diverged) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ubs_replication_hash_checks_total",
+			Help: "state hashes of the primary this standby compared equal to its own at the same seq"}, func() float64 { return float64(n.hashes.compared.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ubs_replication_fenced_appends_total",
 			Help: "this node's appends refused because another node had appended"}, func() float64 { return float64(n.log.Refused()) }),
 	}

@@ -20,7 +20,7 @@ func startNode(t *testing.T, url, id string, role replication.Role) (*replicatio
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := replication.StartNode(ctx, replication.NodeConfig{Log: replication.Config{URL: url, Node: id},
-		Mode: replication.ModeSync, Role: role, Advertise: "127.0.0.1:80" + id[len(id)-1:], Logger: quiet()}, pl)
+		Mode: replication.ModeSync, Role: role, Advertise: "127.0.0.1:80" + id[len(id)-1:], HashEvery: 100, Logger: quiet()}, pl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +42,7 @@ func TestNodePromoteAndMetrics(t *testing.T) {
 	reg.MustRegister(nb.Collectors()...)
 	last := submit(t, pa, workload(t, 1), 500)
 	waitFor(t, "the standby", func() bool { return pb.DurableSeq() >= last && nb.Status().LagCmds == 0 })
+	waitFor(t, "the primary's state hashes compared", func() bool { return nb.Status().HashesOK >= 4 })
 	if s := nb.Status(); s.Role != replication.RoleStandby || s.Primary != "node-a@127.0.0.1:80a" || s.Seq != last || s.Epoch != 1 {
 		t.Fatalf("standby status %+v", s)
 	}
@@ -75,7 +76,7 @@ func TestNodePromoteAndMetrics(t *testing.T) {
 	if s := nb.Status(); s.Role != replication.RolePrimary || s.Epoch != 2 || s.Seq != more {
 		t.Fatalf("new primary status %+v (want epoch 2, seq %d)", s, more)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 8 {
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 10 {
 		t.Fatalf("metrics: %d, %v", n, err)
 	}
 	if v := testutil.ToFloat64(nb.Collectors()[1]); v != 2 {

@@ -50,6 +50,8 @@ type Standby struct {
 	// adopt, if set, makes the node's data dir take the venue of an epoch
 	// marker (its WAL id), or refuses a log of another venue.
 	adopt func(venue string) error
+	// hashes, if set, compares the log's state hashes with this node's.
+	hashes *hashCheck
 }
 
 // NewStandby returns a standby applying log to pl.
@@ -163,8 +165,11 @@ func (s *Standby) apply(r Record, buf *[]core.Command) error {
 		return err
 	}
 	s.noteEpoch(r)
+	if r.Kind == KindHash && s.hashes != nil {
+		return s.hashes.compare(r.Seq, r.Hash, false)
+	}
 	if r.Kind != KindCommands {
-		return nil // KindHash: compared by the state-hash check (not yet built)
+		return nil
 	}
 	have := core.Seq(s.submitted.Load())
 	if r.Seq > have+1 {
