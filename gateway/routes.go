@@ -13,7 +13,7 @@ import (
 type access uint8
 
 const (
-	accessPublic access = iota // /health*, /metrics
+	accessPublic access = iota // /health*, /metrics, /openapi.json
 	accessUser                 // /api/...: a valid token
 	accessAdmin                // /admin/...: a valid token with the admin role
 )
@@ -122,6 +122,7 @@ var routes = []route{
 	mkRoute("GET", "/health/ready", (*Server).readiness),
 	mkRoute("GET", "/health", (*Server).health),
 	mkRoute("GET", "/metrics", (*Server).serveMetrics),
+	mkRoute("GET", "/openapi.json", (*Server).openAPI),
 	needing(featChain, mkRoute("POST", "/api/v1/withdrawals", (*Server).postWithdrawal)),
 	needing(featChain, mkRoute("GET", "/api/v1/withdrawals", (*Server).listWithdrawals)),
 	needing(featChain, mkRoute("GET", "/api/v1/withdrawals/{id}", (*Server).getWithdrawal)),

@@ -1,0 +1,199 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ubscore/ubscore/gateway/openapi"
+	"github.com/ubscore/ubscore/gateway/openapitest"
+)
+
+// uncoveredFile is the committed list of the document's (route, status)
+// pairs that no test of this package exercises; it only shrinks.
+const uncoveredFile = "testdata/openapi-uncovered.txt"
+
+// TestMain runs the package's tests, every answer of the harness checked
+// against the OpenAPI document (harness.raw), then, when the whole package
+// ran and passed (no -run, -skip or -count filter of tests), compares the
+// (route, status) pairs no test exercised with uncoveredFile: a pair newly
+// uncovered fails, and so does a pair newly covered (remove its line).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 && wholePackage() {
+		if err := openapitest.CompareUncovered(os.Stdout, uncoveredFile); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			fmt.Println("FAIL: the OpenAPI coverage check (gateway/openapi_test.go)")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// wholePackage reports whether every test of the package ran: the coverage
+// of a filtered run says nothing about the list.
+func wholePackage() bool {
+	for _, name := range []string{"test.run", "test.skip"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// TestOpenAPIDocument: the document is a valid OpenAPI 3.1 document, every
+// schema of it is closed, and GET /openapi.json answers it, without a token.
+func TestOpenAPIDocument(t *testing.T) {
+	t.Parallel()
+	d, err := openapitest.Doc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.OpenAPI != "3.1.0" {
+		t.Errorf("openapi %q, want 3.1.0", d.OpenAPI)
+	}
+	for _, p := range openDocSchemas() {
+		t.Errorf("schema at %s is an object without additionalProperties: false", p)
+	}
+	h := newHarness(t)
+	st, body := h.raw("GET", "/openapi.json", "", "")
+	if st != 200 || !bytes.Equal(body, openapi.Document) {
+		t.Fatalf("GET /openapi.json: %d, %d bytes; want 200 and the document (%d bytes)", st, len(body), len(openapi.Document))
+	}
+}
+
+// openDocSchemas lists the JSON paths of the document's object schemas that
+// are not closed (the document itself, answered by /openapi.json, is
+// described only at its top level).
+func openDocSchemas() []string {
+	var v any
+	if err := json.Unmarshal(openapi.Document, &v); err != nil {
+		return []string{"(not JSON: " + err.Error() + ")"}
+	}
+	var out []string
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			_, hasProps := x["properties"].(map[string]any)
+			if hasProps && x["additionalProperties"] != false && !strings.Contains(path, "/allOf/") {
+				out = append(out, path)
+			}
+			for k, c := range x {
+				walk(path+"/"+k, c)
+			}
+		case []any:
+			for i, c := range x {
+				walk(fmt.Sprintf("%s/%d", path, i), c)
+			}
+		}
+	}
+	walk("#", v)
+	sort.Strings(out)
+	return out
+}
+
+// TestOpenAPIRoutes matches the routes table to the document both ways:
+// every route the server registers is an operation of the document with
+// the same access (a security requirement for /api and /admin, the admin
+// one for /admin), and every operation is a registered route. A route
+// that needs an option (needing) says so with x-needs and answers 404
+// without it. A new endpoint fails this test until the document has it.
+func TestOpenAPIRoutes(t *testing.T) {
+	t.Parallel()
+	d, err := openapitest.Doc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]bool{}
+	for _, r := range routes {
+		registered[r.name] = true
+		item := d.Paths.Value(strings.TrimPrefix(r.name, r.method+" "))
+		if item == nil || item.GetOperation(r.method) == nil {
+			t.Errorf("route %s is not in the OpenAPI document (gateway/openapi/openapi.json)", r.name)
+			continue
+		}
+		op := item.GetOperation(r.method)
+		var schemes []string
+		if op.Security != nil {
+			for _, req := range *op.Security {
+				for name := range req {
+					schemes = append(schemes, name)
+				}
+			}
+		}
+		want := map[access][]string{accessPublic: nil, accessUser: {"bearer"}, accessAdmin: {"admin"}}[accessOf([]byte(routePath(r)))]
+		if !slices.Equal(schemes, want) {
+			t.Errorf("%s: security %v in the document, the server's access needs %v", r.name, schemes, want)
+		}
+		if _, ok := op.Extensions["x-needs"]; ok != (r.needs != featNone) {
+			t.Errorf("%s: x-needs in the document %v, the route needs an option: %v", r.name, ok, r.needs != featNone)
+		}
+		if r.needs != featNone && op.Responses.Status(http.StatusNotFound) == nil {
+			t.Errorf("%s: needs an option, and the document has no 404 for the server without it", r.name)
+		}
+	}
+	for p, item := range d.Paths.Map() {
+		for m := range item.Operations() {
+			if !registered[m+" "+p] {
+				t.Errorf("the OpenAPI document has %s %s, which no route registers", m, p)
+			}
+		}
+	}
+}
+
+// routePath is a route's path with each parameter as a literal segment.
+func routePath(r route) string {
+	return "/" + strings.ReplaceAll(strings.Join(r.segs, "/"), "{}", "x")
+}
+
+// TestOpenAPIAccess: what the document says of each operation's access
+// holds: without a token every /api and /admin operation (and spec 003's)
+// answers 401 UNAUTHORIZED, a user's token on an /admin operation 403
+// FORBIDDEN, and an operation that needs an option (x-needs) answers 404
+// NOT_FOUND on a server without it, to a caller the access allows.
+func TestOpenAPIAccess(t *testing.T) {
+	t.Parallel()
+	d, err := openapitest.Doc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t) // no transfers, chain, faults or p2p
+	user := h.token(7)
+	for p, item := range d.Paths.Map() {
+		path := strings.NewReplacer("{", "", "}", "").Replace(p) // a parameter's name as its value
+		for m, op := range item.Operations() {
+			if op.Security == nil || len(*op.Security) == 0 {
+				continue
+			}
+			admin := false
+			for _, req := range *op.Security {
+				_, admin = req["admin"]
+			}
+			expect := func(tok string, status int, code string) {
+				t.Helper()
+				if st, out := h.do(m, path, tok, ""); st != status || out["code"] != code {
+					t.Errorf("%s %s: %d %v, want %d %s", m, path, st, out, status, code)
+				}
+			}
+			expect("", http.StatusUnauthorized, CodeUnauthorized)
+			if admin {
+				expect(user, http.StatusForbidden, CodeForbidden)
+			}
+			if _, ok := op.Extensions["x-needs"]; ok {
+				tok := user
+				if admin {
+					tok = h.admin
+				}
+				expect(tok, http.StatusNotFound, CodeNotFound)
+			}
+		}
+	}
+}

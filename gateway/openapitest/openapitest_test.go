@@ -1,0 +1,96 @@
+package openapitest
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+func jsonHeader() http.Header {
+	return http.Header{"Content-Type": {"application/json"}}
+}
+
+// TestCheckRejects: Check accepts an answer the document describes and
+// rejects each way an answer can drift from it.
+func TestCheckRejects(t *testing.T) {
+	if err := Check("GET", "/health/live", 200, jsonHeader(), []byte(`{"status":"live"}`)); err != nil {
+		t.Fatalf("a documented answer: %v", err)
+	}
+	if err := Check("GET", "/api/v1/order/7", 401, jsonHeader(), []byte(`{"code":"UNAUTHORIZED","message":"no token"}`)); err != nil {
+		t.Fatalf("a documented error: %v", err)
+	}
+	for _, c := range []struct {
+		name           string
+		method, target string
+		status         int
+		header         http.Header
+		body           string
+	}{
+		{"a field the document does not name", "GET", "/health/live", 200, jsonHeader(), `{"status":"live","extra":1}`},
+		{"a field of another type", "GET", "/health/live", 200, jsonHeader(), `{"status":1}`},
+		{"null where the document has no null", "GET", "/health/live", 200, jsonHeader(), `{"status":null}`},
+		{"a required field missing", "GET", "/health/live", 200, jsonHeader(), `{}`},
+		{"a status the operation does not have", "GET", "/health/live", 418, jsonHeader(), `{"status":"live"}`},
+		{"another content type", "GET", "/health/live", 200, http.Header{"Content-Type": {"text/html"}}, `{"status":"live"}`},
+		{"not JSON", "GET", "/health/live", 200, jsonHeader(), `{"status":`},
+		{"an error code the status does not list", "GET", "/api/v1/order/7", 401, jsonHeader(), `{"code":"FORBIDDEN","message":"x"}`},
+		{"an error without its message", "GET", "/api/v1/order/7", 401, jsonHeader(), `{"code":"UNAUTHORIZED"}`},
+		{"a success status on a path the document lacks", "GET", "/api/v1/nope", 200, jsonHeader(), `{}`},
+		{"an error body that is not an Error", "GET", "/api/v1/nope", 404, jsonHeader(), `{"error":"x"}`},
+		{"an answer of the HTTP layer that is not an Error", "POST", "/api/v1/order", 413, jsonHeader(), `{"code":"BODY_TOO_LARGE"}`},
+	} {
+		if err := Check(c.method, c.target, c.status, c.header, []byte(c.body)); err == nil {
+			t.Errorf("%s: %s %s %d %s passed", c.name, c.method, c.target, c.status, c.body)
+		}
+	}
+}
+
+// TestNullableTypeArrays: a 3.1 type array with "null" admits null and its
+// other types only (the keyword the document uses for every nullable field).
+func TestNullableTypeArrays(t *testing.T) {
+	s := &openapi3.Schema{Type: &openapi3.Types{"string", "null"}}
+	for _, v := range []any{"x", nil} {
+		if err := s.VisitJSON(v, openapi3.VisitAsResponse()); err != nil {
+			t.Errorf("%v: %v", v, err)
+		}
+	}
+	if err := s.VisitJSON(1.0, openapi3.VisitAsResponse()); err == nil {
+		t.Error("a number passed a string-or-null schema")
+	}
+}
+
+// TestMatchAndCoverage: a literal path wins over a parameter, a parameter is
+// one whole non-empty segment, and Check records the pair it validated.
+func TestMatchAndCoverage(t *testing.T) {
+	if _, err := Doc(); err != nil {
+		t.Fatal(err)
+	}
+	if m := match("/admin/v1/tx/by-request"); m == nil || m.path != "/admin/v1/tx/by-request" {
+		t.Errorf("by-request matched %v", m)
+	}
+	if m := match("/admin/v1/tx/12"); m == nil || m.path != "/admin/v1/tx/{id}" {
+		t.Errorf("tx/12 matched %v", m)
+	}
+	if m := match("/api/v1/order/"); m != nil {
+		t.Errorf("an empty parameter matched %s", m.path)
+	}
+	if err := Check("GET", "/health/live", 200, jsonHeader(), []byte(`{"status":"live"}`)); err != nil {
+		t.Fatal(err)
+	}
+	un, err := Uncovered()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := Pairs()
+	if slices.Contains(un, "GET /health/live 200") || !slices.Contains(all, "GET /health/live 200") {
+		t.Errorf("GET /health/live 200 checked, yet uncovered (or not a pair): %v", un)
+	}
+	for _, p := range all {
+		if strings.Count(p, " ") != 2 {
+			t.Errorf("pair %q is not METHOD PATH STATUS", p)
+		}
+	}
+}
