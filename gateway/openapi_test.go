@@ -197,3 +197,91 @@ func TestOpenAPIAccess(t *testing.T) {
 		}
 	}
 }
+
+// requestSchemas are the decoder tables (jsonField) of the operations that
+// take a JSON body; TestOpenAPIRequestBodies holds the document's request
+// schemas to them.
+var requestSchemas = map[string][]jsonField{
+	"POST /api/v1/order":                                  orderSchema,
+	"PATCH /api/v1/order/{id}":                            modifySchema,
+	"POST /admin/v1/adjust":                               adjustSchema,
+	"POST /admin/v1/accounts/{user_id}/status":            statusSchema,
+	"POST /admin/v1/markets/{market}/breaker/resolve":     resolveSchema,
+	"POST /admin/v1/core/breaker/resolve":                 noteSchema,
+	"POST /api/v1/internal_transfer":                      transferSchema,
+	"POST /admin/v1/deposit":                              depositSchema,
+	"POST /admin/v1/funding/{user_id}/status":             fundingStatusSchema,
+	"POST /admin/v1/faults":                               faultSchema,
+	"POST /admin/v1/faults/core":                          coreFaultSchema,
+	"POST /api/v1/withdrawals":                            withdrawalSchema,
+	"POST /admin/v1/tx":                                   txSchema,
+	"POST /admin/v1/tx/{id}/remediate":                    remediateSchema,
+	"POST /admin/v1/users/{user_id}/withdrawal-limits":    limitSchema,
+	"POST /admin/v1/users/{user_id}/withdrawal-allowlist": allowlistSchema,
+	"POST /balance-service/users":                         p2pUserSchema,
+	"POST /transfers":                                     p2pTransferSchema,
+	"POST /admin/v1/binary-markets":                       binaryCreateSchema,
+	"POST /admin/v1/binary-markets/{market}/{action}":     binaryActionSchema,
+}
+
+// TestOpenAPIRequestBodies: each operation's request schema names exactly
+// the members its decoder accepts (any other is 400 UNKNOWN_FIELD), each with
+// the JSON type the decoder takes, and null only where it reads null.
+func TestOpenAPIRequestBodies(t *testing.T) {
+	t.Parallel()
+	d, err := openapitest.Doc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonType := map[jsonKind]string{jsonString: "string", jsonMoney: "string", jsonNumber: "integer",
+		jsonBool: "boolean", jsonP2PAmount: "number"}
+	seen := map[string]bool{}
+	for p, item := range d.Paths.Map() {
+		for m, op := range item.Operations() {
+			name := m + " " + p
+			fields, ok := requestSchemas[name]
+			if op.RequestBody == nil {
+				if ok {
+					t.Errorf("%s decodes a body, and the document has no requestBody", name)
+				}
+				continue
+			}
+			seen[name] = true
+			if !ok {
+				t.Errorf("%s: the document has a requestBody, and requestSchemas no decoder table", name)
+				continue
+			}
+			mt := op.RequestBody.Value.Content.Get("application/json")
+			if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+				t.Errorf("%s: no application/json request schema", name)
+				continue
+			}
+			s := mt.Schema.Value
+			if s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has {
+				t.Errorf("%s: the request schema is not closed", name)
+			}
+			if len(s.Properties) != len(fields) {
+				t.Errorf("%s: %d members in the document, %d in the decoder", name, len(s.Properties), len(fields))
+			}
+			for _, f := range fields {
+				ps := s.Properties[f.name]
+				if ps == nil || ps.Value == nil {
+					t.Errorf("%s: member %s is not in the document", name, f.name)
+					continue
+				}
+				want := []string{jsonType[f.kind&^jsonNullable]}
+				if f.kind&jsonNullable != 0 {
+					want = append(want, "null")
+				}
+				if got := ps.Value.Type.Slice(); !slices.Equal(got, want) {
+					t.Errorf("%s: member %s has type %v in the document, the decoder takes %v", name, f.name, got, want)
+				}
+			}
+		}
+	}
+	for name := range requestSchemas {
+		if !seen[name] {
+			t.Errorf("%s: in requestSchemas, not an operation with a requestBody in the document", name)
+		}
+	}
+}

@@ -89,6 +89,9 @@ const maxParams = 2
 // routeUnmatched is the metrics label of requests no route matched.
 const routeUnmatched = "unmatched"
 
+// routes is every endpoint. Each one is an operation of the OpenAPI
+// document (gateway/openapi/openapi.json), with its answers and error codes:
+// TestOpenAPIRoutes fails until a new route is described there.
 var routes = []route{
 	mkRoute("POST", "/api/v1/order", (*Server).postOrder),
 	mkRoute("GET", "/api/v1/order/{id}", (*Server).getOrder),
