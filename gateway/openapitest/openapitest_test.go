@@ -94,3 +94,42 @@ func TestMatchAndCoverage(t *testing.T) {
 		}
 	}
 }
+
+// TestShapeKey: answers share a key only if nothing the document constrains
+// differs between them: keys, kinds of values, and error codes.
+func TestShapeKey(t *testing.T) {
+	key := func(body string) string {
+		k, ok := shapeKey("GET", "/x", 200, "application/json", []byte(body))
+		if !ok {
+			t.Fatalf("%s: not well-formed", body)
+		}
+		return k
+	}
+	same := [][2]string{
+		{`{"a":"x","b":1,"c":[1,2],"d":null}`, `{"a":"y \"q\" :","b":22,"c":[3,4],"d":null}`},
+		{`{"code":"X","message":"one"}`, `{ "code" : "X", "message": "two" }`},
+	}
+	for _, p := range same {
+		if key(p[0]) != key(p[1]) {
+			t.Errorf("%s and %s: different keys", p[0], p[1])
+		}
+	}
+	differ := [][2]string{
+		{`{"a":"x"}`, `{"a":null}`},
+		{`{"a":1}`, `{"a":1.5}`},
+		{`{"a":1}`, `{"a":"1"}`},
+		{`{"a":true}`, `{"a":"true"}`},
+		{`{"a":1}`, `{"b":1}`},
+		{`{"a":1}`, `{"a":1,"b":1}`},
+		{`{"a":[1]}`, `{"a":[1,1]}`},
+		{`{"code":"X","message":"m"}`, `{"code":"Y","message":"m"}`},
+	}
+	for _, p := range differ {
+		if key(p[0]) == key(p[1]) {
+			t.Errorf("%s and %s: the same key", p[0], p[1])
+		}
+	}
+	if _, ok := shapeKey("GET", "/x", 200, "", []byte(`{"a":`)); ok {
+		t.Error("a torn body is cacheable")
+	}
+}
