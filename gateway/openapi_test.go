@@ -285,3 +285,44 @@ func TestOpenAPIRequestBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPICoreUnavailable: the 503 SERVICE_UNAVAILABLE the document
+// gives the endpoints that read or submit to the core holds for each of
+// them while the core is away, and the 400 of a body sent to an endpoint
+// that takes none; nothing changes.
+func TestOpenAPICoreUnavailable(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.binaryMarket("20", true)
+	u7 := h.token(7)
+	before := h.be.stateHash()
+	h.be.down.Store(true)
+	for _, c := range []struct{ method, path, token, body string }{
+		{"GET", "/api/v1/depth/BTC-USDT", u7, ""},
+		{"GET", "/api/v1/trades/BTC-USDT", u7, ""},
+		{"GET", "/api/v1/my-trades", u7, ""},
+		{"GET", "/api/v1/positions", u7, ""},
+		{"GET", "/api/v1/binary-markets/20", u7, ""},
+		{"GET", "/admin/v1/fees", h.admin, ""},
+		{"POST", "/admin/v1/markets/BTC-USDT/halt", h.admin, ""},
+		{"POST", "/admin/v1/markets/BTC-USDT/resume", h.admin, ""},
+		{"POST", "/admin/v1/markets/BTC-USDT/breaker/resolve", h.admin, `{"target_status":"ACTIVE"}`},
+		{"POST", "/admin/v1/core/breaker/resolve", h.admin, ""},
+		{"POST", "/admin/v1/accounts/7/status", h.admin, `{"status":"FROZEN"}`},
+		{"POST", "/admin/v1/binary-markets", h.admin, `{"market_id":21,"quote":"USDT","question":"Q?"}`},
+		{"POST", "/admin/v1/binary-markets/20/suspend", h.admin, ""},
+	} {
+		h.fails(c.method, c.path, c.token, c.body, http.StatusServiceUnavailable, CodeServiceUnavailable)
+	}
+	h.be.down.Store(false)
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/admin/v1/fees"},
+		{"POST", "/admin/v1/markets/BTC-USDT/resume"},
+		{"POST", "/admin/v1/core/breaker/resolve"},
+	} {
+		h.fails(c.method, c.path, h.admin, `{"x":1}`, http.StatusBadRequest, CodeUnknownField)
+	}
+	if h.be.stateHash() != before {
+		t.Fatal("a refused request changed the core")
+	}
+}
