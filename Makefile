@@ -69,6 +69,7 @@ fuzz:
 	$(GO) test ./persist/chaintx/evm -run '^$$' -fuzz '^FuzzParseAddress$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./logging -run '^$$' -fuzz '^FuzzFastJSONString$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./core -run '^$$' -fuzz '^FuzzIdMap$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./gateway/openapitest -run '^$$' -fuzz '^FuzzShapeKey$$' -fuzztime $(FUZZTIME)
 
 ## bench: every scenario beside its ceiling (<= 10 min): bench-out/report.md, report.json, plots
 bench:

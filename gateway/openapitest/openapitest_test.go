@@ -1,6 +1,7 @@
 package openapitest
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -132,4 +133,17 @@ func TestShapeKey(t *testing.T) {
 	if _, ok := shapeKey("GET", "/x", 200, "", []byte(`{"a":`)); ok {
 		t.Error("a torn body is cacheable")
 	}
+}
+
+// FuzzShapeKey: any body is scanned without a panic, and only well-formed
+// JSON is cacheable.
+func FuzzShapeKey(f *testing.F) {
+	for _, s := range []string{`{"code":"X","message":"m"}`, `{"a":[1,2.5,null,true,"\"s\\"]}`, `{"a":`, `"\`, `-`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, ok := shapeKey("GET", "/x", 200, "", b); ok && !json.Valid(b) {
+			t.Fatalf("%q: cacheable, and not JSON", b)
+		}
+	})
 }
