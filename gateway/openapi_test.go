@@ -60,7 +60,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Errorf("openapi %q, want 3.1.0", d.OpenAPI)
 	}
 	for _, p := range openDocSchemas() {
-		t.Errorf("schema at %s is an object without additionalProperties: false", p)
+		t.Errorf("schema at %s", p)
 	}
 	h := newHarness(t)
 	st, body := h.raw("GET", "/openapi.json", "", "")
@@ -69,9 +69,15 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 }
 
-// openDocSchemas lists the JSON paths of the document's object schemas that
-// are not closed (the document itself, answered by /openapi.json, is
-// described only at its top level).
+// ignoredKeywords are JSON Schema 2020-12 keywords kin-openapi's native
+// validator (the one openapitest uses) does not check: the document must
+// say the same with enum, type arrays and closed objects instead.
+var ignoredKeywords = []string{"const", "prefixItems", "contains", "patternProperties", "unevaluatedProperties",
+	"dependentRequired", "dependentSchemas", "if", "then", "else"}
+
+// openDocSchemas lists the document's schemas that are not closed objects
+// or use a keyword the validator ignores, by JSON path (the document itself,
+// answered by /openapi.json, is described only at its top level).
 func openDocSchemas() []string {
 	var v any
 	if err := json.Unmarshal(openapi.Document, &v); err != nil {
@@ -84,7 +90,12 @@ func openDocSchemas() []string {
 		case map[string]any:
 			_, hasProps := x["properties"].(map[string]any)
 			if hasProps && x["additionalProperties"] != false && !strings.Contains(path, "/allOf/") {
-				out = append(out, path)
+				out = append(out, path+": an object without additionalProperties: false")
+			}
+			for _, k := range ignoredKeywords {
+				if _, ok := x[k]; ok && !strings.HasSuffix(path, "/properties") {
+					out = append(out, path+": "+k+", which the validator of gateway/openapitest ignores")
+				}
 			}
 			for k, c := range x {
 				walk(path+"/"+k, c)
