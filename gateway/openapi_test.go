@@ -95,6 +95,16 @@ func openDocSchemas() []string {
 			if open && !strings.Contains(path, "/allOf/") && !strings.Contains(path, "/paths//openapi.json/") {
 				out = append(out, path+": an object open to members the document does not name")
 			}
+			if props, ok := x["properties"].(map[string]any); ok {
+				for name, ps := range props {
+					m, _ := ps.(map[string]any)
+					_, enum := m["enum"]
+					_, pattern := m["pattern"]
+					if (enum || pattern) && !slices.Contains(openapitest.ValueKeys, name) {
+						out = append(out, path+"/properties/"+name+": a value constraint on a member not in openapitest.ValueKeys")
+					}
+				}
+			}
 			for _, k := range ignoredKeywords {
 				if _, ok := x[k]; ok && !strings.HasSuffix(path, "/properties") {
 					out = append(out, path+": "+k+", which the validator of gateway/openapitest ignores")

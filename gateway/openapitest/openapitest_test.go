@@ -23,6 +23,9 @@ func TestCheckRejects(t *testing.T) {
 	if err := Check("GET", "/api/v1/order/7", 401, jsonHeader(), []byte(`{"code":"UNAUTHORIZED","message":"no token"}`)); err != nil {
 		t.Fatalf("a documented error: %v", err)
 	}
+	if err := Check("POST", "/admin/v1/tx", 202, jsonHeader(), []byte(`{"state":"UNKNOWN","submitter":"0x1","request_id":"r","message":"m"}`)); err != nil {
+		t.Fatalf("a documented variant: %v", err) // and its shape is now cached: the PENDING one below must still fail
+	}
 	for _, c := range []struct {
 		name           string
 		method, target string
@@ -42,6 +45,7 @@ func TestCheckRejects(t *testing.T) {
 		{"a success status on a path the document lacks", "GET", "/api/v1/nope", 200, jsonHeader(), `{}`},
 		{"an error body that is not an Error", "GET", "/api/v1/nope", 404, jsonHeader(), `{"error":"x"}`},
 		{"an answer of the HTTP layer that is not an Error", "POST", "/api/v1/order", 413, jsonHeader(), `{"code":"BODY_TOO_LARGE"}`},
+		{"a state the variant does not have", "POST", "/admin/v1/tx", 202, jsonHeader(), `{"state":"PENDING","submitter":"0x1","request_id":"r","message":"m"}`},
 	} {
 		if err := Check(c.method, c.target, c.status, c.header, []byte(c.body)); err == nil {
 			t.Errorf("%s: %s %s %d %s passed", c.name, c.method, c.target, c.status, c.body)
@@ -124,6 +128,7 @@ func TestShapeKey(t *testing.T) {
 		{`{"a":1}`, `{"a":1,"b":1}`},
 		{`{"a":[1]}`, `{"a":[1,1]}`},
 		{`{"code":"X","message":"m"}`, `{"code":"Y","message":"m"}`},
+		{`{"state":"UNKNOWN"}`, `{"state":"PENDING"}`},
 	}
 	for _, p := range differ {
 		if key(p[0]) == key(p[1]) {
