@@ -74,6 +74,7 @@ fuzz:
 	$(GO) test ./logging -run '^$$' -fuzz '^FuzzFastJSONString$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./core -run '^$$' -fuzz '^FuzzIdMap$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./stream -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./gateway/openapitest -run '^$$' -fuzz '^FuzzShapeKey$$' -fuzztime $(FUZZTIME)
 
 ## bench: every scenario beside its ceiling (<= 10 min): bench-out/report.md, report.json, plots
 bench:

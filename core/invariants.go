@@ -271,7 +271,7 @@ func (p *Processor) checkBalance(sc *checkScratch, ai int32, asset AssetID, b Ba
 // checkLanes is how many levels' FIFOs checkSide walks at once. Following a
 // FIFO is a chain of dependent loads, each usually a cache miss on a large
 // book; the lanes' chains are independent, so the CPU overlaps their misses
-// (measured with BenchmarkFullCheck: see the README).
+// (measured with BenchmarkFullCheck: see docs/operations.md).
 const checkLanes = 8
 
 // checkLane is one FIFO being walked.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/gateway/openapitest"
 )
 
 // fakeBackend is Backend over a core.Processor.
@@ -168,7 +170,13 @@ func (h *harness) raw(method, path, token, body string) (int, []byte) {
 	var ctx fasthttp.RequestCtx
 	ctx.Init(&req, nil, nil)
 	h.h(&ctx)
-	return ctx.Response.StatusCode(), append([]byte(nil), ctx.Response.Body()...)
+	st, out := ctx.Response.StatusCode(), append([]byte(nil), ctx.Response.Body()...)
+	hdr := http.Header{}
+	ctx.Response.Header.VisitAll(func(k, v []byte) { hdr.Add(string(k), string(v)) })
+	if err := openapitest.Check(method, path, st, hdr, out); err != nil {
+		h.t.Errorf("%v", err)
+	}
+	return st, out
 }
 
 // do sends a request and decodes the JSON object answered (every answer of

@@ -13,7 +13,7 @@ import (
 type access uint8
 
 const (
-	accessPublic access = iota // /health*, /metrics
+	accessPublic access = iota // /health*, /metrics, /openapi.json
 	accessUser                 // /api/...: a valid token
 	accessAdmin                // /admin/...: a valid token with the admin role
 )
@@ -92,6 +92,9 @@ const maxParams = 2
 // routeUnmatched is the metrics label of requests no route matched.
 const routeUnmatched = "unmatched"
 
+// routes is every endpoint. Each one is an operation of the OpenAPI
+// document (gateway/openapi/openapi.json), with its answers and error codes:
+// TestOpenAPIRoutes fails until a new route is described there.
 var routes = []route{
 	mkRoute("POST", "/api/v1/order", (*Server).postOrder),
 	mkRoute("GET", "/api/v1/order/{id}", (*Server).getOrder),
@@ -125,6 +128,7 @@ var routes = []route{
 	mkRoute("GET", "/health/ready", (*Server).readiness),
 	mkRoute("GET", "/health", (*Server).health),
 	mkRoute("GET", "/metrics", (*Server).serveMetrics),
+	mkRoute("GET", "/openapi.json", (*Server).openAPI),
 	needing(featChain, mkRoute("POST", "/api/v1/withdrawals", (*Server).postWithdrawal)),
 	needing(featChain, mkRoute("GET", "/api/v1/withdrawals", (*Server).listWithdrawals)),
 	needing(featChain, mkRoute("GET", "/api/v1/withdrawals/{id}", (*Server).getWithdrawal)),

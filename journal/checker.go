@@ -23,7 +23,7 @@ type CheckReplica uint8
 const (
 	// CheckOnView checks the read view's replica under its read lock (the
 	// viewer, and so acks and new reads, wait for the check's duration).
-	// It adds no work per command: the default (measured, see the README).
+	// It adds no work per command: the default (measured: docs/operations.md, "Runtime protection").
 	CheckOnView CheckReplica = iota
 	// CheckOnFollower checks a WAL follower of its own, which catches up
 	// before each check: nothing waits for the check, but every command is

@@ -15,7 +15,7 @@ import (
 // variants, interleaved (off, check on the read view, check on a WAL
 // follower; every variant keeps the read view, as the exchange does), each
 // run in a fresh subdir of cfg.Dir, and prints every run and the medians
-// with their ratios to "off" (the README's measurement of the periodic
+// with their ratios to "off" (docs/operations.md's measurement of the periodic
 // check's cost).
 func compareCheck(cfg bench.PipelineConfig, rounds int, stdout, stderr io.Writer) int {
 	if cfg.Check.Interval <= 0 {

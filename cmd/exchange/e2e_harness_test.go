@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/gateway/openapitest"
 )
 
 var (
@@ -114,7 +115,7 @@ func e2eLaunch(t *testing.T, dataDir, pgURL string, extra ...string) *e2eServer 
 	cmd.Env = append(os.Environ(), "UBS_PG_URL=", "DATABASE_URL=")
 	s := &e2eServer{t: t, cmd: cmd, addr: addr, dataDir: dataDir, pgURL: pgURL,
 		logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, exited: make(chan struct{}),
-		client: &http.Client{Timeout: 10 * time.Second}}
+		client: &http.Client{Timeout: 10 * time.Second, Transport: openapitest.Transport(t, nil)}}
 	w := &lockedWriter{mu: s.logMu, w: s.logs}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {

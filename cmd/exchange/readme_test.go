@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ubscore/ubscore/gateway/openapitest"
 	"github.com/ubscore/ubscore/persist/localpg"
 )
 
@@ -26,7 +31,8 @@ import (
 // with DATA=dir, as the README says. Only the port (UBS_HTTP / EX) and the
 // data dir are moved so it cannot collide with anything else on the
 // machine. Every answer must match the "# =>" line the README shows under
-// its call ("…" stands for any value).
+// its call ("…" stands for any value), and every answer must match the
+// OpenAPI document (the calls go through a checking proxy).
 func TestReadmeWalkthrough(t *testing.T) {
 	t.Parallel() // waits on servers and Postgres more than it computes
 	for _, tool := range []string{"make", "bash", "curl"} {
@@ -107,9 +113,21 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Fatalf("make run did not start a private Postgres cluster:\n%s", logs)
 	}
 
+	// The walk-through talks to the server through a proxy that checks
+	// every answer against the OpenAPI document, as the harness's client does.
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
+	proxy.Transport = openapitest.Transport(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	psrv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = psrv.Serve(ln) }()
+	defer psrv.Close()
+
 	sh := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	sh.Dir = root
-	sh.Env = append(os.Environ(), "EX=http://"+addr, "DATA="+data, "UBS_DATA_DIR=", "UBS_JWT_SECRET=")
+	sh.Env = append(os.Environ(), "EX=http://"+ln.Addr().String(), "DATA="+data, "UBS_DATA_DIR=", "UBS_JWT_SECRET=")
 	out, err := sh.CombinedOutput()
 	if err != nil {
 		t.Fatalf("walkthrough failed: %v\n%s\nserver:\n%s", err, out, logs)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ubscore/ubscore/gateway/openapitest"
 	"github.com/ubscore/ubscore/persist/pgtest"
 )
 
@@ -48,7 +49,7 @@ func transferOutageE2E(t *testing.T, length time.Duration, minOutages int64) {
 	// s), so that every create gets its answer: a request without one could
 	// hide a transfer.
 	patient := *x.s
-	patient.client = &http.Client{Timeout: 45 * time.Second}
+	patient.client = &http.Client{Timeout: 45 * time.Second, Transport: openapitest.Transport(t, nil)}
 
 	type sent struct {
 		user uint64

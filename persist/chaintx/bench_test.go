@@ -1,6 +1,6 @@
 package chaintx_test
 
-// Benchmarks (numbers in README "Managed on-chain transactions"):
+// Benchmarks (numbers in docs/withdrawals.md):
 //
 //	go test -run '^$' -bench 'BenchmarkCreate' -benchtime 1x ./persist/chaintx
 //
