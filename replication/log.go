@@ -408,6 +408,7 @@ func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
 	backoff := 20 * time.Millisecond
 	failures := 0
 	var lastErr error
+	var lastWarn time.Time
 	for !done() {
 		l.mu.Lock()
 		if err := l.writable(); err != nil {
@@ -445,8 +446,9 @@ func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
 		// Unknown outcome: read the stream back.
 		lastErr = err
 		l.stalled.CompareAndSwap(0, time.Now().UnixNano())
-		if failures == 0 || failures%50 == 0 {
+		if failures == 0 || time.Since(lastWarn) >= 5*time.Second {
 			l.log.Warn("replication: append not confirmed, reading the log back", "err", err, "failures", failures)
+			lastWarn = time.Now()
 		}
 		failures++
 		select {
@@ -463,6 +465,10 @@ func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
 			}
 		} else {
 			lastErr = err
+			if time.Since(lastWarn) >= 5*time.Second {
+				l.log.Warn("replication: the log cannot be read back yet", "err", err, "failures", failures)
+				lastWarn = time.Now()
+			}
 		}
 		l.mu.Unlock()
 		if errors.Is(err, ErrFenced) {

@@ -192,7 +192,10 @@ func (n *Node) run(loop func(ctx context.Context) error) {
 
 // promote claims the log and starts writing it.
 func (n *Node) promote(ctx context.Context) error {
+	t0 := time.Now()
+	n.cfg.Logger.Info("replication: promoting: reading the log to its end, then claiming it", "seq", n.pl.DurableSeq())
 	epoch, err := n.standby.Promote(ctx, n.cfg.Mode == ModeSync)
+	n.cfg.Logger.Info("replication: promotion done", "took", time.Since(t0), "err", err)
 	if err != nil {
 		return err
 	}

@@ -281,6 +281,7 @@ func registerReplication(fs *flag.FlagSet, c *replication.NodeConfig) {
 	fs.StringVar((*string)(&c.Role), "role", string(replication.RolePrimary), "with --replication: primary (takes commands) or standby (applies the primary's, serves reads)")
 	fs.StringVar(&c.Log.Node, "node-id", replication.DefaultNodeID(), "this node's name in the log's epoch markers")
 	fs.StringVar(&c.Advertise, "advertise", "", "the HTTP address a standby gives clients for this node as the primary; empty = --http")
+	fs.Uint64Var(&c.HashEvery, "replication-hash-every", replication.DefaultHashEvery, "every node hashes its state at each multiple of this seq; a standby whose hash differs from the primary's stops (CRITICAL)")
 }
 
 var (
