@@ -36,7 +36,7 @@ func (quietLogger) Printf(string, ...any) {}
 var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // appendHelloAnswer appends the hello-world target's answer to o: an
-// order in the exchange's response shape (DESIGN §5), so the baseline
+// order in the exchange's response shape (docs/design.md, durability), so the baseline
 // writes, and the load generator reads, as many bytes as against the
 // exchange. In the bench workload (cmd/bench's orderBody) half the
 // exchange's answers are an order left resting (NEW, no fills) and half an

@@ -1,6 +1,6 @@
 package core
 
-// property_test.go proves the determinism rules of DESIGN §4 on long seeded
+// property_test.go proves the determinism rules of docs/design.md, the rules for core on long seeded
 // random streams: every command leaves every invariant intact, a rejected
 // command changes nothing, a snapshot restored mid-stream replays to the same
 // events and hash, and the same seed twice gives the same events and hash.

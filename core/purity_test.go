@@ -1,7 +1,7 @@
 package core
 
 // purity_test.go is a lint that runs as a test (as pebble's internal/lint):
-// core must stay a pure, deterministic library (DESIGN §4; STYLE "A pure core
+// core must stay a pure, deterministic library (docs/design.md, the rules for core; STYLE "A pure core
 // with I/O around it"). It reads every non-test .go file of the package and
 // fails, naming the file and line, if one imports a package that brings the
 // clock, randomness, I/O, concurrency or anything outside the standard

@@ -9,7 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Codes of a replicated venue (DESIGN §8).
+// Codes of a replicated venue (docs/design.md, "Replication").
 const (
 	// CodeNotPrimary: 503 on a standby (or a fenced old primary): this node
 	// applies the primary's commands and takes none; the message names the

@@ -11,7 +11,7 @@ import (
 	"github.com/ubscore/ubscore/journal/ring"
 )
 
-// Replicator is the replicated command log of sync replication (DESIGN §8;
+// Replicator is the replicated command log of sync replication (docs/design.md, "Replication";
 // package replication): the journaler hands it every group commit before
 // its local write (Append, without waiting: several group commits may be in
 // flight), and the replication stage — a ring stage after the journaler —

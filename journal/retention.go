@@ -17,7 +17,7 @@ import (
 // advance before it is released.
 const DefaultMaxRetained core.Seq = 100_000_000
 
-// Retention keeps the WAL for the followers downstream of it (DESIGN §7):
+// Retention keeps the WAL for the followers downstream of it (docs/design.md, "Followers of the WAL"):
 // the Postgres sink today, the event publisher and others later. Each one
 // registers with a checkpoint (the last seq whose output it has made
 // durable where that output lives); the WAL and the snapshot it needs are

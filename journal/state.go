@@ -211,7 +211,7 @@ func (pl *Pipeline) ask(ctx context.Context, r stateReq) (stateRes, error) {
 // SetStateHashHook makes the state follower hash its replica at every
 // multiple of every and call fn with the seq and the hash (on the
 // follower's goroutine: fn must not block); every 0 stops it. Replication's
-// divergence check (DESIGN §8): both nodes hash the same seqs, off the
+// divergence check (docs/design.md, "Replication"): both nodes hash the same seqs, off the
 // acknowledgement path, and none is skipped however fast commands come.
 func (pl *Pipeline) SetStateHashHook(every uint64, fn func(seq core.Seq, hash string)) {
 	pl.hashFn.Store(&fn)

@@ -10,7 +10,7 @@ import (
 	"github.com/ubscore/ubscore/logging"
 )
 
-// The sink as a follower of the server's WAL (DESIGN §7): migrate, check
+// The sink as a follower of the server's WAL (docs/design.md, "Followers of the WAL"): migrate, check
 // that the database belongs to this WAL, follow it from the persisted seq.
 
 // followerSource adapts a journal.Follower to Source.

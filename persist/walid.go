@@ -42,7 +42,7 @@ func LoadOrCreateWALID(dataDir string) (string, error) {
 // whose identity it is asked to adopt.
 var ErrOtherVenue = errors.New("persist: the data dir belongs to another venue")
 
-// VenueIdentity is the WAL id of a node of a replicated venue (DESIGN §8):
+// VenueIdentity is the WAL id of a node of a replicated venue (docs/design.md, "Replication"):
 // every node of one venue shares it, so the sink of whichever node is the
 // primary continues the same read model, exactly once by seq. It returns
 // the data dir's id if it has one; else a new one for a node starting as

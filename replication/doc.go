@@ -1,5 +1,5 @@
-// Package replication is the replicated sequenced-command log of DESIGN §8
-// (docs/design.md once it exists): the primary appends every group commit
+// Package replication is the replicated sequenced-command log
+// (docs/design.md, "Replication"): the primary appends every group commit
 // of the WAL — the same payloads, with their seqs — to a NATS JetStream
 // stream that the NATS cluster replicates with its own Raft (R=3); a
 // standby follows the stream and applies the commands to its own

@@ -25,7 +25,7 @@ type Hasher interface {
 	SetStateHashHook(every uint64, fn func(seq core.Seq, hash string))
 }
 
-// hashCheck is the divergence check (DESIGN §8): every node hashes its
+// hashCheck is the divergence check (docs/design.md, "Replication"): every node hashes its
 // state at every multiple of every commands, on its state follower; the
 // primary appends its hashes to the log (KindHash), a standby compares them
 // with its own at the same seq.

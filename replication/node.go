@@ -24,7 +24,7 @@ import (
 type Mode string
 
 const (
-	// ModeOff: no replicated log (the default; DESIGN §5's single-node
+	// ModeOff: no replicated log (the default; docs/design.md's single-node
 	// promise: an acknowledged command is fsynced on this host's disk).
 	ModeOff Mode = "off"
 	// ModeSync: a command is acknowledged once fsynced locally AND stored

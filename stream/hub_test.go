@@ -22,6 +22,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/stream/schema"
 )
 
 // The hub in-process, over a real pipeline and real sockets (run with -race).
@@ -151,6 +152,11 @@ func (f *fixture) dial(token string) *client {
 			}
 			var m map[string]any
 			if err := json.Unmarshal(data, &m); err != nil {
+				cl.err = err
+				cl.mu.Unlock()
+				return
+			}
+			if err := schema.Check(data); err != nil { // every message as its document says
 				cl.err = err
 				cl.mu.Unlock()
 				return

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// maxCmdLines bounds cmd/exchange's non-test Go (issue 34, DESIGN §9): the
+// maxCmdLines bounds cmd/exchange's non-test Go (issue 34, docs/design.md, "One path per behaviour"): the
 // command parses flags and wires packages; a feature's logic, its config's
 // defaults and validation, and its tests live in the feature's package.
 const maxCmdLines = 1200
@@ -38,7 +38,7 @@ func TestCmdStaysWiring(t *testing.T) {
 		t.Fatal("no Go files counted: run from cmd/exchange")
 	}
 	if total > maxCmdLines {
-		t.Fatalf("cmd/exchange has %d lines of non-test Go (limit %d): move feature logic into its package (DESIGN §9); per file: %v",
+		t.Fatalf("cmd/exchange has %d lines of non-test Go (limit %d): move feature logic into its package (docs/design.md, "One path per behaviour"); per file: %v",
 			total, maxCmdLines, per)
 	}
 	t.Logf("cmd/exchange: %d lines of non-test Go (limit %d)", total, maxCmdLines)

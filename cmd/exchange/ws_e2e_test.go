@@ -18,6 +18,7 @@ import (
 
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/stream"
+	"github.com/ubscore/ubscore/stream/schema"
 )
 
 // wsClient is a test client of GET /ws: it reads every message on its own
@@ -78,6 +79,12 @@ func (w *wsClient) read() {
 		if err := json.Unmarshal(data, &m); err != nil {
 			w.mu.Lock()
 			w.err = fmt.Errorf("not JSON: %q", data)
+			w.mu.Unlock()
+			return
+		}
+		if err := schema.Check(data); err != nil { // every message as its document says
+			w.mu.Lock()
+			w.err = err
 			w.mu.Unlock()
 			return
 		}
