@@ -99,6 +99,14 @@ func (pl *Pipeline) stateFollower(f *Follower) {
 	defer close(pl.snapDoneCh)
 	var pend []stateReq
 	pl.state.seq.Store(uint64(f.NextSeq() - 1))
+	// A recovery that replayed SnapshotEvery commands or more past the last
+	// snapshot leaves one overdue: write it now, at the recovered (durable)
+	// state, rather than after the follower's first batch — under load a
+	// process killed again soon would otherwise never snapshot, nor let the
+	// WAL front be truncated.
+	if seq := f.NextSeq() - 1; seq > pl.lastSnap && uint64(seq-pl.lastSnap) >= pl.cfg.SnapshotEvery {
+		pl.writeSnapshot(f, seq)
+	}
 	for {
 		pend = pl.answer(f, pend)
 		if durable := pl.DurableSeq(); f.NextSeq() <= durable {
