@@ -154,6 +154,9 @@ type Pipeline struct {
 	proc     *core.Processor            // owned by the processor goroutine after Start
 	baseSnap atomic.Pointer[[]byte]     // serialized state at the last snapshot (or at start): the poison-rebuild base; written by the state follower
 	poisoned map[core.Seq]core.Rollback // commands discarded instead of applied; processor goroutine
+	// rebuilding is set while the processor rebuilds after a discarded
+	// command: the state follower then truncates no WAL (stages.go discard).
+	rebuilding atomic.Bool
 
 	recovery   RecoveryReport // what the start-up recovery found; immutable after Start
 	evictions  atomic.Uint64  // commands discarded since start (poison, failed checks): each rebuilt the state

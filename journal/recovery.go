@@ -355,9 +355,11 @@ func decodeAhead(w *WAL, from, upTo core.Seq) (<-chan *replayBatch, chan struct{
 			b.cmds = append(b.cmds, core.Command{})
 			c := &b.cmds[len(b.cmds)-1]
 			if err := core.DecodeCommand(payload, c); err != nil {
+				b.cmds = b.cmds[:len(b.cmds)-1]
 				return fmt.Errorf("journal: undecodable command at seq %d: %w", seq, err)
 			}
 			if uint64(c.Seq) != seq {
+				b.cmds = b.cmds[:len(b.cmds)-1]
 				return fmt.Errorf("journal: entry at seq %d carries command seq %d", seq, c.Seq)
 			}
 			if c.Seq >= upTo {
@@ -372,7 +374,7 @@ func decodeAhead(w *WAL, from, upTo core.Seq) (<-chan *replayBatch, chan struct{
 			return // quit
 		}
 		if err != nil && !errors.Is(err, errStop) {
-			b.cmds, b.err = b.cmds[:len(b.cmds)-1], err
+			b.err = err // also an error of Iterate itself (the WAL no longer holds from), with no command taken
 		}
 		send()
 	}()

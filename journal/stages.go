@@ -206,7 +206,14 @@ func (pl *Pipeline) discard(c *core.Command, rb core.Rollback, cause any) []core
 		return nil // the state is unusable; a restart recovers from disk
 	}
 	pl.poisoned[c.Seq] = rb
+	// The state follower must not truncate the WAL behind the base this
+	// rebuild replays from (it may write two snapshots meanwhile): set
+	// rebuilding before loading the base; the follower stores a new base
+	// before it reads rebuilding (both sequentially consistent), so either
+	// it skips that truncation or this rebuild loads its newer base.
+	pl.rebuilding.Store(true)
 	proc, err := rebuild(*pl.baseSnap.Load(), pl.wal, pl.cfg.Core, c.Seq-1, pl.poisoned)
+	pl.rebuilding.Store(false)
 	if err != nil {
 		pl.fail(fmt.Errorf("journal: rebuild after the discarded command at seq %d: %w", c.Seq, err))
 		return nil // the state is unusable; a restart recovers from disk

@@ -280,6 +280,9 @@ func (pl *Pipeline) writeSnapshot(f *Follower, seq core.Seq) {
 	if pin > 0 {
 		limit = min(limit, pinned) // 0 if no snapshot <= pin: the consumer needs the WAL from the start
 	}
+	if pl.rebuilding.Load() {
+		return // a poison rebuild may be replaying the WAL from an older base: truncate at the next snapshot
+	}
 	if t := limit + 1; limit > 0 && t <= pl.wal.LastSeq() {
 		// Here, not on the journaler: TruncateFront waits for running WAL
 		// iterations (a follower's replay), which must never stall the group commit.
