@@ -38,7 +38,7 @@ func TestCmdStaysWiring(t *testing.T) {
 		t.Fatal("no Go files counted: run from cmd/exchange")
 	}
 	if total > maxCmdLines {
-		t.Fatalf("cmd/exchange has %d lines of non-test Go (limit %d): move feature logic into its package (docs/design.md, "One path per behaviour"); per file: %v",
+		t.Fatalf("cmd/exchange has %d lines of non-test Go (limit %d): move feature logic into its package (docs/design.md, One path per behaviour); per file: %v",
 			total, maxCmdLines, per)
 	}
 	t.Logf("cmd/exchange: %d lines of non-test Go (limit %d)", total, maxCmdLines)
