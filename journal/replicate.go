@@ -106,10 +106,6 @@ func (pl *Pipeline) replicationStage() {
 	}
 }
 
-// Standby tells whether the pipeline is a standby (Config.Standby, until
-// Promote).
-func (pl *Pipeline) Standby() bool { return pl.standby.Load() }
-
 // SubmitSequenced applies commands a primary sequenced (a standby
 // following the replicated log): they keep their Seq and Time, and must
 // continue the pipeline's seq exactly (ErrSequence otherwise, and nothing
@@ -189,7 +185,3 @@ func (pl *Pipeline) ViewSeq() core.Seq {
 	defer pl.viewMu.RUnlock()
 	return pl.viewSeq
 }
-
-// StateFollowerSeq is the seq the state follower's replica is at (where
-// StateHashAt can still be asked for: a later seq).
-func (pl *Pipeline) StateFollowerSeq() core.Seq { return core.Seq(pl.state.seq.Load()) }

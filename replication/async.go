@@ -56,7 +56,6 @@ func (a *Async) Lag() uint64 {
 // Run appends the WAL to the log until ctx ends or the log fences this
 // node (ErrFenced).
 func (a *Async) Run(ctx context.Context) error {
-	batch := make([][]byte, 0, MaxAsyncBatch)
 	for ctx.Err() == nil {
 		from := core.Seq(a.appended.Load()) + 1
 		if a.wal.DurableSeq() < from {
@@ -66,31 +65,39 @@ func (a *Async) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		batch = batch[:0]
-		err := a.wal.IterateWAL(from, func(seq core.Seq, p []byte) error {
-			if seq != from+core.Seq(len(batch)) {
-				return fmt.Errorf("replication: async: the WAL holds %d where %d was due", seq, from+core.Seq(len(batch)))
-			}
-			batch = append(batch, append([]byte(nil), p...))
-			if len(batch) == MaxAsyncBatch {
-				return errStop
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errStop) {
-			return err
-		}
-		if len(batch) == 0 {
-			continue
-		}
-		if err := a.log.Append(from, batch); err != nil {
-			return err
-		}
-		last := from + core.Seq(len(batch)) - 1
-		if err := a.log.WaitStored(ctx, last); err != nil {
+		last, err := appendWAL(ctx, a.log, a.wal, from, a.wal.DurableSeq())
+		if err != nil {
 			return err
 		}
 		a.appended.Store(uint64(last))
 	}
 	return ctx.Err()
+}
+
+// appendWAL appends the WAL's commands from..to (at most MaxAsyncBatch of
+// them) to log and waits until it stores them; it returns the last one
+// appended. The WAL must hold them all, in order.
+func appendWAL(ctx context.Context, log *Log, wal WAL, from, to core.Seq) (core.Seq, error) {
+	to = min(to, from+MaxAsyncBatch-1)
+	batch := make([][]byte, 0, to-from+1)
+	err := wal.IterateWAL(from, func(seq core.Seq, p []byte) error {
+		if seq > to {
+			return errStop
+		}
+		if want := from + core.Seq(len(batch)); seq != want {
+			return fmt.Errorf("replication: the WAL holds %d where %d was due", seq, want)
+		}
+		batch = append(batch, append([]byte(nil), p...))
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return 0, err
+	}
+	if last := from + core.Seq(len(batch)) - 1; last != to {
+		return 0, fmt.Errorf("replication: the WAL holds commands %d..%d of %d..%d", from, last, from, to)
+	}
+	if err := log.Append(from, batch); err != nil {
+		return 0, err
+	}
+	return to, log.WaitStored(ctx, to)
 }

@@ -18,13 +18,6 @@ const DefaultHashEvery = 100_000
 // the standby stops applying the log (CRITICAL), never drifting silently.
 var ErrDivergedState = errors.New("replication: the standby's state diverges from the primary's")
 
-// Hasher is the pipeline's periodic state hash, computed off the
-// acknowledgement path (journal.Pipeline.SetStateHashHook, on its state
-// follower).
-type Hasher interface {
-	SetStateHashHook(every uint64, fn func(seq core.Seq, hash string))
-}
-
 // hashCheck is the divergence check (docs/design.md, "Replication"): every node hashes its
 // state at every multiple of every commands, on its state follower; the
 // primary appends its hashes to the log (KindHash), a standby compares them

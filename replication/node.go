@@ -84,8 +84,8 @@ func (c *NodeConfig) Validate() error {
 	return nil
 }
 
-// ErrNotStandby is Promote on a node that is already the primary.
-var ErrNotStandby = errors.New("replication: this node is already the primary")
+// ErrAlreadyPrimary: Promote on a node that is already the primary.
+var ErrAlreadyPrimary = errors.New("replication: this node is already the primary")
 
 // ErrPromoted is the cause a Node's Promoted context carries.
 var ErrPromoted = errors.New("replication: promoted to primary")
@@ -214,7 +214,7 @@ func (n *Node) Promote(ctx context.Context) (uint64, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.primary.Load() {
-		return 0, ErrNotStandby
+		return 0, ErrAlreadyPrimary
 	}
 	if err := n.promote(ctx); err != nil {
 		return 0, err

@@ -63,7 +63,7 @@ func TestNodePromoteAndMetrics(t *testing.T) {
 	if nb.PrimaryAddr() != "127.0.0.1:80b" || na.PrimaryAddr() != "127.0.0.1:80a" {
 		t.Fatalf("primary addresses: b says %q, a says %q", nb.PrimaryAddr(), na.PrimaryAddr())
 	}
-	if _, err := nb.Promote(context.Background()); !errors.Is(err, replication.ErrNotStandby) {
+	if _, err := nb.Promote(context.Background()); !errors.Is(err, replication.ErrAlreadyPrimary) {
 		t.Fatalf("second promote: %v", err)
 	}
 	if _, ok := acked(t, pa, 5*time.Second); ok {

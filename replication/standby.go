@@ -260,44 +260,12 @@ func (s *Standby) checkOverlap(r Record, have core.Seq) error {
 // before the log stored them), so the log has every command of the node
 // that now writes it.
 func (s *Standby) appendTail(ctx context.Context, logLast core.Seq) error {
-	var batch [][]byte
-	first := logLast + 1
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		if err := s.log.Append(first, batch); err != nil {
+	for next, to := logLast+1, core.Seq(s.submitted.Load()); next <= to; {
+		last, err := appendWAL(ctx, s.log, s.pl, next, to)
+		if err != nil {
 			return err
 		}
-		if err := s.log.Wait(ctx); err != nil {
-			return err
-		}
-		first += core.Seq(len(batch))
-		batch = batch[:0]
-		return nil
-	}
-	to := core.Seq(s.submitted.Load())
-	err := s.pl.IterateWAL(logLast+1, func(seq core.Seq, p []byte) error {
-		if seq > to {
-			return errStop
-		}
-		if seq != first+core.Seq(len(batch)) {
-			return fmt.Errorf("replication: local WAL holds %d where %d was due", seq, first+core.Seq(len(batch)))
-		}
-		batch = append(batch, append([]byte(nil), p...))
-		if len(batch) == 1024 {
-			return flush()
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return err
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if first != to+1 {
-		return fmt.Errorf("replication: appended the local tail up to %d, the WAL holds up to %d", first-1, to)
+		next = last + 1
 	}
 	return nil
 }
