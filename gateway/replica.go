@@ -100,8 +100,11 @@ func (s *Server) promote(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	defer cancel()
 	epoch, err := s.replica.Promote(c)
 	if err != nil {
-		s.log.Error("gateway: promotion failed", "err", err)
-		return Unavailable(CodeReplicationUnavailable, "promotion failed: "+err.Error())
+		// Not "failed": the claim may have been appended before the error;
+		// the status says where the node is, and promoting again completes it.
+		s.log.Error("gateway: promotion not completed", "err", err)
+		return Unavailable(CodeReplicationUnavailable, "the promotion did not complete: "+err.Error()+
+			" (this node may already have claimed the log: GET /admin/v1/replication, then promote again)")
 	}
 	return s.replyJSON(ctx, st, http.StatusOK, struct {
 		Role  string `json:"role"`

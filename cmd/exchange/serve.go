@@ -74,7 +74,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	)
 	// A standby issues no command and writes nothing downstream: no sink,
 	// publisher, transfers, chain side or timers (its primary runs them).
-	standby := cfg.Replication.Mode != replication.ModeOff && cfg.Replication.Role == replication.RoleStandby
+	replicated := cfg.Replication.Mode != replication.ModeOff
+	standby := replicated && cfg.Replication.Role == replication.RoleStandby
 	if standby {
 		cfg.PGURL, cfg.Publish.NATSURL, cfg.Chain.RPC, cfg.P2P.Standby = "", "", "", true
 	}
@@ -88,7 +89,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		},
 		OnJournalBatch: m.JournalBatch,
 		TruncateLimit:  ret.TruncateLimit(m.DurableSeq),
-		Standby:        cfg.Replication.Mode != replication.ModeOff, // every replicated node starts by reading the log
+		Standby:        replicated, // every replicated node starts by reading the log
 	}
 	if cfg.PGURL != "" {
 		if pool, err = persist.OpenPool(ctx, cfg.PGURL, os.Getenv, log); err != nil {
@@ -124,7 +125,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	// After the warm-up: a standby's commands reach the history through OnView.
-	if cfg.Replication.Mode != replication.ModeOff { // one venue, one WAL id on every node
+	if replicated { // one venue, one WAL id on every node
 		if cfg.Replication.Log.Venue, cfg.Replication.AdoptVenue, err = persist.VenueIdentity(cfg.DataDir, !standby); err != nil {
 			_ = pl.Close()
 			return err
