@@ -251,6 +251,18 @@ func (s *e2eServer) do(method, path, token string, body any) (int, map[string]an
 
 func (s *e2eServer) doRaw(method, path, token string, body any) (int, []byte) {
 	s.t.Helper()
+	resp, raw, err := s.send(method, path, token, body)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, raw
+}
+
+// send sends a request (body: nil, a string, bytes, or a value sent as
+// JSON) with an optional bearer token and returns the answer with its body
+// read, or the error (a timeout, a connection refused) without failing the
+// test.
+func (s *e2eServer) send(method, path, token string, body any) (*http.Response, []byte, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -261,13 +273,13 @@ func (s *e2eServer) doRaw(method, path, token string, body any) (int, []byte) {
 	default:
 		j, err := json.Marshal(b)
 		if err != nil {
-			s.t.Fatal(err)
+			return nil, nil, err
 		}
 		rd = bytes.NewReader(j)
 	}
 	req, err := http.NewRequest(method, "http://"+s.addr+path, rd)
 	if err != nil {
-		s.t.Fatal(err)
+		return nil, nil, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -277,14 +289,11 @@ func (s *e2eServer) doRaw(method, path, token string, body any) (int, []byte) {
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		s.t.Fatalf("%s %s: %v", method, path, err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return resp.StatusCode, raw
+	return resp, raw, err
 }
 
 func gatewayAuthenticator(secret string) (*gateway.Authenticator, error) {
@@ -296,25 +305,7 @@ func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s
 // tryDo is do that reports transport errors instead of failing (load
 // clients racing a kill).
 func (s *e2eServer) tryDo(method, path, token string, body any) (int, map[string]any, error) {
-	j, err := json.Marshal(body)
-	if err != nil {
-		return 0, nil, err
-	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, "http://"+s.addr+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	resp, raw, err := s.send(method, path, token, body)
 	if err != nil {
 		return 0, nil, err
 	}

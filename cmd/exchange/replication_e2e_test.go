@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,24 +34,10 @@ func (s *e2eServer) replDo(method, path, token string, body any) replAnswer {
 // replTry is replDo that returns a transport error (a timeout) instead of
 // failing the test.
 func (s *e2eServer) replTry(method, path, token string, body any) (replAnswer, error) {
-	var rd io.Reader
-	if body != nil {
-		j, _ := json.Marshal(body)
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, "http://"+s.addr+path, rd)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := s.client.Do(req)
+	resp, b, err := s.send(method, path, token, body)
 	if err != nil {
 		return replAnswer{}, err
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	a := replAnswer{status: resp.StatusCode, body: b, primary: resp.Header.Get("X-Ubs-Primary")}
 	a.seq, _ = strconv.ParseUint(resp.Header.Get("X-Ubs-Seq"), 10, 64)
 	var e struct {
