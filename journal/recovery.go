@@ -427,6 +427,9 @@ func rebuild(base []byte, w *WAL, cfg core.Config, upTo core.Seq, poisoned map[c
 		if err != nil {
 			return nil, fmt.Errorf("journal: rebuild base: %w", err)
 		}
+		if proc.LastSeq() > upTo {
+			return nil, fmt.Errorf("%w: the base is at seq %d, the rebuild goes to %d", errBaseAhead, proc.LastSeq(), upTo)
+		}
 		_, err = replay(proc, w, upTo, poisoned, nil)
 		var pe *poisonError
 		if errors.As(err, &pe) {
@@ -436,6 +439,11 @@ func rebuild(base []byte, w *WAL, cfg core.Config, upTo core.Seq, poisoned map[c
 		return proc, err
 	}
 }
+
+// errBaseAhead: a rebuild's base is past the seq it must rebuild to (the
+// state follower, reading durable commands, may snapshot past a command the
+// processor is still applying).
+var errBaseAhead = errors.New("journal: rebuild base past its target")
 
 // latestAtOrBelow returns the newest verified snapshot with seq <= upTo;
 // damaged ones are skipped with a warning.

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -213,6 +214,17 @@ func (pl *Pipeline) discard(c *core.Command, rb core.Rollback, cause any) []core
 	// it skips that truncation or this rebuild loads its newer base.
 	pl.rebuilding.Store(true)
 	proc, err := rebuild(*pl.baseSnap.Load(), pl.wal, pl.cfg.Core, c.Seq-1, pl.poisoned)
+	if errors.Is(err, errBaseAhead) { // the follower's newest snapshot is past c: an older one of the store
+		base := core.New(pl.cfg.Core).AppendSnapshot(nil)
+		if _, data, lerr := latestAtOrBelow(pl.snaps, uint64(c.Seq-1), pl.log); lerr == nil {
+			base = data
+		} else if !errors.Is(lerr, ErrNoSnapshot) {
+			base, err = nil, lerr
+		}
+		if base != nil {
+			proc, err = rebuild(base, pl.wal, pl.cfg.Core, c.Seq-1, pl.poisoned)
+		}
+	}
 	pl.rebuilding.Store(false)
 	if err != nil {
 		pl.fail(fmt.Errorf("journal: rebuild after the discarded command at seq %d: %w", c.Seq, err))
