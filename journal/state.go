@@ -62,10 +62,15 @@ type stateStats struct {
 	seq         atomic.Uint64
 }
 
-// stateHashHook is SetStateHashHook's setting (part of Pipeline).
+// stateHashHook is SetStateHashHook's setting (part of Pipeline): the
+// interval and the function, stored together (nil: off).
 type stateHashHook struct {
-	hashEvery atomic.Uint64
-	hashFn    atomic.Pointer[func(seq core.Seq, hash string)]
+	hashHook atomic.Pointer[hashHook]
+}
+
+type hashHook struct {
+	every uint64
+	fn    func(seq core.Seq, hash string)
 }
 
 // StateStats is what the state follower did last.
@@ -119,8 +124,8 @@ func (pl *Pipeline) stateFollower(f *Follower) {
 					n = min(n, r.seq-f.NextSeq()+1)
 				}
 			}
-			if every := pl.hashEvery.Load(); every > 0 { // and at every multiple of the hook's interval
-				due := (uint64(f.NextSeq()-1)/every + 1) * every
+			if h := pl.hashHook.Load(); h != nil { // and at every multiple of the hook's interval
+				due := (uint64(f.NextSeq()-1)/h.every + 1) * h.every
 				n = min(n, core.Seq(due)-f.NextSeq()+1)
 			}
 			recs, err := f.Next(pl.stateCtx, int(n))
@@ -137,10 +142,8 @@ func (pl *Pipeline) stateFollower(f *Follower) {
 			}
 			seq := f.NextSeq() - 1
 			pl.state.seq.Store(uint64(seq))
-			if every := pl.hashEvery.Load(); every > 0 && uint64(seq)%every == 0 {
-				if fn := pl.hashFn.Load(); fn != nil {
-					(*fn)(seq, f.proc.StateHash())
-				}
+			if h := pl.hashHook.Load(); h != nil && uint64(seq)%h.every == 0 {
+				h.fn(seq, f.proc.StateHash())
 			}
 			if asked || uint64(seq-pl.lastSnap) >= pl.cfg.SnapshotEvery {
 				pl.writeSnapshot(f, seq)
@@ -222,8 +225,11 @@ func (pl *Pipeline) ask(ctx context.Context, r stateReq) (stateRes, error) {
 // divergence check (docs/design.md, "Replication"): both nodes hash the same seqs, off the
 // acknowledgement path, and none is skipped however fast commands come.
 func (pl *Pipeline) SetStateHashHook(every uint64, fn func(seq core.Seq, hash string)) {
-	pl.hashFn.Store(&fn)
-	pl.hashEvery.Store(every)
+	if every == 0 || fn == nil {
+		pl.hashHook.Store(nil)
+		return
+	}
+	pl.hashHook.Store(&hashHook{every: every, fn: fn})
 }
 
 // StateHashAt returns the state hash at exactly seq, computed on the state
