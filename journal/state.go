@@ -110,7 +110,7 @@ func (pl *Pipeline) stateFollower(f *Follower) {
 	// process killed again soon would otherwise never snapshot, nor let the
 	// WAL front be truncated.
 	if seq := f.NextSeq() - 1; seq > pl.lastSnap && uint64(seq-pl.lastSnap) >= pl.cfg.SnapshotEvery {
-		pl.writeSnapshot(f, seq)
+		pl.storeSnapshot(seq, *pl.baseSnap.Load(), 0) // the recovery's own serialization of this state
 	}
 	for {
 		pend = pl.answer(f, pend)
@@ -254,6 +254,13 @@ func (pl *Pipeline) writeSnapshot(f *Follower, seq core.Seq) {
 	t0 := time.Now()
 	// Sized from the last one: growing a fresh buffer by doubling would copy it several times.
 	data := f.proc.AppendSnapshot(make([]byte, 0, len(prev)+len(prev)/4+4096))
+	pl.storeSnapshot(seq, data, time.Since(t0))
+}
+
+// storeSnapshot writes data, the state at seq serialized in serialize,
+// makes it the poison-rebuild base, prunes old snapshots and truncates the
+// WAL behind the oldest kept one (never past Config.TruncateLimit).
+func (pl *Pipeline) storeSnapshot(seq core.Seq, data []byte, serialize time.Duration) {
 	t1 := time.Now()
 	if err := pl.snaps.Write(uint64(seq), data); err != nil {
 		pl.log.Error("journal: snapshot write failed", "seq", seq, "err", err)
@@ -263,10 +270,10 @@ func (pl *Pipeline) writeSnapshot(f *Follower, seq core.Seq) {
 	pl.lastSnap = seq
 	pl.baseSnap.Store(&data)
 	pl.state.snapshots.Add(1)
-	pl.state.serializeNs.Store(int64(t1.Sub(t0)))
+	pl.state.serializeNs.Store(int64(serialize))
 	pl.state.writeNs.Store(int64(t2.Sub(t1)))
 	pl.state.bytes.Store(int64(len(data)))
-	pl.log.Info("journal: snapshot written", "seq", seq, "bytes", len(data), "serialize", t1.Sub(t0), "write", t2.Sub(t1))
+	pl.log.Info("journal: snapshot written", "seq", seq, "bytes", len(data), "serialize", serialize, "write", t2.Sub(t1))
 	// A downstream consumer (TruncateLimit) pins the newest snapshot at or
 	// below its seq and the WAL after that snapshot; 0 means its seq is not
 	// known yet (e.g. Postgres unreachable since the start): then nothing is
