@@ -67,23 +67,14 @@ func (h *Hub) FundingCommitted(t transfer.Transfer) {
 	}
 }
 
-func (h *Hub) fundingSubs() int {
-	n := 0
-	for _, l := range h.users {
-		for _, ps := range l {
-			if ps.ch == ChFunding {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // subscribeFunding (under h.mu) adds c's funding subscription; the
 // snapshot is read and sent by the funding goroutine.
 func (h *Hub) subscribeFunding(c *conn, r *Request) *Error {
 	if h.funding == nil {
 		return badReq(CodeUnavailable, "the funding channel needs the transfer service (Postgres)")
+	}
+	if h.closed { // Close has closed fundingCh (under h.mu, as here)
+		return badReq(CodeUnavailable, "the server is shutting down")
 	}
 	ps := &privSub{c: c, user: core.UserID(c.claims.UserID), ch: ChFunding, id: r.ID, active: true, replaying: true}
 	c.subs[subKey{ch: ChFunding}] = ps

@@ -35,7 +35,6 @@ func (h *Hub) Stats() Stats {
 	for _, l := range h.users {
 		priv += len(l)
 	}
-	priv += h.fundingSubs()
 	h.mu.Unlock()
 	return Stats{Conns: int(h.met.conns.Load()), Subscriptions: pub + priv, PrivateSubscriptions: priv,
 		Messages: h.met.messages.Load(), Slow: h.met.slow.Load(), Expired: h.met.expired.Load(),
