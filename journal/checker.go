@@ -45,7 +45,8 @@ type CheckerConfig struct {
 	OnCheck func(d time.Duration, seq core.Seq, open []core.Violation)
 }
 
-// ErrNoReplica is returned by RunChecker for CheckOnView without a read view.
+// ErrNoReplica is returned by RunChecker for CheckOnView without a read
+// view, and for CheckOnState without a state follower (Config.NoSnapshots).
 var ErrNoReplica = errors.New("journal: the periodic check needs a replica")
 
 // RunChecker runs the full check every cfg.Interval until ctx ends (nil)
@@ -56,6 +57,9 @@ func (pl *Pipeline) RunChecker(ctx context.Context, cfg CheckerConfig) error {
 	}
 	check := pl.checkView
 	if cfg.Replica == CheckOnState {
+		if pl.cfg.NoSnapshots { // no state follower: it would answer ErrStopped, as if the pipeline had stopped
+			return ErrNoReplica
+		}
 		check = pl.checkState
 	} else if cfg.Replica == CheckOnFollower {
 		f, err := pl.NewFollower(pl.DurableSeq() + 1)

@@ -425,7 +425,8 @@ func TestRetentionReleasesFollower(t *testing.T) {
 	}
 }
 
-// TestCheckerNeedsReplica: the view replica is required for CheckOnView.
+// TestCheckerNeedsReplica: the view replica is required for CheckOnView,
+// the state follower for CheckOnState.
 func TestCheckerNeedsReplica(t *testing.T) {
 	pl, err := Start(Config{Dir: t.TempDir(), Logger: quietLog()})
 	if err != nil {
@@ -434,6 +435,15 @@ func TestCheckerNeedsReplica(t *testing.T) {
 	defer pl.Close()
 	if err := pl.RunChecker(context.Background(), CheckerConfig{Interval: time.Second}); !errors.Is(err, ErrNoReplica) {
 		t.Fatal(err)
+	}
+	// CheckOnState needs the state follower, which NoSnapshots turns off.
+	ns, err := Start(Config{Dir: t.TempDir(), Logger: quietLog(), NoSnapshots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	if err := ns.RunChecker(context.Background(), CheckerConfig{Interval: time.Second, Replica: CheckOnState}); !errors.Is(err, ErrNoReplica) {
+		t.Fatalf("CheckOnState without a state follower: %v", err)
 	}
 }
 
