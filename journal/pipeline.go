@@ -190,10 +190,13 @@ type Pipeline struct {
 	stateCtx   context.Context
 	snapDoneCh chan struct{} // closed when the state follower exits
 	lastSnap   core.Seq      // the state follower's; read by Close after snapDoneCh
-	state      stateStats
-	maxApply   atomic.Int64 // ns, with Config.MeasureApply
-	wg         sync.WaitGroup
-	closeOnce  sync.Once
+	// snapRetryAt: after a failed snapshot write, the seq before which the
+	// follower does not try a periodic one again (the state follower's).
+	snapRetryAt core.Seq
+	state       stateStats
+	maxApply    atomic.Int64 // ns, with Config.MeasureApply
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
 
 	repState      // sync replication and the standby mode (replicate.go)
 	stateHashHook // the state follower's periodic hashes (state.go)

@@ -145,7 +145,7 @@ func (pl *Pipeline) stateFollower(f *Follower) {
 			if h := pl.hashHook.Load(); h != nil && uint64(seq)%h.every == 0 {
 				h.fn(seq, f.proc.StateHash())
 			}
-			if asked || uint64(seq-pl.lastSnap) >= pl.cfg.SnapshotEvery {
+			if asked || (uint64(seq-pl.lastSnap) >= pl.cfg.SnapshotEvery && seq >= pl.snapRetryAt) {
 				pl.writeSnapshot(f, seq)
 			}
 			select {
@@ -263,7 +263,9 @@ func (pl *Pipeline) writeSnapshot(f *Follower, seq core.Seq) {
 func (pl *Pipeline) storeSnapshot(seq core.Seq, data []byte, serialize time.Duration) {
 	t1 := time.Now()
 	if err := pl.snaps.Write(uint64(seq), data); err != nil {
-		pl.log.Error("journal: snapshot write failed", "seq", seq, "err", err)
+		// Not again after every batch (a full disk): after SnapshotEvery more.
+		pl.snapRetryAt = seq + core.Seq(min(pl.cfg.SnapshotEvery, 1<<62))
+		pl.log.Error("journal: snapshot write failed", "seq", seq, "err", err, "next_try_seq", pl.snapRetryAt)
 		return
 	}
 	t2 := time.Now()
