@@ -380,7 +380,11 @@ func (l *Log) send(i int) {
 	r.fut = nil
 	fut, err := l.js.PublishMsgAsync(&nats.Msg{Subject: r.subject, Data: r.body,
 		Header: nats.Header{jetstream.MsgIDHeader: []string{r.id}}},
-		jetstream.WithExpectLastSequence(l.last+uint64(i)))
+		jetstream.WithExpectLastSequence(l.last+uint64(i)),
+		// No client-side resend on "no responders": nats.go's resend stops
+		// the ack timeout, so a lost resend would leave the future unresolved
+		// forever; WaitStored reads the stream back and resends instead.
+		jetstream.WithRetryAttempts(0))
 	if err == nil {
 		r.fut = fut
 	}
@@ -409,6 +413,8 @@ func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
 	failures := 0
 	var lastErr error
 	var lastWarn time.Time
+	answer := time.NewTimer(time.Hour)
+	answer.Stop()
 	for !done() {
 		l.mu.Lock()
 		if err := l.writable(); err != nil {
@@ -425,23 +431,28 @@ func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
 		if fut == nil {
 			err = errors.New("not sent")
 		} else {
+			answer.Reset(2 * l.cfg.Attempt) // beyond the client's ack timeout: a future that never resolves
 			select {
 			case <-fut.Ok():
+				answer.Stop()
 				l.mu.Lock()
 				l.pop()
 				l.mu.Unlock()
 				failures, backoff = 0, 20*time.Millisecond
-				l.stalled.Store(0)
 				continue
 			case err = <-fut.Err():
-				l.mu.Lock() // every later future fails its expectation: read back instead
-				for i := range l.queue {
-					l.queue[i].fut = nil
-				}
-				l.mu.Unlock()
+			case <-answer.C:
+				err = errors.New("no answer to the append")
 			case <-ctx.Done():
+				answer.Stop()
 				return fmt.Errorf("replication: append not confirmed: %w (last error: %v)", ctx.Err(), lastErr)
 			}
+			answer.Stop()
+			l.mu.Lock() // every later future fails its expectation: read back instead
+			for i := range l.queue {
+				l.queue[i].fut = nil
+			}
+			l.mu.Unlock()
 		}
 		// Unknown outcome: read the stream back.
 		lastErr = err
@@ -478,8 +489,10 @@ func (l *Log) waitUntil(ctx context.Context, done func() bool) error {
 	return nil
 }
 
-// pop marks the head of the queue stored (under mu).
+// pop marks the head of the queue stored (under mu): the log confirms
+// appends again, however it was learnt (an ack, or reading the stream back).
 func (l *Log) pop() {
+	l.stalled.Store(0)
 	r := l.queue[0]
 	l.last++
 	l.storedN.Add(1)
