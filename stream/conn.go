@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
@@ -64,60 +65,94 @@ func httpError(ctx *fasthttp.RequestCtx, status int, code, msg string) {
 
 // Handler upgrades GET /ws. A token may come with it (Authorization:
 // Bearer, or ?token=) for the private channels.
+//
+// A socket is counted (and Close waits for it) only once it is upgraded,
+// inside the upgrade's callback: fasthttp calls no callback when writing
+// the 101 fails, so a socket counted before the upgrade could never be
+// uncounted. The limit is checked before the upgrade (a 503 answer) and
+// again at the count (a close frame, 1013, for the sockets that raced).
 func (h *Hub) Handler(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() {
 		httpError(ctx, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "GET /ws upgrades to a WebSocket")
 		return
 	}
 	var cl *gateway.Claims
-	if hdr := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization); len(hdr) > 0 {
+	hdr := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
+	if t := ctx.QueryArgs().Peek("token"); len(hdr) == 0 && len(t) > 0 {
+		hdr = append([]byte("Bearer "), t...)
+	}
+	if len(hdr) > 0 {
 		c, err := h.cfg.Auth.AuthenticateAt(hdr, h.cfg.Now())
 		if err != nil {
-			httpError(ctx, http.StatusUnauthorized, CodeUnauthorized, "invalid token")
-			return
-		}
-		cl = &c
-	} else if t := ctx.QueryArgs().Peek("token"); len(t) > 0 {
-		c, err := h.cfg.Auth.AuthenticateAt(append([]byte("Bearer "), t...), h.cfg.Now())
-		if err != nil {
-			httpError(ctx, http.StatusUnauthorized, CodeUnauthorized, "invalid token")
+			code, msg := authError(err)
+			httpError(ctx, http.StatusUnauthorized, code, msg)
 			return
 		}
 		cl = &c
 	}
-	c := &conn{h: h, out: make(chan []byte, h.cfg.Buffer), done: make(chan struct{}), closing: make(chan struct{}),
-		ctl: make(chan ctlFrame, 4), subs: map[subKey]*privSub{}}
-	if cl != nil {
-		c.claims = *cl
-		c.expires.Store(cl.ExpiresAt.UnixNano())
-	}
-	h.mu.Lock()
-	switch {
-	case h.closed:
-		h.mu.Unlock()
-		httpError(ctx, http.StatusServiceUnavailable, CodeUnavailable, "shutting down")
-		return
-	case len(h.conns) >= h.cfg.MaxConns:
-		h.mu.Unlock()
-		h.met.refused.Add(1)
-		httpError(ctx, http.StatusServiceUnavailable, "TOO_MANY_CONNECTIONS", "the server's WebSocket limit is reached; retry later")
+	if refused, code, msg := h.full(); refused {
+		httpError(ctx, http.StatusServiceUnavailable, code, msg)
 		return
 	}
-	h.conns[c] = struct{}{}
-	h.wg.Add(1)
-	h.mu.Unlock()
-	h.met.conns.Add(1)
 	err := upgrader.Upgrade(ctx, func(ws *websocket.Conn) {
-		c.ws = ws
+		c := &conn{h: h, ws: ws, out: make(chan []byte, h.cfg.Buffer), done: make(chan struct{}), closing: make(chan struct{}),
+			ctl: make(chan ctlFrame, 4), subs: map[subKey]*privSub{}}
+		if cl != nil {
+			c.claims = *cl
+			c.expires.Store(cl.ExpiresAt.UnixNano())
+		}
+		h.mu.Lock()
+		if refused, _, msg := h.fullLocked(); refused {
+			h.mu.Unlock()
+			code := websocket.CloseTryAgainLater
+			if h.closed {
+				code = CloseGoingAway
+			}
+			_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, msg), time.Now().Add(time.Second))
+			return
+		}
+		h.conns[c] = struct{}{}
+		h.wg.Add(1) // before Close can Wait: Close sets closed under h.mu first
+		h.mu.Unlock()
+		h.met.conns.Add(1)
 		c.run()
 	})
 	if err != nil { // answered by the upgrader (400)
-		h.mu.Lock()
-		delete(h.conns, c)
-		h.mu.Unlock()
-		h.met.conns.Add(-1)
-		h.wg.Done()
+		return
 	}
+}
+
+// full says whether a new socket is refused, and how: the hub is closing,
+// or MaxConns sockets are open.
+func (h *Hub) full() (bool, string, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fullLocked()
+}
+
+func (h *Hub) fullLocked() (bool, string, string) {
+	switch {
+	case h.closed:
+		return true, CodeUnavailable, "shutting down"
+	case len(h.conns) >= h.cfg.MaxConns:
+		h.met.refused.Add(1)
+		return true, CodeTooManyConns, "the server's WebSocket limit is reached; retry later"
+	}
+	return false, "", ""
+}
+
+// authError is the code and message of a refused token: TOKEN_EXPIRED for
+// an expired one (the client should fetch a new token), UNAUTHORIZED with
+// the authenticator's reason otherwise.
+func authError(err error) (string, string) {
+	if gateway.IsTokenExpired(err) {
+		return CodeTokenExpired, "the token has expired"
+	}
+	var ae *gateway.APIError
+	if errors.As(err, &ae) {
+		return CodeUnauthorized, ae.Message
+	}
+	return CodeUnauthorized, "invalid token"
 }
 
 // subKey names one subscription of a socket (s is zero for private ones).
@@ -204,7 +239,7 @@ func (c *conn) sendError(id uint64, code, msg string) {
 	}
 	b = appendStrKV(b, "code", code)
 	b = appendKey(b, "message")
-	b = appendJSONString(b, msg)
+	b = gateway.AppendJSONString(b, msg)
 	c.send(append(b, '}'))
 }
 
@@ -223,21 +258,6 @@ func (c *conn) sendAck(typ string, id uint64, ch Channel, market string, out cor
 		b = appendStrKV(b, "outcome", out.String())
 	}
 	c.send(append(b, '}'))
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch ch := s[i]; {
-		case ch == '"' || ch == '\\':
-			b = append(b, '\\', ch)
-		case ch < 0x20:
-			b = append(b, ' ')
-		default:
-			b = append(b, ch)
-		}
-	}
-	return append(b, '"')
 }
 
 // forget drops a subscription from the socket's own list (under h.mu).
@@ -461,7 +481,7 @@ func (h *Hub) subscribe(c *conn, r *Request) *Error {
 		var err error
 		cl, err = h.cfg.Auth.AuthenticateAt([]byte("Bearer "+r.Token), h.cfg.Now())
 		if err != nil {
-			return badReq(CodeUnauthorized, "invalid token")
+			return badReq(authError(err))
 		}
 	}
 	h.mu.Lock()
