@@ -159,6 +159,6 @@ func (v *soak) wsFinish() {
 	if orders == 0 || len(w.log.Bal) == 0 {
 		t.Errorf("stream: nothing to check (orders %d, balances %v): the check proves nothing", orders, w.log.Bal)
 	}
-	t.Logf("venue soak streams: %d connections, %d resyncs; %d orders (%d with fills checked) of user %d on its stream, balances equal, BTC-USDT depth equal at seq %d",
+	t.Logf("venue soak streams: %d connections, %d resyncs; %d orders (%d with fills checked) of user %d compared with its stream, balances and BTC-USDT depth compared at seq %d",
 		w.conns, w.resyncs, orders, fills, w.user, rest.Seq)
 }
