@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -29,8 +30,6 @@ const (
 	pingEvery = 20 * time.Second // a WebSocket ping; a client that answers nothing for idleLimit is closed
 	idleLimit = 60 * time.Second
 	tick      = time.Second // token expiry is checked this often
-	// slotWrite bounds one write while holding a write slot.
-	slotWrite = time.Second
 	// sendBuffer is each socket's kernel send buffer (SO_SNDBUF).
 	sendBuffer = 64 << 10
 )
@@ -161,11 +160,14 @@ type subKey struct {
 	s  skey
 }
 
-// conn is one socket. Its reader runs on the upgrade's goroutine, its
-// writer on its own; the hub only ever enqueues (never blocks on it).
+// conn is one socket. Its reader runs on the upgrade's goroutine; the
+// hub's writer (writer.go) writes it; the hub only ever enqueues (never
+// blocks on it).
 type conn struct {
-	h  *Hub
-	ws *websocket.Conn // used only by run and its writer (fasthttp reuses it after run returns)
+	h   *Hub
+	ws  *websocket.Conn // its reads, by run only (fasthttp reuses it after run returns)
+	nc  net.Conn        // the socket under ws: written by the writer only
+	raw syscall.RawConn // nc's fd for non-blocking writes (nil: none)
 	// closing is closed by kill; the writer then sends the close frame
 	// (killCode, killReason) and closes the socket.
 	closing    chan struct{}
@@ -174,11 +176,19 @@ type conn struct {
 	killReason string
 	out        chan []byte
 	done       chan struct{} // closed when the reader has ended
+	wrote      chan struct{} // closed by the writer when it is done with the socket
 	dead       atomic.Bool
+	marked     atomic.Bool // in the writer's dirty list
 	once       sync.Once
 	claims     gateway.Claims // under h.mu (UserID 0: none)
 	expires    atomic.Int64   // claims.ExpiresAt in unix ns (0: no token), read without h.mu
 	subs       map[subKey]*privSub
+
+	// Owned by the writer goroutine.
+	pend      []byte    // framed bytes the socket has not taken yet
+	blockedAt time.Time // when pend last made progress, while it is not empty
+	lastPing  time.Time
+	finished  bool
 }
 
 func (c *conn) isDead() bool { return c.dead.Load() }
@@ -191,6 +201,7 @@ func (c *conn) send(msg []byte) {
 	select {
 	case c.out <- msg:
 		c.h.met.messages.Add(1)
+		c.h.w.mark(c)
 	default:
 		c.h.met.slow.Add(1)
 		c.kill(CloseSlow, "slow consumer: buffer full")
@@ -205,6 +216,7 @@ func (c *conn) sendWait(msg []byte, d time.Duration) bool {
 	select {
 	case c.out <- msg:
 		c.h.met.messages.Add(1)
+		c.h.w.mark(c)
 		return true
 	default:
 	}
@@ -213,6 +225,7 @@ func (c *conn) sendWait(msg []byte, d time.Duration) bool {
 	select {
 	case c.out <- msg:
 		c.h.met.messages.Add(1)
+		c.h.w.mark(c)
 		return true
 	case <-c.done:
 		return false
@@ -229,6 +242,7 @@ func (c *conn) kill(code int, reason string) {
 		c.killCode, c.killReason = code, reason
 		c.dead.Store(true)
 		close(c.closing)
+		c.h.w.mark(c)
 	})
 }
 
@@ -269,9 +283,10 @@ func (c *conn) run() {
 	// The kernel's share of the per-socket buffer: bounded too, so a
 	// stalled reader fills the queue (and is closed) within about
 	// sendBuffer bytes, and 10,000 stalled sockets cannot pin 4 MB each.
-	setSendBuffer(c.ws.NetConn(), sendBuffer)
-	wrote := make(chan struct{})
-	go func() { defer close(wrote); c.writer() }()
+	c.nc = c.ws.NetConn()
+	setSendBuffer(c.nc, sendBuffer)
+	c.raw, c.wrote, c.lastPing = rawConn(c.nc), make(chan struct{}), time.Now()
+	h.w.add(c)
 	c.ws.SetReadLimit(MaxMessageBytes)
 	_ = c.ws.SetReadDeadline(time.Now().Add(idleLimit))
 	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(idleLimit)) })
@@ -279,6 +294,7 @@ func (c *conn) run() {
 	c.ws.SetPingHandler(func(data string) error {
 		select {
 		case c.ctl <- ctlFrame{op: framePong, payload: []byte(data)}:
+			h.w.mark(c)
 		default: // a client pinging faster than it reads: skip the pong
 		}
 		return c.ws.SetReadDeadline(time.Now().Add(idleLimit))
@@ -286,6 +302,7 @@ func (c *conn) run() {
 	c.ws.SetCloseHandler(func(code int, _ string) error {
 		select {
 		case c.ctl <- ctlFrame{op: frameClose, payload: websocket.FormatCloseMessage(code, "")}:
+			h.w.mark(c)
 		default:
 		}
 		return nil
@@ -300,7 +317,8 @@ func (c *conn) run() {
 	}
 	c.dead.Store(true)
 	close(c.done)
-	<-wrote
+	h.w.mark(c)
+	<-c.wrote // the writer has closed the socket and writes it no more
 	_ = c.ws.Close()
 	h.mu.Lock()
 	delete(h.conns, c)
@@ -347,79 +365,10 @@ func appendFrame(b []byte, op byte, payload []byte) []byte {
 	return append(b, payload...)
 }
 
-// maxWrite bounds the bytes of queued messages the writer sends in one
-// write: it takes every message waiting (a frame's depth, trades and
+// maxWrite bounds the bytes of queued messages the writer frames for one
+// write: it takes the messages waiting (a frame's depth, trades and
 // ticker) and writes their frames with one system call.
 const maxWrite = 64 << 10
-
-// writer is the only goroutine that writes to the socket (the reader's
-// ping and close handlers hand their answers to it through ctl): it
-// frames the queued messages itself, many per write.
-func (c *conn) writer() {
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	nc := c.ws.NetConn()
-	var buf []byte
-	write := func(op byte, m []byte, d time.Duration) bool {
-		buf = appendFrame(buf[:0], op, m)
-		for op == frameText && len(buf) < maxWrite {
-			select {
-			case m := <-c.out:
-				buf = appendFrame(buf, frameText, m)
-				continue
-			default:
-			}
-			break
-		}
-		// At most writeSlots sockets write at once: the others wait parked,
-		// not runnable, so a frame's thousand writes do not queue the
-		// pipeline's goroutines behind them in the scheduler. Holding a
-		// slot, a write that cannot finish within slotWrite is a slow
-		// consumer's (its socket's buffers are full).
-		c.h.slots <- struct{}{}
-		_ = nc.SetWriteDeadline(time.Now().Add(min(d, slotWrite)))
-		_, err := nc.Write(buf)
-		<-c.h.slots
-		return err == nil
-	}
-	lastPing := time.Now()
-	for {
-		select {
-		case m := <-c.out:
-			if !write(frameText, m, c.h.cfg.WriteTimeout) {
-				if !c.dead.Load() {
-					c.h.met.slow.Add(1)
-				}
-				c.kill(CloseSlow, "slow consumer: write timed out")
-				_ = c.ws.Close()
-				return
-			}
-		case f := <-c.ctl:
-			if !write(f.op, f.payload, c.h.cfg.WriteTimeout) {
-				c.kill(CloseSlow, "slow consumer: write timed out")
-				_ = c.ws.Close()
-				return
-			}
-		case now := <-t.C:
-			if now.Sub(lastPing) >= pingEvery {
-				lastPing = now
-				if !write(framePing, nil, c.h.cfg.WriteTimeout) {
-					c.kill(CloseSlow, "slow consumer: ping timed out")
-					_ = c.ws.Close()
-					return
-				}
-			}
-			c.h.expire(c)
-		case <-c.closing:
-			// Within a second: a stalled reader's socket may take nothing more.
-			write(frameClose, websocket.FormatCloseMessage(c.killCode, c.killReason), time.Second)
-			_ = c.ws.Close() // the reader's ReadMessage fails: run cleans up
-			return
-		case <-c.done:
-			return
-		}
-	}
-}
 
 // ctlFrame is a control frame the reader asks the writer to send.
 type ctlFrame struct {
@@ -619,4 +568,5 @@ func (h *Hub) Close(d time.Duration) {
 	case <-time.After(d):
 		h.log.Warn("stream: sockets still open after the shutdown budget", "budget", d)
 	}
+	h.stopOnce.Do(func() { close(h.w.stop) })
 }
