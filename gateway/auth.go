@@ -118,12 +118,22 @@ func (a *Authenticator) key(t *jwt.Token) (any, error) {
 	return a.secret, nil
 }
 
+// msgTokenExpired is the message of an expired token's 401.
+const msgTokenExpired = "token expired"
+
+// IsTokenExpired says whether err (from Authenticate) refused a token only
+// because it has expired: the client should fetch a new one.
+func IsTokenExpired(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Code == CodeUnauthorized && ae.Message == msgTokenExpired
+}
+
 // jwtReason maps a jwt error to a fixed message. The library's own text is
 // never forwarded: it is not a stable contract.
 func jwtReason(err error) string {
 	switch {
 	case errors.Is(err, jwt.ErrTokenExpired):
-		return "token expired"
+		return msgTokenExpired
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
 		return "token has no exp claim"
 	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):

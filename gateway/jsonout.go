@@ -39,6 +39,10 @@ func appendStr(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// AppendJSONString is appendStr for the other packages that write JSON by
+// hand (the WebSocket streams): one escaper for every answer.
+func AppendJSONString(dst []byte, s string) []byte { return appendStr(dst, s) }
+
 // appendStrBytes is appendStr for a byte slice.
 func appendStrBytes(dst []byte, s []byte) []byte {
 	dst = append(dst, '"')

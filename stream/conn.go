@@ -1,11 +1,13 @@
 package stream
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -28,8 +30,6 @@ const (
 	pingEvery = 20 * time.Second // a WebSocket ping; a client that answers nothing for idleLimit is closed
 	idleLimit = 60 * time.Second
 	tick      = time.Second // token expiry is checked this often
-	// slotWrite bounds one write while holding a write slot.
-	slotWrite = time.Second
 	// sendBuffer is each socket's kernel send buffer (SO_SNDBUF).
 	sendBuffer = 64 << 10
 )
@@ -64,60 +64,94 @@ func httpError(ctx *fasthttp.RequestCtx, status int, code, msg string) {
 
 // Handler upgrades GET /ws. A token may come with it (Authorization:
 // Bearer, or ?token=) for the private channels.
+//
+// A socket is counted (and Close waits for it) only once it is upgraded,
+// inside the upgrade's callback: fasthttp calls no callback when writing
+// the 101 fails, so a socket counted before the upgrade could never be
+// uncounted. The limit is checked before the upgrade (a 503 answer) and
+// again at the count (a close frame, 1013, for the sockets that raced).
 func (h *Hub) Handler(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() {
 		httpError(ctx, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "GET /ws upgrades to a WebSocket")
 		return
 	}
 	var cl *gateway.Claims
-	if hdr := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization); len(hdr) > 0 {
+	hdr := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
+	if t := ctx.QueryArgs().Peek("token"); len(hdr) == 0 && len(t) > 0 {
+		hdr = append([]byte("Bearer "), t...)
+	}
+	if len(hdr) > 0 {
 		c, err := h.cfg.Auth.AuthenticateAt(hdr, h.cfg.Now())
 		if err != nil {
-			httpError(ctx, http.StatusUnauthorized, CodeUnauthorized, "invalid token")
-			return
-		}
-		cl = &c
-	} else if t := ctx.QueryArgs().Peek("token"); len(t) > 0 {
-		c, err := h.cfg.Auth.AuthenticateAt(append([]byte("Bearer "), t...), h.cfg.Now())
-		if err != nil {
-			httpError(ctx, http.StatusUnauthorized, CodeUnauthorized, "invalid token")
+			code, msg := authError(err)
+			httpError(ctx, http.StatusUnauthorized, code, msg)
 			return
 		}
 		cl = &c
 	}
-	c := &conn{h: h, out: make(chan []byte, h.cfg.Buffer), done: make(chan struct{}), closing: make(chan struct{}),
-		ctl: make(chan ctlFrame, 4), subs: map[subKey]*privSub{}}
-	if cl != nil {
-		c.claims = *cl
-		c.expires.Store(cl.ExpiresAt.UnixNano())
-	}
-	h.mu.Lock()
-	switch {
-	case h.closed:
-		h.mu.Unlock()
-		httpError(ctx, http.StatusServiceUnavailable, CodeUnavailable, "shutting down")
-		return
-	case len(h.conns) >= h.cfg.MaxConns:
-		h.mu.Unlock()
-		h.met.refused.Add(1)
-		httpError(ctx, http.StatusServiceUnavailable, "TOO_MANY_CONNECTIONS", "the server's WebSocket limit is reached; retry later")
+	if refused, code, msg := h.full(); refused {
+		httpError(ctx, http.StatusServiceUnavailable, code, msg)
 		return
 	}
-	h.conns[c] = struct{}{}
-	h.wg.Add(1)
-	h.mu.Unlock()
-	h.met.conns.Add(1)
 	err := upgrader.Upgrade(ctx, func(ws *websocket.Conn) {
-		c.ws = ws
+		c := &conn{h: h, ws: ws, out: make(chan []byte, h.cfg.Buffer), done: make(chan struct{}), closing: make(chan struct{}),
+			ctl: make(chan ctlFrame, 4), subs: map[subKey]*privSub{}}
+		if cl != nil {
+			c.claims = *cl
+			c.expires.Store(cl.ExpiresAt.UnixNano())
+		}
+		h.mu.Lock()
+		if refused, _, msg := h.fullLocked(); refused {
+			h.mu.Unlock()
+			code := websocket.CloseTryAgainLater
+			if h.closed {
+				code = CloseGoingAway
+			}
+			_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, msg), time.Now().Add(time.Second))
+			return
+		}
+		h.conns[c] = struct{}{}
+		h.wg.Add(1) // before Close can Wait: Close sets closed under h.mu first
+		h.mu.Unlock()
+		h.met.conns.Add(1)
 		c.run()
 	})
 	if err != nil { // answered by the upgrader (400)
-		h.mu.Lock()
-		delete(h.conns, c)
-		h.mu.Unlock()
-		h.met.conns.Add(-1)
-		h.wg.Done()
+		return
 	}
+}
+
+// full says whether a new socket is refused, and how: the hub is closing,
+// or MaxConns sockets are open.
+func (h *Hub) full() (bool, string, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fullLocked()
+}
+
+func (h *Hub) fullLocked() (bool, string, string) {
+	switch {
+	case h.closed:
+		return true, CodeUnavailable, "shutting down"
+	case len(h.conns) >= h.cfg.MaxConns:
+		h.met.refused.Add(1)
+		return true, CodeTooManyConns, "the server's WebSocket limit is reached; retry later"
+	}
+	return false, "", ""
+}
+
+// authError is the code and message of a refused token: TOKEN_EXPIRED for
+// an expired one (the client should fetch a new token), UNAUTHORIZED with
+// the authenticator's reason otherwise.
+func authError(err error) (string, string) {
+	if gateway.IsTokenExpired(err) {
+		return CodeTokenExpired, "the token has expired"
+	}
+	var ae *gateway.APIError
+	if errors.As(err, &ae) {
+		return CodeUnauthorized, ae.Message
+	}
+	return CodeUnauthorized, "invalid token"
 }
 
 // subKey names one subscription of a socket (s is zero for private ones).
@@ -126,11 +160,14 @@ type subKey struct {
 	s  skey
 }
 
-// conn is one socket. Its reader runs on the upgrade's goroutine, its
-// writer on its own; the hub only ever enqueues (never blocks on it).
+// conn is one socket. Its reader runs on the upgrade's goroutine; the
+// hub's writer (writer.go) writes it; the hub only ever enqueues (never
+// blocks on it).
 type conn struct {
-	h  *Hub
-	ws *websocket.Conn // used only by run and its writer (fasthttp reuses it after run returns)
+	h   *Hub
+	ws  *websocket.Conn // its reads, by run only (fasthttp reuses it after run returns)
+	nc  net.Conn        // the socket under ws: written by the writer only
+	raw syscall.RawConn // nc's fd for non-blocking writes (nil: none)
 	// closing is closed by kill; the writer then sends the close frame
 	// (killCode, killReason) and closes the socket.
 	closing    chan struct{}
@@ -139,11 +176,19 @@ type conn struct {
 	killReason string
 	out        chan []byte
 	done       chan struct{} // closed when the reader has ended
+	wrote      chan struct{} // closed by the writer when it is done with the socket
 	dead       atomic.Bool
+	marked     atomic.Bool // in the writer's dirty list
 	once       sync.Once
 	claims     gateway.Claims // under h.mu (UserID 0: none)
 	expires    atomic.Int64   // claims.ExpiresAt in unix ns (0: no token), read without h.mu
 	subs       map[subKey]*privSub
+
+	// Owned by the writer goroutine.
+	pend      []byte    // framed bytes the socket has not taken yet
+	blockedAt time.Time // when pend last made progress, while it is not empty
+	lastPing  time.Time
+	finished  bool
 }
 
 func (c *conn) isDead() bool { return c.dead.Load() }
@@ -156,6 +201,7 @@ func (c *conn) send(msg []byte) {
 	select {
 	case c.out <- msg:
 		c.h.met.messages.Add(1)
+		c.h.w.mark(c)
 	default:
 		c.h.met.slow.Add(1)
 		c.kill(CloseSlow, "slow consumer: buffer full")
@@ -170,6 +216,7 @@ func (c *conn) sendWait(msg []byte, d time.Duration) bool {
 	select {
 	case c.out <- msg:
 		c.h.met.messages.Add(1)
+		c.h.w.mark(c)
 		return true
 	default:
 	}
@@ -178,6 +225,7 @@ func (c *conn) sendWait(msg []byte, d time.Duration) bool {
 	select {
 	case c.out <- msg:
 		c.h.met.messages.Add(1)
+		c.h.w.mark(c)
 		return true
 	case <-c.done:
 		return false
@@ -194,6 +242,7 @@ func (c *conn) kill(code int, reason string) {
 		c.killCode, c.killReason = code, reason
 		c.dead.Store(true)
 		close(c.closing)
+		c.h.w.mark(c)
 	})
 }
 
@@ -204,7 +253,7 @@ func (c *conn) sendError(id uint64, code, msg string) {
 	}
 	b = appendStrKV(b, "code", code)
 	b = appendKey(b, "message")
-	b = appendJSONString(b, msg)
+	b = gateway.AppendJSONString(b, msg)
 	c.send(append(b, '}'))
 }
 
@@ -225,21 +274,6 @@ func (c *conn) sendAck(typ string, id uint64, ch Channel, market string, out cor
 	c.send(append(b, '}'))
 }
 
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch ch := s[i]; {
-		case ch == '"' || ch == '\\':
-			b = append(b, '\\', ch)
-		case ch < 0x20:
-			b = append(b, ' ')
-		default:
-			b = append(b, ch)
-		}
-	}
-	return append(b, '"')
-}
-
 // forget drops a subscription from the socket's own list (under h.mu).
 func (c *conn) forget(k subKey) { delete(c.subs, k) }
 
@@ -249,9 +283,10 @@ func (c *conn) run() {
 	// The kernel's share of the per-socket buffer: bounded too, so a
 	// stalled reader fills the queue (and is closed) within about
 	// sendBuffer bytes, and 10,000 stalled sockets cannot pin 4 MB each.
-	setSendBuffer(c.ws.NetConn(), sendBuffer)
-	wrote := make(chan struct{})
-	go func() { defer close(wrote); c.writer() }()
+	c.nc = c.ws.NetConn()
+	setSendBuffer(c.nc, sendBuffer)
+	c.raw, c.wrote, c.lastPing = rawConn(c.nc), make(chan struct{}), time.Now()
+	h.w.add(c)
 	c.ws.SetReadLimit(MaxMessageBytes)
 	_ = c.ws.SetReadDeadline(time.Now().Add(idleLimit))
 	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(idleLimit)) })
@@ -259,6 +294,7 @@ func (c *conn) run() {
 	c.ws.SetPingHandler(func(data string) error {
 		select {
 		case c.ctl <- ctlFrame{op: framePong, payload: []byte(data)}:
+			h.w.mark(c)
 		default: // a client pinging faster than it reads: skip the pong
 		}
 		return c.ws.SetReadDeadline(time.Now().Add(idleLimit))
@@ -266,6 +302,7 @@ func (c *conn) run() {
 	c.ws.SetCloseHandler(func(code int, _ string) error {
 		select {
 		case c.ctl <- ctlFrame{op: frameClose, payload: websocket.FormatCloseMessage(code, "")}:
+			h.w.mark(c)
 		default:
 		}
 		return nil
@@ -280,7 +317,8 @@ func (c *conn) run() {
 	}
 	c.dead.Store(true)
 	close(c.done)
-	<-wrote
+	h.w.mark(c)
+	<-c.wrote // the writer has closed the socket and writes it no more
 	_ = c.ws.Close()
 	h.mu.Lock()
 	delete(h.conns, c)
@@ -327,79 +365,10 @@ func appendFrame(b []byte, op byte, payload []byte) []byte {
 	return append(b, payload...)
 }
 
-// maxWrite bounds the bytes of queued messages the writer sends in one
-// write: it takes every message waiting (a frame's depth, trades and
+// maxWrite bounds the bytes of queued messages the writer frames for one
+// write: it takes the messages waiting (a frame's depth, trades and
 // ticker) and writes their frames with one system call.
 const maxWrite = 64 << 10
-
-// writer is the only goroutine that writes to the socket (the reader's
-// ping and close handlers hand their answers to it through ctl): it
-// frames the queued messages itself, many per write.
-func (c *conn) writer() {
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	nc := c.ws.NetConn()
-	var buf []byte
-	write := func(op byte, m []byte, d time.Duration) bool {
-		buf = appendFrame(buf[:0], op, m)
-		for op == frameText && len(buf) < maxWrite {
-			select {
-			case m := <-c.out:
-				buf = appendFrame(buf, frameText, m)
-				continue
-			default:
-			}
-			break
-		}
-		// At most writeSlots sockets write at once: the others wait parked,
-		// not runnable, so a frame's thousand writes do not queue the
-		// pipeline's goroutines behind them in the scheduler. Holding a
-		// slot, a write that cannot finish within slotWrite is a slow
-		// consumer's (its socket's buffers are full).
-		c.h.slots <- struct{}{}
-		_ = nc.SetWriteDeadline(time.Now().Add(min(d, slotWrite)))
-		_, err := nc.Write(buf)
-		<-c.h.slots
-		return err == nil
-	}
-	lastPing := time.Now()
-	for {
-		select {
-		case m := <-c.out:
-			if !write(frameText, m, c.h.cfg.WriteTimeout) {
-				if !c.dead.Load() {
-					c.h.met.slow.Add(1)
-				}
-				c.kill(CloseSlow, "slow consumer: write timed out")
-				_ = c.ws.Close()
-				return
-			}
-		case f := <-c.ctl:
-			if !write(f.op, f.payload, c.h.cfg.WriteTimeout) {
-				c.kill(CloseSlow, "slow consumer: write timed out")
-				_ = c.ws.Close()
-				return
-			}
-		case now := <-t.C:
-			if now.Sub(lastPing) >= pingEvery {
-				lastPing = now
-				if !write(framePing, nil, c.h.cfg.WriteTimeout) {
-					c.kill(CloseSlow, "slow consumer: ping timed out")
-					_ = c.ws.Close()
-					return
-				}
-			}
-			c.h.expire(c)
-		case <-c.closing:
-			// Within a second: a stalled reader's socket may take nothing more.
-			write(frameClose, websocket.FormatCloseMessage(c.killCode, c.killReason), time.Second)
-			_ = c.ws.Close() // the reader's ReadMessage fails: run cleans up
-			return
-		case <-c.done:
-			return
-		}
-	}
-}
 
 // ctlFrame is a control frame the reader asks the writer to send.
 type ctlFrame struct {
@@ -461,7 +430,7 @@ func (h *Hub) subscribe(c *conn, r *Request) *Error {
 		var err error
 		cl, err = h.cfg.Auth.AuthenticateAt([]byte("Bearer "+r.Token), h.cfg.Now())
 		if err != nil {
-			return badReq(CodeUnauthorized, "invalid token")
+			return badReq(authError(err))
 		}
 	}
 	h.mu.Lock()
@@ -599,4 +568,5 @@ func (h *Hub) Close(d time.Duration) {
 	case <-time.After(d):
 		h.log.Warn("stream: sockets still open after the shutdown budget", "budget", d)
 	}
+	h.stopOnce.Do(func() { close(h.w.stop) })
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -75,11 +74,12 @@ type Hub struct {
 	pb        privBuilder
 	lv        levelsScratch
 
-	flushed atomic.Uint64 // every channel has been handed out through this seq (pong)
-	running atomic.Bool
-	ctx     context.Context
-	replays chan struct{}
-	slots   chan struct{} // write slots (conn.writer): at most 2 x GOMAXPROCS sockets write at once
+	flushed  atomic.Uint64 // every channel has been handed out through this seq (pong)
+	running  atomic.Bool
+	ctx      context.Context
+	replays  chan struct{}
+	w        *writer // writes every socket (writer.go)
+	stopOnce sync.Once
 	// funding channel (funding.go): nil until SetFunding
 	funding   FundingSource
 	fundingCh chan transfer.Transfer
@@ -113,9 +113,12 @@ func New(cfg Config) *Hub {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Hub{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, streams: map[skey]*mstream{},
+	h := &Hub{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, streams: map[skey]*mstream{},
 		byMarket: map[core.MarketID][]*mstream{}, users: map[core.UserID][]*privSub{},
-		replays: make(chan struct{}, maxReplays), slots: make(chan struct{}, 2*runtime.GOMAXPROCS(0)), ctx: context.Background()}
+		replays: make(chan struct{}, maxReplays), ctx: context.Background()}
+	h.w = newWriter(h)
+	go h.w.run()
+	return h
 }
 
 // skey names a public stream: a market, and an outcome for a binary market.

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,7 +20,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
-	"github.com/ubscore/ubscore/stream/schema"
+	"github.com/ubscore/ubscore/stream/streamtest"
 )
 
 // The hub in-process, over a real pipeline and real sockets (run with -race).
@@ -118,127 +116,9 @@ func (f *fixture) token(u uint64, ttl time.Duration) string {
 	return tok
 }
 
-type client struct {
-	t    *testing.T
-	c    *websocket.Conn
-	mu   sync.Mutex
-	msgs []map[string]any
-	err  error
-	done chan struct{}
-	id   uint64
-}
-
-func (f *fixture) dial(token string) *client {
+func (f *fixture) dial(token string) *streamtest.Client {
 	f.t.Helper()
-	h := http.Header{}
-	if token != "" {
-		h.Set("Authorization", "Bearer "+token)
-	}
-	c, _, err := websocket.DefaultDialer.Dial("ws://"+f.addr+Path, h)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cl := &client{t: f.t, c: c, done: make(chan struct{})}
-	f.t.Cleanup(func() { _ = c.Close() })
-	go func() {
-		defer close(cl.done)
-		for {
-			_, data, err := c.ReadMessage()
-			cl.mu.Lock()
-			if err != nil {
-				cl.err = err
-				cl.mu.Unlock()
-				return
-			}
-			var m map[string]any
-			if err := json.Unmarshal(data, &m); err != nil {
-				cl.err = err
-				cl.mu.Unlock()
-				return
-			}
-			if err := schema.Check(data); err != nil { // every message as its document says
-				cl.err = err
-				cl.mu.Unlock()
-				return
-			}
-			cl.msgs = append(cl.msgs, m)
-			cl.mu.Unlock()
-		}
-	}()
-	return cl
-}
-
-func (c *client) all() []map[string]any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]map[string]any(nil), c.msgs...)
-}
-
-// ask sends v with a fresh id and returns the answer carrying that id.
-func (c *client) ask(v map[string]any) map[string]any {
-	c.t.Helper()
-	c.mu.Lock()
-	c.id++
-	id := c.id
-	c.mu.Unlock()
-	v["id"] = id
-	if err := c.c.WriteJSON(v); err != nil {
-		c.t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, m := range c.all() {
-			if x, ok := m["id"].(float64); ok && uint64(x) == id {
-				return m
-			}
-		}
-		c.mu.Lock()
-		err := c.err
-		c.mu.Unlock()
-		if err != nil {
-			c.t.Fatalf("%v: connection ended: %v", v, err)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	c.t.Fatalf("no answer to %v", v)
-	return nil
-}
-
-func (c *client) sub(v map[string]any) {
-	c.t.Helper()
-	v["op"] = "subscribe"
-	if m := c.ask(v); m["type"] != "subscribed" {
-		c.t.Fatalf("subscribe %v: %v", v, m)
-	}
-}
-
-// caughtUp pings until the hub has handed out seq.
-func (c *client) caughtUp(seq core.Seq) {
-	c.t.Helper()
-	for i := 0; ; i++ {
-		m := c.ask(map[string]any{"op": "ping"})
-		if core.Seq(m["seq"].(float64)) >= seq {
-			return
-		}
-		if i > 5000 {
-			c.t.Fatalf("hub not at seq %d: %v", seq, m)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-func (c *client) closeCode(within time.Duration) int {
-	c.t.Helper()
-	select {
-	case <-c.done:
-	case <-time.After(within):
-		c.t.Fatal("socket still open")
-	}
-	var ce *websocket.CloseError
-	if errors.As(c.err, &ce) {
-		return ce.Code
-	}
-	return -1
+	return streamtest.Dial(f.t, f.addr, streamtest.Options{Token: token})
 }
 
 func num(t *testing.T, v any) int64 {
@@ -278,14 +158,14 @@ func num(t *testing.T, v any) int64 {
 func TestHubDepthAndPrivate(t *testing.T) {
 	f := newFixture(t, nil)
 	pub := f.dial("")
-	pub.sub(map[string]any{"channel": "depth", "market": "BTC-USD"})
-	pub.sub(map[string]any{"channel": "trades", "market": "BTC-USD"})
-	pub.sub(map[string]any{"channel": "ticker", "market": "BTC-USD"})
+	pub.Subscribe(map[string]any{"channel": "depth", "market": "BTC-USD"})
+	pub.Subscribe(map[string]any{"channel": "trades", "market": "BTC-USD"})
+	pub.Subscribe(map[string]any{"channel": "ticker", "market": "BTC-USD"})
 	priv := f.dial(f.token(1, time.Hour))
-	priv.sub(map[string]any{"channel": "balances"})
-	priv.sub(map[string]any{"channel": "orders"})
+	priv.Subscribe(map[string]any{"channel": "balances"})
+	priv.Subscribe(map[string]any{"channel": "orders"})
 	other := f.dial("")
-	other.sub(map[string]any{"channel": "orders", "token": f.token(4, time.Hour)})
+	other.Subscribe(map[string]any{"channel": "orders", "token": f.token(4, time.Hour)})
 
 	var wg sync.WaitGroup
 	for g := 0; g < 3; g++ {
@@ -313,13 +193,13 @@ func TestHubDepthAndPrivate(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pub.caughtUp(seq)
-	priv.caughtUp(seq)
+	pub.CaughtUp(uint64(seq))
+	priv.CaughtUp(uint64(seq))
 	// The depth stream rebuilt from its snapshot and diffs.
 	book := [2]map[int64]int64{{}, {}}
 	var last uint64
 	trades := 0
-	for _, m := range pub.all() {
+	for _, m := range pub.All() {
 		switch {
 		case m["channel"] == "depth" && m["type"] == "snapshot":
 			last = uint64(m["seq"].(float64))
@@ -362,7 +242,7 @@ func TestHubDepthAndPrivate(t *testing.T) {
 	// Balances: the snapshot plus every delta equals the core's.
 	var avail, frozen int64
 	orders := 0
-	for _, m := range priv.all() {
+	for _, m := range priv.All() {
 		switch {
 		case m["channel"] == "balances" && m["type"] == "snapshot":
 			for _, b := range m["balances"].([]any) {
@@ -387,17 +267,17 @@ func TestHubDepthAndPrivate(t *testing.T) {
 	if orders == 0 {
 		t.Fatal("user 1 got no order messages")
 	}
-	if n := len(other.all()); n != 1 { // the answer only: user 4 never traded
-		t.Fatalf("user 4 got %v", other.all())
+	if n := len(other.All()); n != 1 { // the answer only: user 4 never traded
+		t.Fatalf("user 4 got %v", other.All())
 	}
 	// Unsubscribe stops a channel.
-	if m := pub.ask(map[string]any{"op": "unsubscribe", "channel": "depth", "market": "BTC-USD"}); m["type"] != "unsubscribed" {
+	if m := pub.Ask(map[string]any{"op": "unsubscribe", "channel": "depth", "market": "BTC-USD"}); m["type"] != "unsubscribed" {
 		t.Fatalf("unsubscribe: %v", m)
 	}
-	n := len(pub.all())
+	n := len(pub.All())
 	f.do(core.Command{Kind: core.KindPlaceOrder, User: 1, Market: 1, Side: core.Buy, Type: core.Limit, TIF: core.GTC, Price: 50, Qty: 1})
-	pub.caughtUp(f.pl.DurableSeq())
-	for _, m := range pub.all()[n:] {
+	pub.CaughtUp(uint64(f.pl.DurableSeq()))
+	for _, m := range pub.All()[n:] {
 		if m["channel"] == "depth" {
 			t.Fatalf("depth after unsubscribe: %v", m)
 		}
@@ -408,7 +288,7 @@ func TestHubReplaySince(t *testing.T) {
 	f := newFixture(t, nil)
 	tok := f.token(2, time.Hour)
 	a := f.dial(tok)
-	a.sub(map[string]any{"channel": "orders"})
+	a.Subscribe(map[string]any{"channel": "orders"})
 	place := func(n int) {
 		for i := 0; i < n; i++ {
 			f.do(core.Command{Kind: core.KindPlaceOrder, User: 2, Market: 1, Side: core.Buy, Type: core.Limit, TIF: core.GTC,
@@ -416,7 +296,7 @@ func TestHubReplaySince(t *testing.T) {
 		}
 	}
 	place(20)
-	a.caughtUp(f.pl.DurableSeq())
+	a.CaughtUp(uint64(f.pl.DurableSeq()))
 	seen := map[uint64]int{}
 	var last uint64
 	take := func(ms []map[string]any) {
@@ -431,14 +311,14 @@ func TestHubReplaySince(t *testing.T) {
 			}
 		}
 	}
-	take(a.all())
-	_ = a.c.Close()
+	take(a.All())
+	_ = a.Conn().Close()
 	place(30) // missed while away
 	b := f.dial("")
-	b.sub(map[string]any{"channel": "orders", "token": tok, "since": last})
+	b.Subscribe(map[string]any{"channel": "orders", "token": tok, "since": last})
 	place(10) // live during and after the replay
-	b.caughtUp(f.pl.DurableSeq())
-	take(b.all())
+	b.CaughtUp(uint64(f.pl.DurableSeq()))
+	take(b.All())
 	if len(seen) != 60 {
 		t.Fatalf("%d order messages, want 60 (one per order)", len(seen))
 	}
@@ -449,15 +329,15 @@ func TestHubReplaySince(t *testing.T) {
 	}
 	// since beyond the stream: nothing replayed, nothing repeated.
 	c := f.dial(tok)
-	c.sub(map[string]any{"channel": "orders", "since": uint64(f.pl.DurableSeq()) + 100})
+	c.Subscribe(map[string]any{"channel": "orders", "since": uint64(f.pl.DurableSeq()) + 100})
 }
 
 func TestHubLimitsSlowConsumerAndClose(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.MaxConns, c.MaxSubs, c.Buffer = 3, 2, 8 })
 	a := f.dial("")
-	a.sub(map[string]any{"channel": "depth", "market": "BTC-USD"})
-	a.sub(map[string]any{"channel": "ticker", "market": "BTC-USD"})
-	if m := a.ask(map[string]any{"op": "subscribe", "channel": "trades", "market": "BTC-USD"}); m["code"] != CodeTooManySubs {
+	a.Subscribe(map[string]any{"channel": "depth", "market": "BTC-USD"})
+	a.Subscribe(map[string]any{"channel": "ticker", "market": "BTC-USD"})
+	if m := a.Ask(map[string]any{"op": "subscribe", "channel": "trades", "market": "BTC-USD"}); m["code"] != CodeTooManySubs {
 		t.Fatalf("a third subscription: %v", m)
 	}
 	for _, c := range []struct {
@@ -468,7 +348,7 @@ func TestHubLimitsSlowConsumerAndClose(t *testing.T) {
 		{map[string]any{"op": "subscribe", "channel": "depth", "market": "NOPE"}, CodeInvalidMarket},
 		{map[string]any{"op": "unsubscribe", "channel": "trades", "market": "BTC-USD"}, CodeNotSubscribed},
 	} {
-		if m := a.ask(c.msg); m["type"] != "error" || m["code"] != c.code {
+		if m := a.Ask(c.msg); m["type"] != "error" || m["code"] != c.code {
 			t.Fatalf("%v: %v", c.msg, m)
 		}
 	}
@@ -480,6 +360,12 @@ func TestHubLimitsSlowConsumerAndClose(t *testing.T) {
 	}
 	defer slow.Close()
 	third := f.dial("")
+	for deadline := time.Now().Add(10 * time.Second); f.hub.Stats().Conns < 3; { // counted once upgraded
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sockets counted, want 3", f.hub.Stats().Conns)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	// Past MaxConns: 503 before the upgrade.
 	if _, resp, err := websocket.DefaultDialer.Dial("ws://"+f.addr+Path, nil); err == nil || resp == nil || resp.StatusCode != 503 {
 		t.Fatalf("a fourth connection: %v %v", err, resp)
@@ -499,10 +385,10 @@ func TestHubLimitsSlowConsumerAndClose(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// The others go on; Close sends them 1001.
-	third.sub(map[string]any{"channel": "trades", "market": "BTC-USD"})
+	third.Subscribe(map[string]any{"channel": "trades", "market": "BTC-USD"})
 	f.hub.Close(5 * time.Second)
-	for _, c := range []*client{a, third} {
-		if code := c.closeCode(10 * time.Second); code != CloseGoingAway {
+	for _, c := range []*streamtest.Client{a, third} {
+		if code := c.CloseCode(10 * time.Second); code != CloseGoingAway {
 			t.Fatalf("closed with %d, want 1001", code)
 		}
 	}
@@ -511,13 +397,13 @@ func TestHubLimitsSlowConsumerAndClose(t *testing.T) {
 func TestHubTokenExpiry(t *testing.T) {
 	f := newFixture(t, nil)
 	c := f.dial(f.token(3, 10*time.Second))
-	c.sub(map[string]any{"channel": "orders"})
-	c.sub(map[string]any{"channel": "depth", "market": "BTC-USD"})
+	c.Subscribe(map[string]any{"channel": "orders"})
+	c.Subscribe(map[string]any{"channel": "depth", "market": "BTC-USD"})
 	f.now.Add(int64(11 * time.Second))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		closed := false
-		for _, m := range c.all() {
+		for _, m := range c.All() {
 			if m["type"] == "closed" && m["channel"] == "orders" && m["code"] == CodeTokenExpired {
 				closed = true
 			}
@@ -526,14 +412,101 @@ func TestHubTokenExpiry(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("orders not closed after the token expired: %v", c.all())
+			t.Fatalf("orders not closed after the token expired: %v", c.All())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	// The public channel stays; a private one needs a fresh token.
-	if m := c.ask(map[string]any{"op": "subscribe", "channel": "balances"}); m["code"] != CodeUnauthorized {
+	if m := c.Ask(map[string]any{"op": "subscribe", "channel": "balances"}); m["code"] != CodeUnauthorized {
 		t.Fatalf("a private channel after expiry: %v", m)
 	}
-	c.sub(map[string]any{"channel": "balances", "token": f.token(3, time.Hour)})
-	_ = strconv.Itoa
+	c.Subscribe(map[string]any{"channel": "balances", "token": f.token(3, time.Hour)})
+
+	// A token expired beyond the leeway: TOKEN_EXPIRED, on a subscribe and
+	// on connect (a client fetches a new token); a malformed one is
+	// UNAUTHORIZED with the reason.
+	old, err := f.auth.Mint(4, false, time.Minute, time.Unix(0, f.now.Load()).Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.dial("")
+	if m := d.Ask(map[string]any{"op": "subscribe", "channel": "orders", "token": old}); m["code"] != CodeTokenExpired {
+		t.Fatalf("subscribe with an expired token: %v", m)
+	}
+	if m := d.Ask(map[string]any{"op": "subscribe", "channel": "orders", "token": "x.y.z"}); m["code"] != CodeUnauthorized ||
+		m["message"] != "malformed token" {
+		t.Fatalf("subscribe with a malformed token: %v", m)
+	}
+	for _, tok := range []struct{ tok, code string }{{old, CodeTokenExpired}, {"x.y.z", CodeUnauthorized}} {
+		_, resp, err := websocket.DefaultDialer.Dial("ws://"+f.addr+Path+"?token="+tok.tok, nil)
+		if err == nil || resp == nil || resp.StatusCode != 401 {
+			t.Fatalf("connect with token %q: %v %v", tok.tok, err, resp)
+		}
+		var body map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body["code"] != tok.code {
+			t.Fatalf("connect with token %q: %v %v, want %s", tok.tok, body, err, tok.code)
+		}
+	}
+}
+
+// failWrites is a listener whose connections fail their first write:
+// the 101 of an upgrade is never written, and fasthttp calls no upgrade
+// callback.
+type failWrites struct{ net.Listener }
+
+func (l failWrites) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &failFirstWrite{Conn: c}, nil
+}
+
+type discard struct{}
+
+func (discard) Printf(string, ...any) {}
+
+type failFirstWrite struct {
+	net.Conn
+	wrote atomic.Bool
+}
+
+func (c *failFirstWrite) Write(b []byte) (int, error) {
+	if !c.wrote.Swap(true) {
+		_ = c.Conn.Close()
+		return 0, errors.New("write failed (test)")
+	}
+	return c.Conn.Write(b)
+}
+
+// An upgrade whose 101 cannot be written leaves no socket counted: the
+// hub counts a socket in the upgrade's callback, which fasthttp skips then
+// (a socket counted before it stayed counted for good, and Close waited
+// for it).
+func TestHubCountsOnlyUpgradedSockets(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.MaxConns = 3 })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: f.hub.Wrap(func(c *fasthttp.RequestCtx) { c.SetStatusCode(404) }), Logger: discard{}}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(failWrites{ln}) }()
+	defer func() { _ = srv.Shutdown(); <-done }()
+	for i := 0; i < 5; i++ { // more than MaxConns
+		if c, _, err := websocket.DefaultDialer.Dial("ws://"+ln.Addr().String()+Path, nil); err == nil {
+			c.Close()
+			t.Fatal("an upgrade whose 101 failed answered")
+		}
+	}
+	if st := f.hub.Stats(); st.Conns != 0 {
+		t.Fatalf("%d sockets counted after upgrades that never happened", st.Conns)
+	}
+	// The limit still lets MaxConns real sockets in.
+	for i := 0; i < 3; i++ {
+		f.dial("").Subscribe(map[string]any{"channel": "depth", "market": "BTC-USD"})
+	}
+	if st := f.hub.Stats(); st.Conns != 3 {
+		t.Fatalf("%d sockets counted, want 3", st.Conns)
+	}
 }

@@ -55,11 +55,9 @@ func appendKey(b []byte, k string) []byte {
 	return append(b, '"', ':')
 }
 
+// appendStrKV appends ,"k":"v" with v escaped (k is always a constant).
 func appendStrKV(b []byte, k, v string) []byte {
-	b = appendKey(b, k)
-	b = append(b, '"')
-	b = append(b, v...)
-	return append(b, '"')
+	return gateway.AppendJSONString(appendKey(b, k), v)
 }
 
 func appendUintKV(b []byte, k string, v uint64) []byte {

@@ -96,6 +96,7 @@ const (
 	CodeInvalidMarket     = "INVALID_MARKET"
 	CodeInvalidOutcome    = "INVALID_OUTCOME"
 	CodeUnauthorized      = "UNAUTHORIZED"
+	CodeTooManyConns      = "TOO_MANY_CONNECTIONS"
 	CodeTooManySubs       = "TOO_MANY_SUBSCRIPTIONS"
 	CodeAlreadySubscribed = "ALREADY_SUBSCRIBED"
 	CodeNotSubscribed     = "NOT_SUBSCRIBED"

@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/big"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,43 +16,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ubscore/ubscore/persist/pgtest"
+	"github.com/ubscore/ubscore/stream/streamtest"
 )
 
 // dec parses a decimal string into units at scale (test helper; accepts
 // zero and negatives, unlike the API's amount parser).
-func dec(t *testing.T, v any, scale int) int64 {
-	t.Helper()
-	s, ok := v.(string)
-	if !ok {
-		t.Fatalf("decimal %v (%T) is not a string", v, v)
-	}
-	r, ok := new(big.Rat).SetString(s)
-	if !ok {
-		t.Fatalf("bad decimal %q", s)
-	}
-	r.Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)))
-	if !r.IsInt() {
-		t.Fatalf("decimal %q has more than %d decimals", s, scale)
-	}
-	return r.Num().Int64()
-}
+func dec(t *testing.T, v any, scale int) int64 { t.Helper(); return streamtest.Dec(t, v, scale) }
 
 // id reads a JSON id that may be a number or a string.
-func id(t *testing.T, v any) uint64 {
-	t.Helper()
-	switch x := v.(type) {
-	case float64:
-		return uint64(x)
-	case string:
-		n, err := strconv.ParseUint(x, 10, 64)
-		if err != nil {
-			t.Fatalf("bad id %q", x)
-		}
-		return n
-	}
-	t.Fatalf("id %v (%T)", v, v)
-	return 0
-}
+func id(t *testing.T, v any) uint64 { t.Helper(); return streamtest.ID(t, v) }
 
 // balances returns asset -> [available, frozen] in units.
 func balances(t *testing.T, s *e2eServer, user uint64) map[string][2]int64 {

@@ -28,6 +28,7 @@ var svTerminal = map[string]bool{"FILLED": true, "CANCELLED": true, "EXPIRED": t
 // check runs the whole history check; lost counts acknowledged operations
 // missing, contra answers the venue contradicts.
 func (v *soak) check(when string) {
+	v.wsCheckpoint()
 	v.t.Helper()
 	lost := func(format string, args ...any) {
 		v.t.Helper()

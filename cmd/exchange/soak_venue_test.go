@@ -22,7 +22,9 @@ package main
 // happened" exists; money is conserved per asset; health/matching and
 // ubs_markets list every market with its status; at the end the sink's
 // Postgres equals the WAL (e2eConverged) and every JetStream event id is in
-// the stream once, in order.
+// the stream once, in order. A WebSocket client follows one trader's
+// private streams and a depth stream through every restart, resubscribing
+// with since (soak_venue_ws_test.go).
 //
 // UBS_SOAK_SEED reruns a seed; UBS_SOAK_DURATION sets the length (default
 // 20 s with -short, 10 min without). A failing run prints its seed and
@@ -137,6 +139,7 @@ type soak struct {
 	adjusts     []map[string]any // the bodies of adjustments answered 200
 	gone        bool             // a request met no process: the restart's stop is under way
 	logFile     *os.File         // UBS_SOAK_LOG: every operation, for a rerun's study
+	ws          *svWS            // the WebSocket streams' client (soak_venue_ws_test.go)
 }
 
 func TestVenueSoak(t *testing.T) {
@@ -298,6 +301,7 @@ func (v *soak) start() time.Duration {
 	v.s = e2eLaunch(v.t, v.dir, v.pgProxy.URL(), v.flags...)
 	v.s.waitReady(60 * time.Second)
 	d := time.Since(t0)
+	defer v.wsConnect()
 	if v.ready == nil { // the first start applies the migrations: not a restart to time
 		v.ready = []time.Duration{}
 		return d
@@ -473,6 +477,7 @@ func (v *soak) finish() {
 	v.final = true
 	v.check("at the end")
 	v.checkRepeats()
+	v.wsFinish()
 	e2eWaitSink(t, v.s, v.pg)
 	v.checkPostgresOrders()
 	v.checkPostgresP2P()

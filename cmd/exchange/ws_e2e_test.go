@@ -1,16 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
-	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,326 +13,29 @@ import (
 
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/stream"
-	"github.com/ubscore/ubscore/stream/schema"
+	"github.com/ubscore/ubscore/stream/streamtest"
 )
 
-// wsClient is a test client of GET /ws: it reads every message on its own
-// goroutine (unless stalled) and keeps them in order.
-type wsClient struct {
-	t      *testing.T
-	c      *websocket.Conn
-	mu     sync.Mutex
-	msgs   []map[string]any
-	err    error // how reading ended
-	done   chan struct{}
-	nextID uint64
+// wsScales are the decimals of the assets the WebSocket tests meet.
+var wsScales = map[string]int{"BTC": 8, "USDT": 6, "ETH": 8, "USD": 2}
+
+// wsQtyScale is the quantity decimals of a market's orders (binary 77:
+// whole shares; spot: BTC's 8).
+func wsQtyScale(market string) int {
+	if market == "77" {
+		return 0
+	}
+	return 8
 }
 
-func wsDial(t *testing.T, addr, token string, read bool) *wsClient {
-	t.Helper()
-	h := http.Header{}
-	if token != "" {
-		h.Set("Authorization", "Bearer "+token)
-	}
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
-	if !read { // a stalled reader: a small socket receive buffer fills fast
-		d.ReadBufferSize = 1024
-		nd := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-			var serr error
-			if err := rc.Control(func(fd uintptr) {
-				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-			}); err != nil {
-				return err
-			}
-			return serr
-		}}
-		d.NetDial = nd.Dial
-	}
-	c, resp, err := d.Dial("ws://"+addr+"/ws", h)
-	if err != nil {
-		t.Fatalf("dial /ws: %v (%v)", err, resp)
-	}
-	w := &wsClient{t: t, c: c, done: make(chan struct{})}
-	t.Cleanup(func() { _ = c.Close() })
-	if read {
-		go w.read()
-	}
-	return w
-}
-
-func (w *wsClient) read() {
-	defer close(w.done)
-	for {
-		_, data, err := w.c.ReadMessage()
-		if err != nil {
-			w.mu.Lock()
-			w.err = err
-			w.mu.Unlock()
-			return
-		}
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			w.mu.Lock()
-			w.err = fmt.Errorf("not JSON: %q", data)
-			w.mu.Unlock()
-			return
-		}
-		if err := schema.Check(data); err != nil { // every message as its document says
-			w.mu.Lock()
-			w.err = err
-			w.mu.Unlock()
-			return
-		}
-		w.mu.Lock()
-		w.msgs = append(w.msgs, m)
-		w.mu.Unlock()
-	}
-}
-
-func (w *wsClient) all() []map[string]any {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]map[string]any(nil), w.msgs...)
-}
-
-func (w *wsClient) send(v map[string]any) uint64 {
-	w.t.Helper()
-	w.mu.Lock()
-	w.nextID++
-	id := w.nextID
-	w.mu.Unlock()
-	v["id"] = id
-	if err := w.c.WriteJSON(v); err != nil {
-		w.t.Fatalf("ws write: %v", err)
-	}
-	return id
-}
-
-// waitFor waits until a message satisfies ok and returns it.
-func (w *wsClient) waitFor(what string, within time.Duration, ok func(map[string]any) bool) map[string]any {
-	w.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		for _, m := range w.all() {
-			if ok(m) {
-				return m
-			}
-		}
-		w.mu.Lock()
-		err := w.err
-		w.mu.Unlock()
-		if err != nil {
-			w.t.Fatalf("%s: connection ended: %v", what, err)
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("%s: not within %v; last messages: %v", what, within, tail(w.all(), 5))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func tail(ms []map[string]any, n int) []map[string]any { return ms[max(0, len(ms)-n):] }
-
-func idIs(id uint64) func(map[string]any) bool {
-	return func(m map[string]any) bool { v, ok := m["id"].(float64); return ok && uint64(v) == id }
-}
-
-// subscribe sends a subscribe and waits for its answer ("subscribed").
-func (w *wsClient) subscribe(v map[string]any) {
-	w.t.Helper()
-	v["op"] = "subscribe"
-	id := w.send(v)
-	if m := w.waitFor(fmt.Sprint("subscribe ", v), 20*time.Second, idIs(id)); m["type"] != "subscribed" {
-		w.t.Fatalf("subscribe %v: %v", v, m)
-	}
-}
-
-// caughtUp waits until the stream has handed out every seq <= seq (a pong says so).
-func (w *wsClient) caughtUp(seq uint64) {
-	w.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		id := w.send(map[string]any{"op": "ping"})
-		m := w.waitFor("pong", 20*time.Second, idIs(id))
-		if uint64(m["seq"].(float64)) >= seq {
-			return
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("stream not caught up with seq %d: %v", seq, m)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// book is a depth stream rebuilt from its snapshot and diffs.
-type book struct {
-	bids, asks map[int64]int64
-	seq        uint64
-}
-
-func rebuildBook(t *testing.T, msgs []map[string]any, market, outcome string, pScale, qScale int) book {
-	t.Helper()
-	var b book
-	started := false
-	apply := func(side map[int64]int64, lv any) {
-		for _, l := range lv.([]any) {
-			pq := l.([]any)
-			p, q := dec(t, pq[0], pScale), dec(t, pq[1], qScale)
-			if q == 0 {
-				delete(side, p)
-			} else {
-				side[p] = q
-			}
-		}
-	}
-	for _, m := range msgs {
-		if m["channel"] != "depth" || m["market"] != market || fmt.Sprint(m["outcome"]) != fmt.Sprint(outcomeOrNil(outcome)) {
-			continue
-		}
-		switch m["type"] {
-		case "snapshot":
-			b = book{bids: map[int64]int64{}, asks: map[int64]int64{}, seq: uint64(m["seq"].(float64))}
-			apply(b.bids, m["bids"])
-			apply(b.asks, m["asks"])
-			started = true
-		case "diff":
-			if !started {
-				t.Fatalf("%s %s: a diff before the snapshot: %v", market, outcome, m)
-			}
-			if prev := uint64(m["prev_seq"].(float64)); prev != b.seq {
-				t.Fatalf("%s %s: gap: prev_seq %d after seq %d", market, outcome, prev, b.seq)
-			}
-			first, last := uint64(m["first_seq"].(float64)), uint64(m["last_seq"].(float64))
-			if first <= b.seq || last < first {
-				t.Fatalf("%s %s: seqs %d..%d after %d", market, outcome, first, last, b.seq)
-			}
-			apply(b.bids, m["bids"])
-			apply(b.asks, m["asks"])
-			b.seq = last
-		}
-	}
-	if !started {
-		t.Fatalf("%s %s: no snapshot", market, outcome)
-	}
-	return b
-}
-
-func outcomeOrNil(o string) any {
-	if o == "" {
-		return nil
-	}
-	return o
-}
-
-// restBook is GET /api/v1/depth at its seq.
-func restBook(t *testing.T, s *e2eServer, tok, path string, pScale, qScale int) book {
+// restBook is GET path (a depth) at its seq.
+func restBook(t *testing.T, s *e2eServer, tok, path string, pScale, qScale int) streamtest.Book {
 	t.Helper()
 	st, d := s.do("GET", path, tok, nil)
 	if st != 200 {
 		t.Fatalf("GET %s: %d %v", path, st, d)
 	}
-	b := book{bids: map[int64]int64{}, asks: map[int64]int64{}, seq: id(t, d["seq"])}
-	for _, side := range []struct {
-		m map[int64]int64
-		k string
-	}{{b.bids, "bids"}, {b.asks, "asks"}} {
-		for _, l := range d[side.k].([]any) {
-			pq := l.([]any)
-			side.m[dec(t, pq[0], pScale)] = dec(t, pq[1], qScale)
-		}
-	}
-	return b
-}
-
-func sameBook(a, b book) bool {
-	return fmt.Sprint(sortedLevels(a.bids)) == fmt.Sprint(sortedLevels(b.bids)) &&
-		fmt.Sprint(sortedLevels(a.asks)) == fmt.Sprint(sortedLevels(b.asks))
-}
-
-func sortedLevels(m map[int64]int64) [][2]int64 {
-	var out [][2]int64
-	for p, q := range m {
-		out = append(out, [2]int64{p, q})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
-	return out
-}
-
-// privateLog checks a private stream: every message once, seqs increasing.
-type privateLog struct {
-	last map[string]uint64 // channel -> last seq seen
-	seen map[string]bool   // channel/seq
-	// balances: asset -> [available, frozen] (snapshot + deltas)
-	bal   map[string][2]int64
-	fills map[uint64]int64    // order id -> filled quantity (units) from TRADE events
-	ids   map[uint64]bool     // order ids seen
-	xfers map[uint64][]string // transfer id -> statuses in order
-	pos   map[string][2]int64 // binary market -> [yes, no] shares (the last POSITION)
-	n     int                 // messages taken
-}
-
-var wsScales = map[string]int{"BTC": 8, "USDT": 6, "ETH": 8, "USD": 2}
-
-func (p *privateLog) take(t *testing.T, msgs []map[string]any) {
-	t.Helper()
-	for _, m := range msgs[p.n:] {
-		p.n++
-		ch, _ := m["channel"].(string)
-		if typ, _ := m["type"].(string); ch == "" || (typ != "" && typ != "snapshot") {
-			continue // answers (subscribed, pong)
-		}
-		if m["type"] == "snapshot" {
-			if ch == "balances" {
-				for _, b := range m["balances"].([]any) {
-					b := b.(map[string]any)
-					a := b["asset"].(string)
-					p.bal[a] = [2]int64{dec(t, b["available"], wsScales[a]), dec(t, b["frozen"], wsScales[a])}
-				}
-				p.last[ch] = uint64(m["seq"].(float64))
-			}
-			continue
-		}
-		seq := uint64(m["seq"].(float64))
-		key := fmt.Sprint(ch, "/", seq)
-		if p.seen[key] {
-			t.Fatalf("%s seq %d delivered twice", ch, seq)
-		}
-		if seq <= p.last[ch] {
-			t.Fatalf("%s seq %d after %d", ch, seq, p.last[ch])
-		}
-		p.seen[key], p.last[ch] = true, seq
-		for _, e := range m["events"].([]any) {
-			e := e.(map[string]any)
-			switch ch {
-			case "balances":
-				a := e["asset"].(string)
-				b := p.bal[a]
-				p.bal[a] = [2]int64{b[0] + dec(t, e["d_available"], wsScales[a]), b[1] + dec(t, e["d_frozen"], wsScales[a])}
-			case "transfers":
-				x := id(t, e["transfer_id"])
-				p.xfers[x] = append(p.xfers[x], e["status"].(string))
-			case "positions":
-				if e["event"] == "POSITION" {
-					p.pos[e["market"].(string)] = [2]int64{int64(e["yes"].(float64)), int64(e["no"].(float64))}
-				}
-			case "orders":
-				oid := id(t, e["order_id"])
-				p.ids[oid] = true
-				if e["event"] == "TRADE" {
-					scale := 8
-					if e["market"] == "77" {
-						scale = 0
-					}
-					p.fills[oid] += dec(t, e["quantity"], scale)
-				}
-			}
-		}
-	}
-}
-
-func newPrivateLog() *privateLog {
-	return &privateLog{last: map[string]uint64{}, seen: map[string]bool{}, bal: map[string][2]int64{},
-		fills: map[uint64]int64{}, ids: map[uint64]bool{}, xfers: map[uint64][]string{}, pos: map[string][2]int64{}}
+	return streamtest.RESTBook(t, d, pScale, qScale)
 }
 
 // TestWSStreams runs the WebSocket streams against the real binary, on one
@@ -373,21 +71,21 @@ func TestWSStreams(t *testing.T) {
 		t.Fatalf("activate: %d %v", st, b)
 	}
 
-	pub := wsDial(t, s.addr, "", true)
-	pub.subscribe(map[string]any{"channel": "depth", "market": "BTC-USDT"})
-	pub.subscribe(map[string]any{"channel": "trades", "market": "BTC-USDT"})
-	pub.subscribe(map[string]any{"channel": "ticker", "market": "BTC-USDT"})
-	pub.subscribe(map[string]any{"channel": "depth", "market": "77", "outcome": "YES"})
-	pub.subscribe(map[string]any{"channel": "depth", "market": "77", "outcome": "NO"})
+	pub := streamtest.Dial(t, s.addr, streamtest.Options{Token: ""})
+	pub.Subscribe(map[string]any{"channel": "depth", "market": "BTC-USDT"})
+	pub.Subscribe(map[string]any{"channel": "trades", "market": "BTC-USDT"})
+	pub.Subscribe(map[string]any{"channel": "ticker", "market": "BTC-USDT"})
+	pub.Subscribe(map[string]any{"channel": "depth", "market": "77", "outcome": "YES"})
+	pub.Subscribe(map[string]any{"channel": "depth", "market": "77", "outcome": "NO"})
 
 	// User 1's private stream (token on connect), and user 7's, who never trades.
-	priv := wsDial(t, s.addr, tok[1], true)
+	priv := streamtest.Dial(t, s.addr, streamtest.Options{Token: tok[1]})
 	for _, ch := range []string{"balances", "orders", "transfers", "positions"} {
-		priv.subscribe(map[string]any{"channel": ch})
+		priv.Subscribe(map[string]any{"channel": ch})
 	}
-	other := wsDial(t, s.addr, "", true)
-	other.subscribe(map[string]any{"channel": "orders", "token": tok[7]})
-	other.subscribe(map[string]any{"channel": "balances", "token": tok[7]})
+	other := streamtest.Dial(t, s.addr, streamtest.Options{Token: ""})
+	other.Subscribe(map[string]any{"channel": "orders", "token": tok[7]})
+	other.Subscribe(map[string]any{"channel": "balances", "token": tok[7]})
 	// Errors are answered with a code, and change nothing.
 	for _, c := range []struct {
 		msg  map[string]any
@@ -399,8 +97,8 @@ func TestWSStreams(t *testing.T) {
 		{map[string]any{"op": "subscribe", "channel": "depth", "market": "78", "outcome": "YES"}, stream.CodeInvalidMarket},
 		{map[string]any{"op": "dance"}, stream.CodeUnknownOp},
 	} {
-		id := pub.send(c.msg)
-		if m := pub.waitFor(fmt.Sprint(c.msg), 20*time.Second, idIs(id)); m["type"] != "error" || m["code"] != c.code {
+		id := pub.Send(c.msg)
+		if m := pub.WaitFor(fmt.Sprint(c.msg), 20*time.Second, streamtest.IDIs(id)); m["type"] != "error" || m["code"] != c.code {
 			t.Fatalf("%v: %v, want error %s", c.msg, m, c.code)
 		}
 	}
@@ -409,8 +107,8 @@ func TestWSStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := wsDial(t, s.addr, short, true)
-	exp.subscribe(map[string]any{"channel": "orders"})
+	exp := streamtest.Dial(t, s.addr, streamtest.Options{Token: short})
+	exp.Subscribe(map[string]any{"channel": "orders"})
 
 	// Spec 003 transfers between users 1 and 2 (the hold is 1 s): created,
 	// one cancelled, the others completed.
@@ -486,7 +184,7 @@ func TestWSStreams(t *testing.T) {
 		}
 	}
 
-	checkBooks := func(s *e2eServer, pub *wsClient) {
+	checkBooks := func(s *e2eServer, pub *streamtest.Client) {
 		t.Helper()
 		for _, c := range []struct {
 			market, outcome, path string
@@ -497,57 +195,56 @@ func TestWSStreams(t *testing.T) {
 			{"77", "NO", "/api/v1/depth/77?outcome=NO&limit=1000", 0},
 		} {
 			rest := restBook(t, s, tok[1], c.path, 6, c.q)
-			pub.caughtUp(rest.seq)
-			got := rebuildBook(t, pub.all(), c.market, c.outcome, 6, c.q)
-			if got.seq > rest.seq {
-				t.Fatalf("%s %s: the stream is at seq %d, past the REST view's %d (no order was placed since)", c.market, c.outcome, got.seq, rest.seq)
+			pub.CaughtUp(rest.Seq)
+			got := streamtest.RebuildBook(t, pub.All(), c.market, c.outcome, 6, c.q)
+			if got.Seq > rest.Seq {
+				t.Fatalf("%s %s: the stream is at seq %d, past the REST view's %d (no order was placed since)", c.market, c.outcome, got.Seq, rest.Seq)
 			}
-			if !sameBook(got, rest) {
-				t.Fatalf("%s %s at seq %d: rebuilt %v / %v, GET /depth %v / %v", c.market, c.outcome, rest.seq,
-					sortedLevels(got.bids), sortedLevels(got.asks), sortedLevels(rest.bids), sortedLevels(rest.asks))
+			if !got.Same(rest) {
+				t.Fatalf("%s %s at seq %d: rebuilt %v, GET /depth %v", c.market, c.outcome, rest.Seq, got, rest)
 			}
-			if len(rest.bids)+len(rest.asks) == 0 {
+			if len(rest.Bids)+len(rest.Asks) == 0 {
 				t.Fatalf("%s %s: an empty book proves nothing", c.market, c.outcome)
 			}
 		}
 	}
-	plog := newPrivateLog()
-	checkPrivate := func(s *e2eServer, priv *wsClient) {
+	plog := streamtest.NewPrivateLog(wsScales, wsQtyScale)
+	checkPrivate := func(s *e2eServer, priv *streamtest.Client) {
 		t.Helper()
 		_, d := s.do("GET", "/api/v1/depth/BTC-USDT", tok[1], nil)
-		priv.caughtUp(id(t, d["seq"]))
-		plog.take(t, priv.all())
+		priv.CaughtUp(id(t, d["seq"]))
+		plog.Take(t, priv.All())
 		want := balances(t, s, 1)
 		for _, a := range []string{"BTC", "USDT"} {
-			if plog.bal[a] != want[a] {
-				t.Fatalf("user 1's %s: snapshot + deltas %v, GET /balances %v", a, plog.bal[a], want[a])
+			if plog.Bal[a] != want[a] {
+				t.Fatalf("user 1's %s: snapshot + deltas %v, GET /balances %v", a, plog.Bal[a], want[a])
 			}
 		}
 		for x, want := range myXfers {
-			if got := strings.Join(plog.xfers[x], ","); got != want {
+			if got := strings.Join(plog.Xfers[x], ","); got != want {
 				t.Fatalf("transfer %d: the stream says %s, want %s", x, got, want)
 			}
 		}
-		if len(plog.xfers) != len(myXfers) {
-			t.Fatalf("transfers %v, made %v", plog.xfers, myXfers)
+		if len(plog.Xfers) != len(myXfers) {
+			t.Fatalf("transfers %v, made %v", plog.Xfers, myXfers)
 		}
 		_, ps := s.do("GET", "/api/v1/positions", tok[1], nil)
 		for _, p := range ps["positions"].([]any) {
 			p := p.(map[string]any)
 			m := fmt.Sprint(id(t, p["market_id"]))
-			if got := plog.pos[m]; fmt.Sprint(got[0], got[1]) != fmt.Sprint(p["yes_volume"], p["no_volume"]) {
+			if got := plog.Pos[m]; fmt.Sprint(got[0], got[1]) != fmt.Sprint(p["yes_volume"], p["no_volume"]) {
 				t.Fatalf("position in %s: the stream says %v, GET /positions %v", m, got, p)
 			}
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		for oid := range plog.ids {
+		for oid := range plog.IDs {
 			if !myOrders[oid] {
 				t.Fatalf("user 1's stream carries order %d, not theirs", oid)
 			}
 		}
 		for oid := range myOrders {
-			if !plog.ids[oid] {
+			if !plog.IDs[oid] {
 				t.Fatalf("user 1's order %d never arrived", oid)
 			}
 			st, o := s.do("GET", fmt.Sprint("/api/v1/order/", oid), tok[1], nil)
@@ -562,8 +259,8 @@ func TestWSStreams(t *testing.T) {
 			if filled == nil {
 				filled = fmt.Sprint(o["filled"])
 			}
-			if f := dec(t, filled, scale); f != plog.fills[oid] {
-				t.Fatalf("order %d: filled %d, the stream's fills add up to %d", oid, f, plog.fills[oid])
+			if f := dec(t, filled, scale); f != plog.Fills[oid] {
+				t.Fatalf("order %d: filled %d, the stream's fills add up to %d", oid, f, plog.Fills[oid])
 			}
 		}
 	}
@@ -573,32 +270,32 @@ func TestWSStreams(t *testing.T) {
 	place(600)
 	transfer(false)
 	// A forced reconnect: the private stream resumes with since.
-	plog.take(t, priv.all())
-	_ = priv.c.Close()
+	plog.Take(t, priv.All())
+	_ = priv.Conn().Close()
 	place(300)
-	priv = wsDial(t, s.addr, tok[1], true)
+	priv = streamtest.Dial(t, s.addr, streamtest.Options{Token: tok[1]})
 	for _, ch := range []string{"balances", "orders", "transfers", "positions"} {
-		priv.subscribe(map[string]any{"channel": ch, "since": plog.last[ch]})
+		priv.Subscribe(map[string]any{"channel": ch, "since": plog.Last[ch]})
 	}
-	plog.n = 0
+	plog.N = 0
 	place(600)
 	time.Sleep(1500 * time.Millisecond) // the transfers' hold passes: they execute
 	checkBooks(s, pub)
 	checkPrivate(s, priv)
-	if len(other.all()) != 3 { // two answers and the balances snapshot
-		t.Fatalf("user 7, who never traded, got %v", other.all())
+	if len(other.All()) != 3 { // two answers and the balances snapshot
+		t.Fatalf("user 7, who never traded, got %v", other.All())
 	}
-	exp.waitFor("token expiry", 20*time.Second, func(m map[string]any) bool {
+	exp.WaitFor("token expiry", 20*time.Second, func(m map[string]any) bool {
 		return m["type"] == "closed" && m["code"] == stream.CodeTokenExpired && m["channel"] == "orders"
 	})
 
 	// A stalled reader is closed (4008); every order meanwhile is answered.
-	stall := wsDial(t, s.addr, "", false)
+	stall := streamtest.Dial(t, s.addr, streamtest.Options{Token: "", Stalled: true})
 	for _, ch := range []string{"depth", "trades", "ticker"} {
-		if err := stall.c.WriteJSON(map[string]any{"op": "subscribe", "channel": ch, "market": "BTC-USDT"}); err != nil {
+		if err := stall.Conn().WriteJSON(map[string]any{"op": "subscribe", "channel": ch, "market": "BTC-USDT"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := stall.c.WriteJSON(map[string]any{"op": "subscribe", "channel": ch, "market": "77", "outcome": "YES"}); err != nil {
+		if err := stall.Conn().WriteJSON(map[string]any{"op": "subscribe", "channel": ch, "market": "77", "outcome": "YES"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -611,40 +308,40 @@ func TestWSStreams(t *testing.T) {
 		for _, op := range []string{"unsubscribe", "subscribe"} {
 			for _, m := range []map[string]any{{"market": "BTC-USDT"}, {"market": "77", "outcome": "YES"}, {"market": "77", "outcome": "NO"}} {
 				m["op"], m["channel"] = op, "depth"
-				_ = stall.c.SetWriteDeadline(time.Now().Add(time.Second))
-				_ = stall.c.WriteJSON(m) // fails once the server has closed it
+				_ = stall.Conn().SetWriteDeadline(time.Now().Add(time.Second))
+				_ = stall.Conn().WriteJSON(m) // fails once the server has closed it
 			}
 		}
 		place(60)
 	}
 	// SIGKILL, restart on the same data dir: the private stream resumes with since.
-	plog.take(t, priv.all())
+	plog.Take(t, priv.All())
 	s.Kill()
 	s = e2eStart(t, dir, "", wsFlags...)
-	priv = wsDial(t, s.addr, tok[1], true)
+	priv = streamtest.Dial(t, s.addr, streamtest.Options{Token: tok[1]})
 	for _, ch := range []string{"balances", "orders", "transfers", "positions"} {
-		priv.subscribe(map[string]any{"channel": ch, "since": plog.last[ch]})
+		priv.Subscribe(map[string]any{"channel": ch, "since": plog.Last[ch]})
 	}
-	plog.n = 0
-	pub = wsDial(t, s.addr, "", true)
-	pub.subscribe(map[string]any{"channel": "depth", "market": "BTC-USDT"})
-	pub.subscribe(map[string]any{"channel": "depth", "market": "77", "outcome": "YES"})
-	pub.subscribe(map[string]any{"channel": "depth", "market": "77", "outcome": "NO"})
+	plog.N = 0
+	pub = streamtest.Dial(t, s.addr, streamtest.Options{Token: ""})
+	pub.Subscribe(map[string]any{"channel": "depth", "market": "BTC-USDT"})
+	pub.Subscribe(map[string]any{"channel": "depth", "market": "77", "outcome": "YES"})
+	pub.Subscribe(map[string]any{"channel": "depth", "market": "77", "outcome": "NO"})
 	place(300)
 	checkBooks(s, pub)
 	checkPrivate(s, priv)
 
 	// SIGTERM closes every socket with 1001.
 	s.Stop()
-	for _, c := range []*wsClient{pub, priv} {
+	for _, c := range []*streamtest.Client{pub, priv} {
 		select {
-		case <-c.done:
+		case <-c.Done():
 		case <-time.After(10 * time.Second):
 			t.Fatal("a socket outlived the server")
 		}
 		var ce *websocket.CloseError
-		if !errors.As(c.err, &ce) || ce.Code != websocket.CloseGoingAway {
-			t.Fatalf("socket closed with %v, want 1001", c.err)
+		if !errors.As(c.Err(), &ce) || ce.Code != websocket.CloseGoingAway {
+			t.Fatalf("socket closed with %v, want 1001", c.Err())
 		}
 	}
 }
@@ -672,10 +369,10 @@ func TestWSFunding(t *testing.T) {
 		}
 		return -1
 	}
-	mine, other := wsDial(t, s.addr, s.token(5, false), true), wsDial(t, s.addr, s.token(6, false), true)
-	mine.subscribe(map[string]any{"channel": "funding"})
-	other.subscribe(map[string]any{"channel": "funding"})
-	snap := mine.waitFor("funding snapshot", 20*time.Second, func(m map[string]any) bool { return m["type"] == "snapshot" })
+	mine, other := streamtest.Dial(t, s.addr, streamtest.Options{Token: s.token(5, false)}), streamtest.Dial(t, s.addr, streamtest.Options{Token: s.token(6, false)})
+	mine.Subscribe(map[string]any{"channel": "funding"})
+	other.Subscribe(map[string]any{"channel": "funding"})
+	snap := mine.WaitFor("funding snapshot", 20*time.Second, func(m map[string]any) bool { return m["type"] == "snapshot" })
 	if usdt(snap) != 1000_000000 {
 		t.Fatalf("snapshot %v", snap)
 	}
@@ -689,7 +386,7 @@ func TestWSFunding(t *testing.T) {
 			t.Fatalf("transfer: %d %v", st, b)
 		}
 		tid := fmt.Sprint(b["transfer_id"])
-		m := mine.waitFor("COMMITTED "+tid, 20*time.Second, func(m map[string]any) bool {
+		m := mine.WaitFor("COMMITTED "+tid, 20*time.Second, func(m map[string]any) bool {
 			tr, _ := m["transfer"].(map[string]any)
 			return tr != nil && fmt.Sprint(tr["transfer_id"]) == tid && tr["state"] == "COMMITTED"
 		})
@@ -698,7 +395,7 @@ func TestWSFunding(t *testing.T) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
-	if n := len(other.all()); n != 2 { // the answer and its snapshot
-		t.Fatalf("user 6 got %v", other.all())
+	if n := len(other.All()); n != 2 { // the answer and its snapshot
+		t.Fatalf("user 6 got %v", other.All())
 	}
 }

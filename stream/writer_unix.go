@@ -1,0 +1,60 @@
+//go:build unix
+
+package stream
+
+import (
+	"net"
+	"syscall"
+	"time"
+)
+
+// write writes b to the socket without blocking: it returns how much the
+// kernel took (a full send buffer is not an error).
+func (c *conn) write(b []byte) (int, error) {
+	if c.raw == nil { // no raw socket (not a TCP connection): a bounded write
+		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Millisecond))
+		n, err := c.nc.Write(b)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			err = nil
+		}
+		return n, err
+	}
+	var n int
+	var werr error
+	err := c.raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, e := syscall.Write(int(fd), b[n:])
+			switch {
+			case e == syscall.EINTR:
+				continue
+			case e == syscall.EAGAIN:
+				return true // full: the rest waits for the next pass
+			case e != nil:
+				werr = e
+				return true
+			}
+			n += m
+		}
+		return true
+	})
+	if werr == nil {
+		werr = err
+	}
+	return n, werr
+}
+
+// rawConn is nc's socket for non-blocking writes (nil: not available).
+func rawConn(nc net.Conn) syscall.RawConn {
+	if u, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {
+		nc = u.UnsafeConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
