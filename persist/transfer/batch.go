@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // A Batcher is the Postgres path of Store and Funding, the only one:
@@ -47,7 +48,7 @@ type Batcher struct {
 	start  sync.Once
 	wg     sync.WaitGroup // the writers
 	stats  BatchStats
-	faults *Faulty // FUNDING faults injected inside the batches (SetFaults); nil: none
+	faults FaultSource // FUNDING faults injected inside the batches (SetFaults); nil: none
 }
 
 // BatchStats are a Batcher's counters.
@@ -158,7 +159,7 @@ type batchReq struct {
 	from   State // CAS: the expected state; note: the state the note applies in
 	to     State // CAS only
 	msg    string
-	op     Op // funding, fused: with user, asset and amount (decideOne checks them)
+	op     model.Op // funding, fused: with user, asset and amount (decideOne checks them)
 	user   UserID
 	asset  AssetID
 	amount Units
@@ -170,13 +171,13 @@ type batchReq struct {
 // batch did not commit, or its commit was not confirmed; the rest means
 // nothing.
 type batchAnswer struct {
-	won      bool     // CAS: this request moved the transfer; fused: the transfer was in plan.at and held (locked or inserted)
-	out      Outcome  // funding, fused (won): SUCCESS, EXPLICIT_FAIL or UNKNOWN (never recorded)
-	state    State    // fused (won): the state the transfer was left in
-	cas      int      // fused (won): CAS transitions made
-	transfer Transfer // get; CAS (won): the row as moved; fused: as inserted, then as its last transition left it
-	inserted bool     // fused with plan.insert: false = the user's cid was taken
-	err      error    // get: ErrNotFound; any kind: the batch failed
+	won      bool          // CAS: this request moved the transfer; fused: the transfer was in plan.at and held (locked or inserted)
+	out      model.Outcome // funding, fused (won): SUCCESS, EXPLICIT_FAIL or UNKNOWN (never recorded)
+	state    State         // fused (won): the state the transfer was left in
+	cas      int           // fused (won): CAS transitions made
+	transfer Transfer      // get; CAS (won): the row as moved; fused: as inserted, then as its last transition left it
+	inserted bool          // fused with plan.insert: false = the user's cid was taken
+	err      error         // get: ErrNotFound; any kind: the batch failed
 }
 
 // do queues r and waits for its answer or the end of r.ctx. A caller that

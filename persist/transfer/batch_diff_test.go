@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ubscore/ubscore/persist/transfer/model"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
@@ -52,10 +53,10 @@ func newDiffSide(t *testing.T, transfers []Transfer) diffSide {
 			t.Fatal(err)
 		}
 	}
-	if err := d.funding.SetStatus(ctx, 2, usdt, Frozen); err != nil {
+	if err := d.funding.SetStatus(ctx, 2, usdt, model.Frozen); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.funding.SetStatus(ctx, 3, usdt, Disabled); err != nil {
+	if err := d.funding.SetStatus(ctx, 3, usdt, model.Disabled); err != nil {
 		t.Fatal(err)
 	}
 	b.Start()
@@ -115,7 +116,7 @@ func randomRequests(rng *rand.Rand, n int, transfers []Transfer, opIDs []string)
 					fixed[id] = p
 				}
 			}
-			reqs[i] = &batchReq{kind: kindFunding, reqID: id, op: []Op{OpWithdraw, OpDeposit, OpRefund}[rng.IntN(3)],
+			reqs[i] = &batchReq{kind: kindFunding, reqID: id, op: []model.Op{model.OpWithdraw, model.OpDeposit, model.OpRefund}[rng.IntN(3)],
 				user: p.user, asset: p.asset, amount: p.amount}
 		}
 	}
@@ -191,7 +192,7 @@ func TestBatchMatchesRequestsAlone(t *testing.T) {
 	}
 	transfers := make([]Transfer, 12)
 	for i := range transfers {
-		transfers[i] = Transfer{ReqID: newID(), UserID: 1, From: AccountFunding, To: AccountSpot, Asset: usdt, Amount: 1}
+		transfers[i] = Transfer{ReqID: newID(), UserID: 1, From: model.AccountFunding, To: model.AccountSpot, Asset: usdt, Amount: 1}
 	}
 	opIDs := make([]string, 30)
 	for i := range opIDs {

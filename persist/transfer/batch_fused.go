@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // A fused step is a FUNDING operation and the CAS
@@ -56,7 +57,7 @@ type fusePlan struct {
 	insert *Transfer
 	at     State     // the state the transfer must be in (the compare)
 	pre    []fuseCAS // transitions before the operation, whatever its outcome
-	op     Op        // the FUNDING operation; "" = none (only pre)
+	op     model.Op  // the FUNDING operation; "" = none (only pre)
 	ok     []fuseCAS // transitions after a SUCCESS
 	fail   []fuseCAS // transitions after an EXPLICIT_FAIL
 }
@@ -90,12 +91,12 @@ func (p *fusePlan) legal() bool {
 }
 
 // chain is what p does once its operation's outcome is o.
-func (p *fusePlan) chain(o Outcome) []fuseCAS {
+func (p *fusePlan) chain(o model.Outcome) []fuseCAS {
 	out := slices.Clip(p.pre)
 	switch o.Kind {
-	case Success:
+	case model.Success:
 		out = append(out, p.ok...)
-	case ExplicitFail:
+	case model.ExplicitFail:
 		out = append(out, p.fail...)
 	}
 	return out
@@ -180,7 +181,7 @@ func queueFusedLocks(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) (trip2 b
 // chainEnd is where p's chain leaves a transfer once its operation's
 // outcome is o: the last state, the last error message the chain sets ("" =
 // none) and how many transitions it made.
-func (p *fusePlan) chainEnd(o Outcome) (s State, msg string, cas int) {
+func (p *fusePlan) chainEnd(o model.Outcome) (s State, msg string, cas int) {
 	s = p.at
 	for _, c := range p.chain(o) {
 		m := c.msg

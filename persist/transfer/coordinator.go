@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/logging"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
@@ -29,13 +30,13 @@ const (
 // Config wires a Coordinator.
 type Config struct {
 	Store   *Store
-	Funding *Funding // on the Store's Batcher (FUNDING faults: Batcher.SetFaults)
-	Spot    Side     // the SPOT adapter (over the core; FakeSpot in tests, possibly in Faulty)
+	Funding *Funding   // on the Store's Batcher (FUNDING faults: Batcher.SetFaults)
+	Spot    model.Side // the SPOT adapter (over the core; fakespot.Spot in tests, possibly in transferfault.Faulty)
 	// Assets resolves a request's asset symbol; false = unknown (INVALID_ASSET).
-	Assets func(symbol string) (AssetConfig, bool)
+	Assets func(symbol string) (model.AssetConfig, bool)
 	// Rate returns the user's usage for the rate limits; nil = no limits (P2).
-	Rate   func(ctx context.Context, user UserID, asset AssetID) RateState
-	Limits RateLimits
+	Rate   func(ctx context.Context, user UserID, asset AssetID) model.RateState
+	Limits model.RateLimits
 	// MaxWait bounds how long Create drives a transfer before answering with
 	// its current state (the Worker finishes it).
 	MaxWait time.Duration
@@ -133,16 +134,16 @@ type Result struct {
 // (settleInsert): the row is found, or fenced off as FAILED so that it can
 // never appear later; if the database stays away even for that, the answer
 // is Result.Unconfirmed.
-func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (Result, error) {
-	var asset *AssetConfig
+func (c *Coordinator) Create(ctx context.Context, caller model.Caller, req model.Request) (Result, error) {
+	var asset *model.AssetConfig
 	if a, found := c.cfg.Assets(req.Asset); found {
 		asset = &a
 	}
-	var rate RateState
+	var rate model.RateState
 	if c.cfg.Rate != nil && asset != nil && caller.Authenticated {
 		rate = c.cfg.Rate(ctx, caller.UserID, asset.ID)
 	}
-	ch, e := CheckRequest(req, caller, asset, rate, c.cfg.Limits)
+	ch, e := model.CheckRequest(req, caller, asset, rate, c.cfg.Limits)
 	if e != nil {
 		return Result{}, e
 	}
@@ -163,7 +164,7 @@ func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (R
 	if err != nil {
 		return Result{}, err
 	}
-	if e := CheckAccounts(ch, src, dst); e != nil {
+	if e := model.CheckAccounts(ch, src, dst); e != nil {
 		return Result{}, e
 	}
 	id, err := c.ids.New()
@@ -295,8 +296,8 @@ func (c *Coordinator) read(ctx context.Context, reqID string) (Transfer, error) 
 }
 
 // reader is the account reader of side t.
-func (c *Coordinator) reader(t AccountType) AccountReader {
-	if t == AccountFunding {
+func (c *Coordinator) reader(t model.AccountType) model.AccountReader {
+	if t == model.AccountFunding {
 		return c.cfg.Funding
 	}
 	return c.cfg.Spot

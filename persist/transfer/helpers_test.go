@@ -3,13 +3,15 @@ package transfer
 // Test helpers: a throw-away migrated database per test (as in persist's
 // pg_helpers_test.go), a harness wiring a Coordinator on the one path
 // production runs (a Batcher, fused steps) over the real FUNDING adapter
-// (faults injected inside its transactions) and a FakeSpot (wrapped in
+// (faults injected inside its transactions) and a fakespot.Spot (wrapped in
 // Faulty), and the conservation check.
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/pgtest"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // migratedPool creates a throw-away database (see pgtest.NewDB), migrates
@@ -49,12 +52,12 @@ const (
 	btc  AssetID = 2 // precision 8
 )
 
-var testAssets = map[string]AssetConfig{
-	"USDT": {ID: usdt, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000, Status: AssetActive, InternalTransferEnabled: true},
-	"BTC":  {ID: btc, Symbol: "BTC", Precision: 8, MinTransfer: 1000, MaxTransfer: 100_000_000_000, Status: AssetActive, InternalTransferEnabled: true},
+var testAssets = map[string]model.AssetConfig{
+	"USDT": {ID: usdt, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000, Status: model.AssetActive, InternalTransferEnabled: true},
+	"BTC":  {ID: btc, Symbol: "BTC", Precision: 8, MinTransfer: 1000, MaxTransfer: 100_000_000_000, Status: model.AssetActive, InternalTransferEnabled: true},
 }
 
-func lookupAsset(s string) (AssetConfig, bool) { a, ok := testAssets[s]; return a, ok }
+func lookupAsset(s string) (model.AssetConfig, bool) { a, ok := testAssets[s]; return a, ok }
 
 // critCounter is an slog handler counting records at LevelCritical or above.
 type critCounter struct{ n atomic.Int64 }
@@ -74,9 +77,9 @@ type harness struct {
 	pool    *pgxpool.Pool
 	store   *Store
 	funding *Funding
-	spot    *FakeSpot
-	fundF   *Faulty // FUNDING faults, injected inside the batch transactions (Batcher.SetFaults)
-	spotF   *Faulty // wraps spot: the coordinator's SPOT side
+	spot    *fakespot.Spot
+	fundF   *transferfault.Faulty // FUNDING faults, injected inside the batch transactions (Batcher.SetFaults)
+	spotF   *transferfault.Faulty // wraps spot: the coordinator's SPOT side
 	crit    *critCounter
 	coord   *Coordinator
 }
@@ -97,11 +100,11 @@ func newHarnessWith(t *testing.T, pool *pgxpool.Pool, opt BatchOptions) (*harnes
 	t.Helper()
 	b := NewBatcher(pool, opt)
 	h := &harness{t: t, pool: pool, store: NewStore(b), funding: NewFunding(b),
-		spot: NewFakeSpot(), crit: &critCounter{}, fundF: NewFaulty(nil)}
+		spot: fakespot.New(), crit: &critCounter{}, fundF: transferfault.New(nil)}
 	b.SetFaults(h.fundF)
 	b.Start()
 	t.Cleanup(b.Close) // before the pool closes (cleanups run last-in first-out)
-	h.spotF = NewFaulty(h.spot)
+	h.spotF = transferfault.New(h.spot)
 	h.coord = h.newCoordinator(nil)
 	return h, b
 }
@@ -170,8 +173,8 @@ func (h *harness) conserved(asset AssetID) {
 // create runs a transfer request as user; fails the test on a refusal.
 func (h *harness) create(c *Coordinator, user UserID, from, to, asset, amount, cid string) Result {
 	h.t.Helper()
-	r, err := c.Create(context.Background(), Caller{Authenticated: true, UserID: user},
-		Request{From: from, To: to, Asset: asset, Amount: amount, CID: cid})
+	r, err := c.Create(context.Background(), model.Caller{Authenticated: true, UserID: user},
+		model.Request{From: from, To: to, Asset: asset, Amount: amount, CID: cid})
 	if err != nil {
 		h.t.Fatalf("create %s->%s %s %s: %v", from, to, amount, asset, err)
 	}
@@ -179,7 +182,7 @@ func (h *harness) create(c *Coordinator, user UserID, from, to, asset, amount, c
 }
 
 // insertAt stores a transfer directly in state st (a crash left it there).
-func (h *harness) insertAt(user UserID, from, to AccountType, asset AssetID, amount Units, st State) Transfer {
+func (h *harness) insertAt(user UserID, from, to model.AccountType, asset AssetID, amount Units, st State) Transfer {
 	h.t.Helper()
 	id, err := h.coord.ids.New()
 	if err != nil {

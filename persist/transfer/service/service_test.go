@@ -15,6 +15,7 @@ import (
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // startLog keeps the attributes of the service's start record.
@@ -58,9 +59,9 @@ func TestServiceRunsTheOnePathWithFaults(t *testing.T) {
 	var migrated atomic.Bool
 	migrated.Store(true)
 	var jobRan atomic.Bool
-	usdt := transfer.AssetConfig{ID: 1, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000,
-		Status: transfer.AssetActive, InternalTransferEnabled: true}
-	s, err := New(Config{Pool: pool, Pipeline: pl, Migrated: &migrated, Assets: []transfer.AssetConfig{usdt},
+	usdt := model.AssetConfig{ID: 1, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000,
+		Status: model.AssetActive, InternalTransferEnabled: true}
+	s, err := New(Config{Pool: pool, Pipeline: pl, Migrated: &migrated, Assets: []model.AssetConfig{usdt},
 		StaleAfter: time.Second, FaultInjection: true, Jobs: []func(context.Context){func(context.Context) { jobRan.Store(true) }},
 		Logger: slog.New(logs)})
 	if err != nil {
@@ -84,10 +85,10 @@ func TestServiceRunsTheOnePathWithFaults(t *testing.T) {
 	if _, err := s.Deposit(ctx, "dep-1", user, 1, 1_000_000); err != nil {
 		t.Fatal(err)
 	}
-	caller := transfer.Caller{Authenticated: true, UserID: user}
+	caller := model.Caller{Authenticated: true, UserID: user}
 	create := func(from, to string) transfer.Transfer {
 		t.Helper()
-		r, err := s.Create(ctx, caller, transfer.Request{From: from, To: to, Asset: "USDT", Amount: "0.1"})
+		r, err := s.Create(ctx, caller, model.Request{From: from, To: to, Asset: "USDT", Amount: "0.1"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,7 @@
 // Package transfertest is a test harness over persist/transfer's exported
 // API for the packages beside it (invariant, ratelimit): a throw-away
 // migrated database, a Coordinator on the one path (a Batcher, fused
-// steps, FUNDING faults injected inside its transactions) and a FakeSpot
+// steps, FUNDING faults injected inside its transactions) and a fakespot.Spot
 // wrapped in Faulty. persist/transfer's own tests have theirs
 // (helpers_test.go: they cannot import this package).
 package transfertest
@@ -10,6 +10,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
@@ -30,13 +33,13 @@ const (
 )
 
 // Assets are the harness's asset configurations by symbol.
-var Assets = map[string]transfer.AssetConfig{
-	"USDT": {ID: USDT, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000, Status: transfer.AssetActive, InternalTransferEnabled: true},
-	"BTC":  {ID: BTC, Symbol: "BTC", Precision: 8, MinTransfer: 1000, MaxTransfer: 100_000_000_000, Status: transfer.AssetActive, InternalTransferEnabled: true},
+var Assets = map[string]model.AssetConfig{
+	"USDT": {ID: USDT, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000, Status: model.AssetActive, InternalTransferEnabled: true},
+	"BTC":  {ID: BTC, Symbol: "BTC", Precision: 8, MinTransfer: 1000, MaxTransfer: 100_000_000_000, Status: model.AssetActive, InternalTransferEnabled: true},
 }
 
 // Lookup is Config.Assets over Assets.
-func Lookup(s string) (transfer.AssetConfig, bool) { a, ok := Assets[s]; return a, ok }
+func Lookup(s string) (model.AssetConfig, bool) { a, ok := Assets[s]; return a, ok }
 
 // CritCounter is an slog handler counting records at LevelCritical or above.
 type CritCounter struct{ N atomic.Int64 }
@@ -57,9 +60,9 @@ type Harness struct {
 	Pool    *pgxpool.Pool
 	Store   *transfer.Store
 	Funding *transfer.Funding
-	Spot    *transfer.FakeSpot
-	FundF   *transfer.Faulty // FUNDING faults, inside the batch transactions
-	SpotF   *transfer.Faulty // wraps Spot: the coordinator's SPOT side
+	Spot    *fakespot.Spot
+	FundF   *transferfault.Faulty // FUNDING faults, inside the batch transactions
+	SpotF   *transferfault.Faulty // wraps Spot: the coordinator's SPOT side
 	Crit    *CritCounter
 	Coord   *transfer.Coordinator
 	IDs     *ulid.Gen
@@ -78,11 +81,11 @@ func New(t *testing.T) *Harness {
 	}
 	b := transfer.NewBatcher(pool, transfer.BatchOptions{})
 	h := &Harness{T: t, Pool: pool, Store: transfer.NewStore(b), Funding: transfer.NewFunding(b),
-		Spot: transfer.NewFakeSpot(), Crit: &CritCounter{}, FundF: transfer.NewFaulty(nil), IDs: ulid.NewGen()}
+		Spot: fakespot.New(), Crit: &CritCounter{}, FundF: transferfault.New(nil), IDs: ulid.NewGen()}
 	b.SetFaults(h.FundF)
 	b.Start()
 	t.Cleanup(b.Close) // before the pool closes
-	h.SpotF = transfer.NewFaulty(h.Spot)
+	h.SpotF = transferfault.New(h.Spot)
 	h.Coord = h.NewCoordinator(nil)
 	return h
 }
@@ -146,8 +149,8 @@ func (h *Harness) Get(reqID string) transfer.Transfer {
 // Create runs a transfer request as user; fails the test on a refusal.
 func (h *Harness) Create(c *transfer.Coordinator, user transfer.UserID, from, to, asset, amount, cid string) transfer.Result {
 	h.T.Helper()
-	r, err := c.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: user},
-		transfer.Request{From: from, To: to, Asset: asset, Amount: amount, CID: cid})
+	r, err := c.Create(context.Background(), model.Caller{Authenticated: true, UserID: user},
+		model.Request{From: from, To: to, Asset: asset, Amount: amount, CID: cid})
 	if err != nil {
 		h.T.Fatalf("create %s->%s %s %s: %v", from, to, amount, asset, err)
 	}
