@@ -65,7 +65,7 @@ func (r opRecord) outcomeFor(user UserID, asset AssetID, amount Units) model.Out
 func newFundingBatch(reqs []*batchReq) *fundingBatch {
 	fb := &fundingBatch{reqs: reqs}
 	for i, r := range reqs {
-		if r.kind == kindFunding || (r.kind == kindFused && r.op != "") {
+		if r.kind == kindFused && r.op != "" {
 			fb.idx = append(fb.idx, i)
 		}
 	}
@@ -177,7 +177,8 @@ func (fb *fundingBatch) queueReads(b *pgx.Batch) {
 }
 
 // decide answers every funding request in arrival order (see fundingBatch),
-// each with the fault faults (nil: none) injects into it, if any; it
+// each with the fault faults (nil: none) injects into it, if any (drawn on
+// the request's first run, kept for the runs again after a rollback); it
 // returns the faults to act on when the batch commits (fault.go).
 func (fb *fundingBatch) decide(ans []batchAnswer, faults FaultSource) []model.Fault {
 	var drawn []model.Fault
@@ -186,15 +187,16 @@ func (fb *fundingBatch) decide(ans []batchAnswer, faults FaultSource) []model.Fa
 		if r.kind == kindFused && !ans[i].won {
 			continue // the transfer was not in plan.at: the operation is not this request's to make
 		}
-		f := model.FaultNone
 		if faults != nil {
-			f = faults.Draw(r.op, r.reqID)
+			if !r.drawn {
+				r.fault, r.drawn = faults.Draw(r.op, r.reqID), true
+			}
 			if drawn == nil {
 				drawn = make([]model.Fault, len(ans))
 			}
-			drawn[i] = f
+			drawn[i] = r.fault
 		}
-		ans[i].out = fb.decideOne(r, f)
+		ans[i].out = fb.decideOne(r, r.fault)
 	}
 	return drawn
 }

@@ -27,7 +27,7 @@ import (
 //	              request is LOST and does nothing at all), or, with
 //	              plan.insert, insert it in INIT (this transaction's own
 //	              row: nobody else can see it, no lock needed); then the
-//	              FUNDING reads, shared with the plain operations
+//	              FUNDING reads of all the batch's fused steps
 //	in memory     the operation is decided by decideOp in arrival order
 //	              with the batch's other FUNDING operations (a repeat
 //	              returns the recorded first outcome)

@@ -289,6 +289,14 @@ func fusedReq(tr Transfer, at State) *batchReq {
 	return &batchReq{kind: kindFused, reqID: tr.ReqID, op: model.OpWithdraw, user: tr.UserID, asset: tr.Asset, amount: tr.Amount, plan: plan}
 }
 
+// repeatReq repeats tr's FUNDING operation op alone, as a fused step with no
+// transition at the state tr is in (opReq).
+func repeatReq(tr Transfer, op model.Op) *batchReq {
+	r := opReq(op, tr.ReqID, tr.UserID, tr.Asset, tr.Amount)
+	r.plan.at = tr.State
+	return r
+}
+
 func TestFusedLostInOneBatch(t *testing.T) {
 	h := newHarness(t)
 	installHistory(t, h.pool)
@@ -305,7 +313,6 @@ func TestFusedLostInOneBatch(t *testing.T) {
 		&batchReq{kind: kindCAS, reqID: z.ReqID, from: Init, to: SourcePending}, // a CAS of another driver moves z first
 		fusedReq(z, Init), // lost
 		fusedReq(w, SourcePending),
-		fundingReq(model.OpWithdraw, x.ReqID, 7, usdt, 100), // a repeat of x's withdraw alone: the fused outcome
 	)
 	type want struct {
 		won   bool
@@ -314,7 +321,7 @@ func TestFusedLostInOneBatch(t *testing.T) {
 		cas   int
 	}
 	for i, w := range []want{{true, model.OK(), TargetPending, 3}, {}, {}, {}, {won: true}, {},
-		{true, model.Fail(model.CodeInsufficientBalance), Failed, 1}, {out: model.OK()}} {
+		{true, model.Fail(model.CodeInsufficientBalance), Failed, 1}} {
 		a := got[i]
 		if a.err != nil || a.won != w.won || a.out != w.out || a.state != w.state || a.cas != w.cas {
 			t.Errorf("request %d: %+v, want %+v", i, a, w)
@@ -322,6 +329,13 @@ func TestFusedLostInOneBatch(t *testing.T) {
 	}
 	if b := h.fundingBalance(7, usdt); b != 900 {
 		t.Fatalf("balance %d, want 900", b)
+	}
+	// A repeat of x's withdraw alone, in a later batch: the fused outcome.
+	if rep := oneBatch(t, stoppedBatcher(t, h, BatchOptions{}), repeatReq(h.get(x.ReqID), model.OpWithdraw)); rep[0].out != model.OK() {
+		t.Fatalf("repeat of x's withdraw: %+v, want the recorded SUCCESS", rep[0])
+	}
+	if b := h.fundingBalance(7, usdt); b != 900 {
+		t.Fatalf("balance %d after the repeat, want 900", b)
 	}
 	for _, c := range []struct {
 		tr         Transfer
