@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer/fakespot"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
 	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
@@ -49,7 +49,7 @@ func runTransferMode(ctx context.Context, pool *pgxpool.Pool, spot *fakespot.Spo
 	batcher.Start()
 	defer batcher.Close()
 	store, funding := transfer.NewStore(batcher), transfer.NewFunding(batcher)
-	coord, err := transfer.NewCoordinator(transfer.Config{Store: store, Funding: funding, Spot: spot,
+	coord, err := transfer.NewCoordinator(transfer.Config{Store: store, Spot: spot,
 		Assets:  func(s string) (model.AssetConfig, bool) { return benchAsset, s == benchAsset.Symbol },
 		MaxWait: 30 * time.Second, Logger: cfg.Logger.With("mode", mode)})
 	if err != nil {

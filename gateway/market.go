@@ -8,7 +8,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ubscore/ubscore/core"
-
 	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 

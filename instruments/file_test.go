@@ -9,7 +9,6 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
-
 	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 

@@ -18,7 +18,6 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
-
 	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 

@@ -10,11 +10,12 @@ package transfer
 import (
 	"context"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 func TestBatchCoordinatorManyTransfers(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 

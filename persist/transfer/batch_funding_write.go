@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"github.com/jackc/pgx/v5"
+
 	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"sync"
 	"testing"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // TestBatchedAccountStateMatchesAlone: AccountState through the Batcher's

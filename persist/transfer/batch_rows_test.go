@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 

@@ -12,13 +12,13 @@ package transfer
 import (
 	"context"
 	"errors"
-
-	"github.com/ubscore/ubscore/persist/transfer/model"
-	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 )
 
 // newBatchedHarness is newHarness with the coordinator's Store and FUNDING

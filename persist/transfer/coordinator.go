@@ -29,9 +29,11 @@ const (
 
 // Config wires a Coordinator.
 type Config struct {
-	Store   *Store
-	Funding *Funding   // on the Store's Batcher (FUNDING faults: Batcher.SetFaults)
-	Spot    model.Side // the SPOT adapter (over the core; fakespot.Spot in tests, possibly in transferfault.Faulty)
+	// Store is the transfers' table; the FUNDING side is the ledger of the
+	// same Batcher (NewFunding), so a fused step is one transaction of both
+	// (FUNDING faults: Batcher.SetFaults).
+	Store *Store
+	Spot  model.Side // the SPOT adapter (over the core; fakespot.Spot in tests, possibly in transferfault.Faulty)
 	// Assets resolves a request's asset symbol; false = unknown (INVALID_ASSET).
 	Assets func(symbol string) (model.AssetConfig, bool)
 	// Rate returns the user's usage for the rate limits; nil = no limits (P2).
@@ -75,21 +77,17 @@ type Stats struct {
 // of coordinators and workers, in any processes, may drive the same
 // transfer: every state change is a CAS and every adapter is idempotent.
 type Coordinator struct {
-	cfg   Config
-	ids   *ulid.Gen
-	log   *slog.Logger
-	stats Stats
+	cfg     Config
+	funding *Funding // on the Store's Batcher: a fused step is one transaction of both
+	ids     *ulid.Gen
+	log     *slog.Logger
+	stats   Stats
 }
 
 // NewCoordinator checks cfg and fills its defaults.
 func NewCoordinator(cfg Config) (*Coordinator, error) {
-	if cfg.Store == nil || cfg.Funding == nil || cfg.Spot == nil || cfg.Assets == nil {
-		return nil, errors.New("transfer: coordinator needs Store, Funding, Spot and Assets")
-	}
-	if cfg.Funding.b != cfg.Store.b {
-		// A fused step is one transaction of the FUNDING operation and the
-		// transfer's transitions: both must go through one Batcher.
-		return nil, errors.New("transfer: coordinator needs Store and Funding on one Batcher")
+	if cfg.Store == nil || cfg.Spot == nil || cfg.Assets == nil {
+		return nil, errors.New("transfer: coordinator needs Store, Spot and Assets")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -104,7 +102,7 @@ func NewCoordinator(cfg Config) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Coordinator{cfg: cfg, ids: ulid.NewGen(), log: cfg.Logger}, nil
+	return &Coordinator{cfg: cfg, funding: NewFunding(cfg.Store.b), ids: ulid.NewGen(), log: cfg.Logger}, nil
 }
 
 // Stats returns the live counters.
@@ -298,7 +296,7 @@ func (c *Coordinator) read(ctx context.Context, reqID string) (Transfer, error) 
 // reader is the account reader of side t.
 func (c *Coordinator) reader(t model.AccountType) model.AccountReader {
 	if t == model.AccountFunding {
-		return c.cfg.Funding
+		return c.funding
 	}
 	return c.cfg.Spot
 }

@@ -9,14 +9,14 @@ package transfer
 import (
 	"context"
 	"errors"
-	"github.com/ubscore/ubscore/persist/transfer/fakespot"
-	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
 	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
@@ -226,7 +226,7 @@ func TestFSM005_TargetUnknownNeverCompensates(t *testing.T) {
 				t.Fatalf("fault %d: funding call %s while the target is unknown", f, call)
 			}
 		}
-		if c.Stats().Unknown.Load() == 0 || h.crit.n.Load() == 0 {
+		if c.Stats().Unknown.Load() == 0 || h.crit.N.Load() == 0 {
 			t.Fatalf("fault %d: unknown outcomes not counted / logged CRITICAL", f)
 		}
 		h.spotF.Clear()

@@ -1,8 +1,9 @@
 package transfer
 
 import (
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"strings"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // FailureCode returns the stable reason of a transfer that ended FAILED or

@@ -1,8 +1,9 @@
 package transfer
 
 import (
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"testing"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 func TestFailureCode(t *testing.T) {

@@ -6,11 +6,11 @@ package transfer
 
 import (
 	"context"
-	"github.com/ubscore/ubscore/persist/transfer/fakespot"
-	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"testing"
 
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
 	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 

@@ -1,8 +1,9 @@
 package transfer
 
 import (
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"strconv"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // State is a transfer's FSM state; the values are the spec's ids (2.1) and

@@ -4,9 +4,10 @@ package transfer
 // state x every outcome kind x a reversible source or not.
 
 import (
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"slices"
 	"testing"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 var allKinds = []model.OutcomeKind{model.Unknown, model.Success, model.ExplicitFail, model.Timeout, model.Pending, model.NetworkError}

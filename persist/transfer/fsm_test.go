@@ -6,10 +6,11 @@ package transfer
 
 import (
 	"context"
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // legalPairs is spec 2.2 written out independently of fsm.go.

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"fmt"
+
 	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 

@@ -8,10 +8,11 @@ package transfer
 
 import (
 	"context"
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 func newID(t *testing.T, h *harness) string {

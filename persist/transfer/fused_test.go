@@ -225,26 +225,23 @@ func TestFusedOutcomes(t *testing.T) {
 	}
 	st := h.coord.Stats()
 	if st.Committed.Load() != 2 || st.Failed.Load() != 2 || st.RolledBack.Load() != 2 || st.Unknown.Load() != 0 ||
-		st.CASWon.Load() != 2*4+2*2+2*5 || h.crit.n.Load() != 0 {
+		st.CASWon.Load() != 2*4+2*2+2*5 || h.crit.N.Load() != 0 {
 		t.Fatalf("committed %d failed %d rolled back %d unknown %d CAS won %d criticals %d", st.Committed.Load(),
-			st.Failed.Load(), st.RolledBack.Load(), st.Unknown.Load(), st.CASWon.Load(), h.crit.n.Load())
+			st.Failed.Load(), st.RolledBack.Load(), st.Unknown.Load(), st.CASWon.Load(), h.crit.N.Load())
 	}
 	h.conserved(usdt)
 }
 
 // TestCoordinatorOnlyOnOneBatcher: a coordinator runs the one path or
-// none: its Store and FUNDING adapter must share one Batcher (so that a
-// FUNDING operation and the transitions around it are one transaction,
-// with FUNDING faults injected inside it); any other wiring is refused at
-// construction, never run some other way.
+// none: its FUNDING side is the ledger of its Store's Batcher (derived, not
+// configured), so a FUNDING operation and the transitions around it are one
+// transaction, with that Batcher's FUNDING faults injected inside it; an
+// incomplete wiring is refused at construction.
 func TestCoordinatorOnlyOnOneBatcher(t *testing.T) {
 	h, _ := newBatchedHarness(t, BatchOptions{})
-	other := migratedPool(t)
-	ob := NewBatcher(other, BatchOptions{})
 	sb := NewBatcher(h.pool, BatchOptions{})
-	t.Cleanup(ob.Close)
 	t.Cleanup(sb.Close)
-	base := Config{Store: h.store, Funding: h.funding, Spot: h.spotF, Assets: lookupAsset}
+	base := Config{Store: h.store, Spot: h.spotF, Assets: lookupAsset}
 	if _, err := NewCoordinator(base); err != nil {
 		t.Fatalf("the harness's wiring refused: %v", err)
 	}
@@ -252,16 +249,18 @@ func TestCoordinatorOnlyOnOneBatcher(t *testing.T) {
 		name string
 		mod  func(*Config)
 	}{
-		{"FUNDING on another database", func(c *Config) { c.Funding = NewFunding(ob) }},
-		{"FUNDING on another Batcher of the same database", func(c *Config) { c.Funding = NewFunding(sb) }},
-		{"Store on another Batcher", func(c *Config) { c.Store = NewStore(sb) }},
-		{"no FUNDING", func(c *Config) { c.Funding = nil }},
+		{"no Store", func(c *Config) { c.Store = nil }},
+		{"no SPOT", func(c *Config) { c.Spot = nil }},
+		{"no assets", func(c *Config) { c.Assets = nil }},
 	} {
 		cfg := base
 		c.mod(&cfg)
 		if _, err := NewCoordinator(cfg); err == nil {
 			t.Errorf("%s: accepted", c.name)
 		}
+	}
+	if c := h.newCoordinator(func(c *Config) { c.Store = NewStore(sb) }); c.funding.b != sb {
+		t.Fatal("the coordinator's FUNDING side is not on its Store's Batcher")
 	}
 	// The harness's FUNDING faults fire inside the fused transaction the
 	// coordinator runs: an injected refusal of the withdraw is recorded in
@@ -560,8 +559,8 @@ func TestFusedRecoversEveryState(t *testing.T) {
 			t.Errorf("%s: path %s", name, p)
 		}
 	}
-	if st := h.coord.Stats(); st.Unknown.Load() != 0 || h.crit.n.Load() != 0 {
-		t.Fatalf("%d unknown outcomes, %d criticals", st.Unknown.Load(), h.crit.n.Load())
+	if st := h.coord.Stats(); st.Unknown.Load() != 0 || h.crit.N.Load() != 0 {
+		t.Fatalf("%d unknown outcomes, %d criticals", st.Unknown.Load(), h.crit.N.Load())
 	}
 	h.conserved(usdt)
 }

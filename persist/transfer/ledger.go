@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 

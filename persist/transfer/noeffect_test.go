@@ -12,9 +12,10 @@ package transfer
 
 import (
 	"context"
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // nthCommit matches the n-th COMMIT after it is armed.

@@ -14,8 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer/fakespot"
-	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -26,7 +24,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ubscore/ubscore/persist/pgtest"
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
 	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/testkit"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 )
 
 // TestOutageKillSessions is the short run (default suite): >= 10 outages.
@@ -44,12 +45,12 @@ func TestOutageKillSessionsLong(t *testing.T) {
 
 func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 	dbURL := pgtest.NewDB(t)
-	pool := migratedPoolAt(t, dbURL, 16)
+	pool := testkit.MigratedPool(t, dbURL, 16)
 	b := NewBatcher(pool, BatchOptions{})
 	b.Start()
 	t.Cleanup(b.Close)
 	h := &harness{t: t, pool: pool, store: NewStore(b), funding: NewFunding(b),
-		spot: fakespot.New(), crit: &critCounter{}}
+		spot: fakespot.New(), crit: &testkit.CritCounter{}}
 	h.spotF = transferfault.New(h.spot)
 	timing := func(c *Config) {
 		c.MaxWait, c.CallTimeout, c.SettleWait, c.RetryBase, c.RetryMax = time.Second, time.Second, 3*time.Second,

@@ -10,11 +10,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer/model"
-	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 )
 
 // ageAll moves every transfer's updated_at into the past.
@@ -322,7 +323,7 @@ func TestWorkerResumesInterruptedAtStart(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if n := h.crit.n.Load(); n != 0 {
+	if n := h.crit.N.Load(); n != 0 {
 		t.Fatalf("%d CRITICAL alerts for transfers resumed at start", n)
 	}
 	for i := range left {

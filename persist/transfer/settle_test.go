@@ -15,6 +15,7 @@ import (
 
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/testkit"
 )
 
 // newProxiedHarness is newHarness on a pool that reaches the database
@@ -22,7 +23,7 @@ import (
 func newProxiedHarness(t *testing.T) (*harness, *pgtest.Proxy) {
 	t.Helper()
 	proxy := pgtest.NewProxy(t, pgtest.NewDB(t))
-	h := newHarnessOn(t, migratedPoolAt(t, proxy.URL(), 8))
+	h := newHarnessOn(t, testkit.MigratedPool(t, proxy.URL(), 8))
 	h.coord = h.newCoordinator(func(c *Config) { c.CallTimeout, c.SettleWait = time.Second, 300*time.Millisecond })
 	return h, proxy
 }

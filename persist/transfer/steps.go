@@ -2,9 +2,10 @@ package transfer
 
 import (
 	"context"
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"log/slog"
 	"strings"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // This file is spec 9.2's step(): one move of one transfer. Every state

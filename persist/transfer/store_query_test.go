@@ -8,9 +8,10 @@ package transfer
 import (
 	"context"
 	"errors"
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 func TestStoreList(t *testing.T) {

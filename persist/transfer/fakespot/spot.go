@@ -5,8 +5,9 @@ package fakespot
 
 import (
 	"context"
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"sync"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // Spot is an in-memory SPOT side with the core's semantics (core/transfer.go):

@@ -2,9 +2,9 @@ package invariant
 
 import (
 	"context"
-	"github.com/ubscore/ubscore/persist/transfer/fakespot"
 
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
 	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 

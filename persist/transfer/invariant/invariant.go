@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer"
 	"math/big"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist/transfer"
 	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 

@@ -12,11 +12,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"github.com/ubscore/ubscore/persist/transfer"
-	"github.com/ubscore/ubscore/persist/transfer/fakespot"
-	"github.com/ubscore/ubscore/persist/transfer/model"
-	"github.com/ubscore/ubscore/persist/transfer/transferfault"
-	"github.com/ubscore/ubscore/persist/transfer/transfertest"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
@@ -24,6 +19,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/testkit"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
+	"github.com/ubscore/ubscore/persist/transfer/transfertest"
 )
 
 // checkOK runs CheckInvariant over every asset and fails unless it is OK.
@@ -545,11 +547,11 @@ func TestInvariantCheckErrors(t *testing.T) {
 	ok, _ := NewInvariantMonitor(MonitorConfig{Pool: h.Pool, Spot: FakeSpotReader{h.Spot}, Interval: time.Hour})
 	ran := make(chan error, 1)
 	go func() { ran <- ok.Run(ctx) }()
-	transfertest.WaitFor(t, "first check", func() bool { _, _, have := ok.Last(); return have })
+	testkit.WaitFor(t, "first check", func() bool { _, _, have := ok.Last(); return have })
 	cancel()
 	if err := <-ran; !errors.Is(err, context.Canceled) {
 		t.Fatalf("run: %v", err)
 	}
 }
 
-const usdt, btc = transfertest.USDT, transfertest.BTC
+const usdt, btc = testkit.USDT, testkit.BTC

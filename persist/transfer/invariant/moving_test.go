@@ -10,9 +10,10 @@ package invariant
 
 import (
 	"fmt"
+	"testing"
+
 	"github.com/ubscore/ubscore/persist/transfer"
 	"github.com/ubscore/ubscore/persist/transfer/model"
-	"testing"
 )
 
 // fsmEvent is one step of an execution: a state change or an applied operation.

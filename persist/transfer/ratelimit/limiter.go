@@ -8,12 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer"
-	"github.com/ubscore/ubscore/persist/transfer/model"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // The rate limits of spec 1.5.6 (P2) and their bookkeeping limits.

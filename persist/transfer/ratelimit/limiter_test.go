@@ -10,13 +10,15 @@ package ratelimit
 import (
 	"context"
 	"errors"
-	"github.com/ubscore/ubscore/persist/transfer"
-	"github.com/ubscore/ubscore/persist/transfer/model"
-	"github.com/ubscore/ubscore/persist/transfer/transfertest"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/testkit"
+	"github.com/ubscore/ubscore/persist/transfer/transfertest"
 )
 
 // fakeClock is an injectable Now.
@@ -171,7 +173,7 @@ func TestRateAssetDailyAmount(t *testing.T) {
 	clk := &fakeClock{t: time.Now()}
 	lim := model.RateLimits{} // no global limits at all
 	r := newLimiter(t, Config{Limits: lim, Usage: h.Store, Now: clk.Now, AmountLimited: map[transfer.AssetID]bool{usdt: true}})
-	usdtLimited := transfertest.Assets["USDT"]
+	usdtLimited := testkit.Assets["USDT"]
 	usdtLimited.DailyAmountLimit = 2_000_000 // 2 USDT per day
 	c := h.NewCoordinator(func(cfg *transfer.Config) {
 		cfg.Rate, cfg.Limits = r.Rate, lim
@@ -179,7 +181,7 @@ func TestRateAssetDailyAmount(t *testing.T) {
 			if s == "USDT" {
 				return usdtLimited, true
 			}
-			return transfertest.Lookup(s)
+			return testkit.Lookup(s)
 		}
 	})
 	h.Deposit(7, usdt, 100_000_000)
@@ -265,4 +267,4 @@ func TestRateFailsOpen(t *testing.T) {
 	}
 }
 
-const usdt, btc = transfertest.USDT, transfertest.BTC
+const usdt, btc = testkit.USDT, testkit.BTC

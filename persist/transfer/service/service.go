@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"log/slog"
 	"math/big"
 	"os"
@@ -29,18 +28,17 @@ import (
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/logging"
+	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/transfer"
 	"github.com/ubscore/ubscore/persist/transfer/invariant"
 	"github.com/ubscore/ubscore/persist/transfer/model"
 	"github.com/ubscore/ubscore/persist/transfer/ratelimit"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 )
 
 // SpotCallTimeout is how long the SPOT adapter waits for the core's
 // durable answer before reporting TIMEOUT (the FSM then retries by req_id).
 const SpotCallTimeout = 5 * time.Second
-
-// Path names the one path the coordinator runs, as the start log shows it.
-const Path = "fused"
 
 // Config is what the service needs from the server; the comments give the
 // meaning of the server's flags.
@@ -157,14 +155,14 @@ func New(cfg Config) (*Service, error) {
 		}
 		rate = rl.Rate
 	}
-	coord, err := transfer.NewCoordinator(transfer.Config{Store: t.store, Funding: t.funding, Spot: spotSide,
+	coord, err := transfer.NewCoordinator(transfer.Config{Store: t.store, Spot: spotSide,
 		Assets: func(sym string) (model.AssetConfig, bool) { a, ok := t.assets[sym]; return a, ok },
 		Rate:   rate, Limits: limits, Logger: log, OnCommit: cfg.OnCommit})
 	if err != nil {
 		return nil, err
 	}
 	t.coord = coord
-	log.Info("internal transfers", "path", Path, "fused", true, "fault_injection", cfg.FaultInjection,
+	log.Info("internal transfers", "fault_injection", cfg.FaultInjection,
 		"stale_after", cfg.StaleAfter.String())
 	t.worker = transfer.NewWorker(coord, transfer.WorkerConfig{StaleAfter: cfg.StaleAfter})
 	t.periodic = cfg.InvariantInterval > 0
@@ -193,12 +191,8 @@ func (t *Service) Start() {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		for !t.migrated.Load() {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
+		if !persist.WaitMigrated(ctx, t.migrated, 50*time.Millisecond) {
+			return
 		}
 		var jobs sync.WaitGroup
 		jobs.Go(func() { _ = t.worker.Run(ctx) })
