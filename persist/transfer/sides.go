@@ -27,15 +27,7 @@ func transferType(from model.AccountType) int16 {
 	return 2
 }
 
-// call dispatches op to a.
+// call makes operation op of t on a.
 func call(ctx context.Context, a model.Adapter, op model.Op, t Transfer) model.Outcome {
-	switch op {
-	case model.OpWithdraw:
-		return a.Withdraw(ctx, t.ReqID, t.UserID, t.Asset, t.Amount)
-	case model.OpDeposit:
-		return a.Deposit(ctx, t.ReqID, t.UserID, t.Asset, t.Amount)
-	case model.OpRefund:
-		return a.Refund(ctx, t.ReqID, t.UserID, t.Asset, t.Amount)
-	}
-	return model.UnknownOutcome("unknown op " + string(op))
+	return model.Call(ctx, a, op, t.ReqID, t.UserID, t.Asset, t.Amount)
 }

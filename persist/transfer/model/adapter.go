@@ -28,3 +28,16 @@ type Side interface {
 	Adapter
 	AccountReader
 }
+
+// Call makes operation op of a.
+func Call(ctx context.Context, a Adapter, op Op, reqID string, user UserID, asset AssetID, amount Units) Outcome {
+	switch op {
+	case OpWithdraw:
+		return a.Withdraw(ctx, reqID, user, asset, amount)
+	case OpDeposit:
+		return a.Deposit(ctx, reqID, user, asset, amount)
+	case OpRefund:
+		return a.Refund(ctx, reqID, user, asset, amount)
+	}
+	return UnknownOutcome("unknown op " + string(op))
+}

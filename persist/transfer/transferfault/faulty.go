@@ -119,7 +119,7 @@ func (a *Faulty) do(ctx context.Context, op model.Op, reqID string, user model.U
 	case model.FaultExplicitFail:
 		return model.Fail(model.CodeInjected)
 	case model.FaultTimeoutAfterEffect:
-		a.call(ctx, op, reqID, user, asset, amount)
+		model.Call(ctx, a.inner, op, reqID, user, asset, amount)
 		return model.Outcome{Kind: model.Timeout, Code: "injected after effect"}
 	case model.FaultTimeoutBeforeEffect:
 		return model.Outcome{Kind: model.Timeout, Code: "injected before effect"}
@@ -133,11 +133,11 @@ func (a *Faulty) do(ctx context.Context, op model.Op, reqID string, user model.U
 		a.Die()
 		return model.UnknownOutcome("injected crash before")
 	case model.FaultCrashAfter:
-		a.call(ctx, op, reqID, user, asset, amount)
+		model.Call(ctx, a.inner, op, reqID, user, asset, amount)
 		a.Die()
 		return model.UnknownOutcome("injected crash after")
 	}
-	return a.call(ctx, op, reqID, user, asset, amount)
+	return model.Call(ctx, a.inner, op, reqID, user, asset, amount)
 }
 
 // Die calls Crash, if set.
@@ -165,19 +165,6 @@ func (a *Faulty) AccountState(ctx context.Context, user model.UserID, asset mode
 		return r.AccountState(ctx, user, asset)
 	}
 	return model.AccountState{Status: model.Active}, nil
-}
-
-// call passes op to the inner adapter.
-func (a *Faulty) call(ctx context.Context, op model.Op, reqID string, user model.UserID, asset model.AssetID, amount model.Units) model.Outcome {
-	switch op {
-	case model.OpWithdraw:
-		return a.inner.Withdraw(ctx, reqID, user, asset, amount)
-	case model.OpDeposit:
-		return a.inner.Deposit(ctx, reqID, user, asset, amount)
-	case model.OpRefund:
-		return a.inner.Refund(ctx, reqID, user, asset, amount)
-	}
-	return model.UnknownOutcome("unknown op " + string(op))
 }
 
 type opKey struct {
