@@ -27,7 +27,7 @@ import (
 //	fsm    transfer.Coordinator.Create, the one path the server runs:
 //	       the steps of concurrent transfers share the transactions of one
 //	       transfer.Batcher, each FUNDING operation and the transitions
-//	       around it one transaction (fused steps); FakeSpot as SPOT
+//	       around it one transaction (fused steps); fakespot.Spot as SPOT
 //
 // Each mode runs Clients closed-loop clients for Warmup, then Duration
 // (measured). Client c moves funds of its own users (c+1, c+1+Clients, ...),

@@ -14,15 +14,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // benchAsset is the one asset of the transfer scenario (id 1, 6 decimals).
-var benchAsset = transfer.AssetConfig{ID: 1, Symbol: "USDT", Precision: 6, MinTransfer: 1,
-	MaxTransfer: 1_000_000_000_000, Status: transfer.AssetActive, InternalTransferEnabled: true}
+var benchAsset = model.AssetConfig{ID: 1, Symbol: "USDT", Precision: 6, MinTransfer: 1,
+	MaxTransfer: 1_000_000_000_000, Status: model.AssetActive, InternalTransferEnabled: true}
 
 // newBenchSpot returns the SPOT side with transferSeed units per user.
-func newBenchSpot(users int) *transfer.FakeSpot {
-	s := transfer.NewFakeSpot()
+func newBenchSpot(users int) *fakespot.Spot {
+	s := fakespot.New()
 	for u := 1; u <= users; u++ {
 		s.Credit(transfer.UserID(u), benchAsset.ID, transferSeed)
 	}
@@ -33,7 +35,7 @@ func newBenchSpot(users int) *transfer.FakeSpot {
 // toSpot, else SPOT->FUNDING; nil means it committed.
 type transferFunc func(ctx context.Context, user transfer.UserID, toSpot bool) error
 
-func runTransferMode(ctx context.Context, pool *pgxpool.Pool, spot *transfer.FakeSpot, mode string, cfg TransferConfig) (TransferResult, error) {
+func runTransferMode(ctx context.Context, pool *pgxpool.Pool, spot *fakespot.Spot, mode string, cfg TransferConfig) (TransferResult, error) {
 	if _, err := pool.Exec(ctx, "CHECKPOINT"); err != nil { // same starting WAL state for every mode
 		cfg.Logger.Warn("bench transfer: CHECKPOINT refused; modes may start unequal", "err", err)
 	}
@@ -47,18 +49,18 @@ func runTransferMode(ctx context.Context, pool *pgxpool.Pool, spot *transfer.Fak
 	batcher.Start()
 	defer batcher.Close()
 	store, funding := transfer.NewStore(batcher), transfer.NewFunding(batcher)
-	coord, err := transfer.NewCoordinator(transfer.Config{Store: store, Funding: funding, Spot: spot,
-		Assets:  func(s string) (transfer.AssetConfig, bool) { return benchAsset, s == benchAsset.Symbol },
+	coord, err := transfer.NewCoordinator(transfer.Config{Store: store, Spot: spot,
+		Assets:  func(s string) (model.AssetConfig, bool) { return benchAsset, s == benchAsset.Symbol },
 		MaxWait: 30 * time.Second, Logger: cfg.Logger.With("mode", mode)})
 	if err != nil {
 		return TransferResult{}, err
 	}
 	res := closedLoop(ctx, cfg, func(ctx context.Context, user transfer.UserID, toSpot bool) error {
-		req := transfer.Request{From: "SPOT", To: "FUNDING", Asset: benchAsset.Symbol, Amount: transferAmount}
+		req := model.Request{From: "SPOT", To: "FUNDING", Asset: benchAsset.Symbol, Amount: transferAmount}
 		if toSpot {
 			req.From, req.To = req.To, req.From
 		}
-		r, err := coord.Create(ctx, transfer.Caller{Authenticated: true, UserID: user}, req)
+		r, err := coord.Create(ctx, model.Caller{Authenticated: true, UserID: user}, req)
 		if err == nil && r.Transfer.State != transfer.Committed {
 			err = fmt.Errorf("transfer %s ended %s", r.Transfer.ReqID, r.Transfer.State)
 		}
@@ -190,7 +192,7 @@ func checkNaive(ctx context.Context, pool *pgxpool.Pool, users int) error {
 // Create was driving it), then checks conservation (spec 7.2) to the unit
 // and vacuums, so the next mode starts without this one's dead rows.
 func checkFSM(ctx context.Context, pool *pgxpool.Pool, coord *transfer.Coordinator, funding *transfer.Funding,
-	spot *transfer.FakeSpot, log *slog.Logger) error {
+	spot *fakespot.Spot, log *slog.Logger) error {
 	rows, err := pool.Query(ctx, `SELECT req_id FROM transfers_tb WHERE state NOT IN (40, -10, -30)`)
 	if err != nil {
 		return err

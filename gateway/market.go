@@ -8,7 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ubscore/ubscore/core"
-	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // fundingReadTimeout bounds the Postgres read of FUNDING balances in GET /balances.
@@ -153,7 +153,7 @@ func (s *Server) balances(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	}
 	// FUNDING lives in Postgres: when it cannot be read, SPOT is still
 	// served, with "funding": null and the reason beside.
-	var funding map[core.AssetID]transfer.AccountState
+	var funding map[core.AssetID]model.AccountState
 	fundingErr := false
 	if s.transfers != nil {
 		c, cancel := context.WithTimeout(context.Background(), fundingReadTimeout)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
@@ -21,22 +22,22 @@ import (
 // TransferService is the internal-transfer side of the server.
 type TransferService interface {
 	// AssetConfig is the transfer view of an asset symbol (layer-1 checks).
-	AssetConfig(symbol string) (transfer.AssetConfig, bool)
+	AssetConfig(symbol string) (model.AssetConfig, bool)
 	// Create runs a transfer (transfer.Coordinator.Create): a refusal is a
 	// *transfer.Error with the spec's code.
-	Create(ctx context.Context, caller transfer.Caller, req transfer.Request) (transfer.Result, error)
+	Create(ctx context.Context, caller model.Caller, req model.Request) (transfer.Result, error)
 	// Get returns a transfer (transfer.ErrNotFound if none).
 	Get(ctx context.Context, reqID string) (transfer.Transfer, error)
 	// List returns a page (1-based) of the user's transfers, newest first, and their total.
 	List(ctx context.Context, user core.UserID, page, size int) ([]transfer.Transfer, int64, error)
 	// FundingBalances returns the user's FUNDING accounts by asset.
-	FundingBalances(ctx context.Context, user core.UserID) (map[core.AssetID]transfer.AccountState, error)
+	FundingBalances(ctx context.Context, user core.UserID) (map[core.AssetID]model.AccountState, error)
 	// Deposit credits an external deposit, once per txRef (credited=false on
 	// a repeat; transfer.ErrDepositConflict if txRef was used otherwise).
 	Deposit(ctx context.Context, txRef string, user core.UserID, asset core.AssetID, amount core.Units) (credited bool, err error)
 	// SetFundingStatus sets the status of one (asset != 0) or all of the
 	// user's FUNDING accounts.
-	SetFundingStatus(ctx context.Context, user core.UserID, asset core.AssetID, st transfer.AccountStatus) error
+	SetFundingStatus(ctx context.Context, user core.UserID, asset core.AssetID, st model.AccountStatus) error
 	// Invariants runs the conservation check now and returns its report as a JSON object.
 	Invariants(ctx context.Context) ([]byte, error)
 	// ResumeTransfers lifts the halt of new transfers after a conservation
@@ -86,22 +87,22 @@ var fundingStatusSchema = []jsonField{{"asset", jsonString}, {"status", jsonStri
 var faultSchema = []jsonField{{"adapter", jsonString}, {"op", jsonString}, {"mode", jsonString}, {"count", jsonNumber}}
 
 // transferCodeStatus is the HTTP status of a spec refusal; the rest are 400.
-var transferCodeStatus = map[transfer.Code]int{
-	transfer.CodeUnauthorized:        http.StatusUnauthorized,
-	transfer.CodeForbidden:           http.StatusForbidden,
-	transfer.CodeRateLimitExceeded:   http.StatusTooManyRequests,
-	transfer.CodeDailyLimitExceeded:  http.StatusTooManyRequests,
-	transfer.CodeDailyAmountExceeded: http.StatusTooManyRequests,
-	transfer.CodeSystemError:         http.StatusInternalServerError,
-	CodeTransfersHalted:              http.StatusServiceUnavailable,
-	CodeServiceUnavailable:           http.StatusServiceUnavailable,
-	transfer.CodeCoreHalted:          http.StatusServiceUnavailable,
-	transfer.CodeTooManyOps:          http.StatusServiceUnavailable,
-	transfer.CodeTooManyUsers:        http.StatusServiceUnavailable,
+var transferCodeStatus = map[model.Code]int{
+	model.CodeUnauthorized:        http.StatusUnauthorized,
+	model.CodeForbidden:           http.StatusForbidden,
+	model.CodeRateLimitExceeded:   http.StatusTooManyRequests,
+	model.CodeDailyLimitExceeded:  http.StatusTooManyRequests,
+	model.CodeDailyAmountExceeded: http.StatusTooManyRequests,
+	model.CodeSystemError:         http.StatusInternalServerError,
+	CodeTransfersHalted:           http.StatusServiceUnavailable,
+	CodeServiceUnavailable:        http.StatusServiceUnavailable,
+	model.CodeCoreHalted:          http.StatusServiceUnavailable,
+	model.CodeTooManyOps:          http.StatusServiceUnavailable,
+	model.CodeTooManyUsers:        http.StatusServiceUnavailable,
 }
 
 func (s *Server) transferError(op string, err error) *APIError {
-	var te *transfer.Error
+	var te *model.Error
 	if errors.As(err, &te) {
 		st, ok := transferCodeStatus[te.Code]
 		if !ok {
@@ -125,27 +126,27 @@ func (s *Server) postTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 	if st.scratch, err = decodeObject(st.body, transferSchema, v, st.scratch); err != nil {
 		return err
 	}
-	req := transfer.Request{From: string(v[0].b), To: string(v[1].b), Asset: string(v[2].b),
+	req := model.Request{From: string(v[0].b), To: string(v[1].b), Asset: string(v[2].b),
 		Amount: string(v[3].b), CID: string(v[4].b)}
 	if !v[3].set {
-		return &APIError{Status: http.StatusBadRequest, Code: string(transfer.CodeInvalidAmount), Message: "amount is required"}
+		return &APIError{Status: http.StatusBadRequest, Code: string(model.CodeInvalidAmount), Message: "amount is required"}
 	}
 	if v[4].set && len(v[4].b) == 0 {
-		return &APIError{Status: http.StatusBadRequest, Code: string(transfer.CodeInvalidRequest), Message: "cid must not be empty"}
+		return &APIError{Status: http.StatusBadRequest, Code: string(model.CodeInvalidRequest), Message: "cid must not be empty"}
 	}
 	if v[5].set {
 		u, ok := parseUserID(bstr(v[5].b))
 		if !ok {
-			return &APIError{Status: http.StatusForbidden, Code: string(transfer.CodeForbidden), Message: "user_id does not match the token"}
+			return &APIError{Status: http.StatusForbidden, Code: string(model.CodeForbidden), Message: "user_id does not match the token"}
 		}
 		req.UserID = core.UserID(u)
 	}
-	caller := transfer.Caller{Authenticated: true, UserID: core.UserID(st.claims.UserID)}
-	var asset *transfer.AssetConfig
+	caller := model.Caller{Authenticated: true, UserID: core.UserID(st.claims.UserID)}
+	var asset *model.AssetConfig
 	if a, ok := s.transfers.AssetConfig(req.Asset); ok {
 		asset = &a
 	}
-	if _, e := transfer.CheckRequest(req, caller, asset, transfer.RateState{}, transfer.RateLimits{}); e != nil {
+	if _, e := model.CheckRequest(req, caller, asset, model.RateState{}, model.RateLimits{}); e != nil {
 		return s.transferError("check", e)
 	}
 	c, cancel := context.WithTimeout(context.Background(), transferTimeout)
@@ -154,10 +155,10 @@ func (s *Server) postTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 	if cerr != nil {
 		// Create's contract: an error other than a refusal means no
 		// transfer was recorded (issue 20): say so plainly.
-		if e := s.transferError("create", cerr); e.Code != string(transfer.CodeSystemError) {
+		if e := s.transferError("create", cerr); e.Code != string(model.CodeSystemError) {
 			return e
 		}
-		return &APIError{Status: http.StatusInternalServerError, Code: string(transfer.CodeSystemError),
+		return &APIError{Status: http.StatusInternalServerError, Code: string(model.CodeSystemError),
 			Message: "internal failure before the transfer was recorded: nothing happened, no funds moved; retry"}
 	}
 	t := res.Transfer
@@ -172,7 +173,7 @@ func (s *Server) postTransfer(ctx *fasthttp.RequestCtx, st *reqState) *APIError 
 	case t.State == transfer.Failed || t.State == transfer.RolledBack:
 		code := transfer.FailureCode(t)
 		status = http.StatusBadRequest
-		if cs, ok := transferCodeStatus[transfer.Code(code)]; ok {
+		if cs, ok := transferCodeStatus[model.Code(code)]; ok {
 			status = cs // SYSTEM_ERROR: the system failed before anything moved
 		}
 		if code == string(transfer.CodeTransferFailed) {
@@ -422,8 +423,8 @@ func (s *Server) fundingStatus(ctx *fasthttp.RequestCtx, st *reqState) *APIError
 	if !v[1].set {
 		return missing("status")
 	}
-	status := transfer.AccountStatus(v[1].b)
-	if status != transfer.Active && status != transfer.Frozen && status != transfer.Disabled {
+	status := model.AccountStatus(v[1].b)
+	if status != model.Active && status != model.Frozen && status != model.Disabled {
 		return BadRequest(CodeInvalidStatus, "status must be ACTIVE, FROZEN or DISABLED")
 	}
 	var a Asset

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // fakeTransfers is a TransferService that records what reached it and
@@ -17,11 +18,11 @@ import (
 // cmd/exchange (transfer_e2e_test.go).
 type fakeTransfers struct {
 	mu       sync.Mutex
-	creates  []transfer.Request
+	creates  []model.Request
 	next     transfer.Result
 	err      error
 	stored   map[string]transfer.Transfer
-	funding  map[core.AssetID]transfer.AccountState
+	funding  map[core.AssetID]model.AccountState
 	deposits map[string]bool
 	statuses []string
 	fundErr  error
@@ -29,21 +30,21 @@ type fakeTransfers struct {
 
 func newFakeTransfers() *fakeTransfers {
 	return &fakeTransfers{stored: map[string]transfer.Transfer{}, deposits: map[string]bool{},
-		funding: map[core.AssetID]transfer.AccountState{1: {Exists: true, Status: transfer.Active, Available: 2_500_000}}}
+		funding: map[core.AssetID]model.AccountState{1: {Exists: true, Status: model.Active, Available: 2_500_000}}}
 }
 
-var testTransferAssets = map[string]transfer.AssetConfig{
+var testTransferAssets = map[string]model.AssetConfig{
 	"USDT": {ID: 1, Symbol: "USDT", Precision: 6, MinTransfer: 10_000, MaxTransfer: 10_000_000_000_000,
-		Status: transfer.AssetActive, InternalTransferEnabled: true},
-	"BTC": {ID: 2, Symbol: "BTC", Precision: 8, MinTransfer: 1_000, Status: transfer.AssetSuspended, InternalTransferEnabled: true},
+		Status: model.AssetActive, InternalTransferEnabled: true},
+	"BTC": {ID: 2, Symbol: "BTC", Precision: 8, MinTransfer: 1_000, Status: model.AssetSuspended, InternalTransferEnabled: true},
 }
 
-func (f *fakeTransfers) AssetConfig(symbol string) (transfer.AssetConfig, bool) {
+func (f *fakeTransfers) AssetConfig(symbol string) (model.AssetConfig, bool) {
 	a, ok := testTransferAssets[symbol]
 	return a, ok
 }
 
-func (f *fakeTransfers) Create(_ context.Context, _ transfer.Caller, req transfer.Request) (transfer.Result, error) {
+func (f *fakeTransfers) Create(_ context.Context, _ model.Caller, req model.Request) (transfer.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.creates = append(f.creates, req)
@@ -70,7 +71,7 @@ func (f *fakeTransfers) List(_ context.Context, user core.UserID, page, size int
 	return out, int64(len(out)), nil
 }
 
-func (f *fakeTransfers) FundingBalances(context.Context, core.UserID) (map[core.AssetID]transfer.AccountState, error) {
+func (f *fakeTransfers) FundingBalances(context.Context, core.UserID) (map[core.AssetID]model.AccountState, error) {
 	return f.funding, f.fundErr
 }
 
@@ -83,7 +84,7 @@ func (f *fakeTransfers) Deposit(_ context.Context, txRef string, _ core.UserID, 
 	return first, nil
 }
 
-func (f *fakeTransfers) SetFundingStatus(_ context.Context, user core.UserID, asset core.AssetID, st transfer.AccountStatus) error {
+func (f *fakeTransfers) SetFundingStatus(_ context.Context, user core.UserID, asset core.AssetID, st model.AccountStatus) error {
 	f.statuses = append(f.statuses, itoa(int64(user))+"/"+itoa(int64(asset))+"/"+string(st))
 	return nil
 }
@@ -107,7 +108,7 @@ func (f *fakeFaults) Inject(adapter, op, mode string, count int) error {
 func (f *fakeFaults) Clear() { f.cleared++ }
 
 var testTransfer = transfer.Transfer{ReqID: "01M84MM4Z9AKYXQB737R53QH1P", TransferID: 9, UserID: 42,
-	From: transfer.AccountFunding, To: transfer.AccountSpot, Asset: 1, Amount: 100_500_000, State: transfer.Committed,
+	From: model.AccountFunding, To: model.AccountSpot, Asset: 1, Amount: 100_500_000, State: transfer.Committed,
 	CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), UpdatedAt: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)}
 
 func TestTransferRoutesAbsentWithoutService(t *testing.T) {
@@ -209,13 +210,13 @@ func TestTransferAnswers(t *testing.T) {
 		t.Fatalf("failed answer %d %v", st, out)
 	}
 
-	ft.next, ft.err = transfer.Result{}, &transfer.Error{Code: transfer.CodeAccountFrozen, Message: "frozen"}
+	ft.next, ft.err = transfer.Result{}, &model.Error{Code: model.CodeAccountFrozen, Message: "frozen"}
 	h.fails("POST", "/api/v1/internal_transfer", tok, body, 400, "ACCOUNT_FROZEN")
-	ft.err = &transfer.Error{Code: transfer.CodeRateLimitExceeded, Message: "slow down"}
+	ft.err = &model.Error{Code: model.CodeRateLimitExceeded, Message: "slow down"}
 	h.fails("POST", "/api/v1/internal_transfer", tok, body, 429, "RATE_LIMIT_EXCEEDED")
-	ft.err = &transfer.Error{Code: CodeTransfersHalted, Message: "halted"}
+	ft.err = &model.Error{Code: CodeTransfersHalted, Message: "halted"}
 	h.fails("POST", "/api/v1/internal_transfer", tok, body, 503, CodeTransfersHalted)
-	ft.err = &transfer.Error{Code: CodeServiceUnavailable, Message: "not ready"}
+	ft.err = &model.Error{Code: CodeServiceUnavailable, Message: "not ready"}
 	h.fails("POST", "/api/v1/internal_transfer", tok, body, 503, CodeServiceUnavailable)
 	ft.err = errors.New("connection refused")
 	h.fails("POST", "/api/v1/internal_transfer", tok, body, 500, "SYSTEM_ERROR")
@@ -234,8 +235,8 @@ func TestTransferAnswers(t *testing.T) {
 		out["state"] != "FAILED" || out["req_id"] != testTransfer.ReqID {
 		t.Fatalf("fenced answer %d %v", st, out)
 	}
-	ft.next = transfer.Result{Transfer: transfer.Transfer{ReqID: testTransfer.ReqID, UserID: 42, From: transfer.AccountFunding,
-		To: transfer.AccountSpot, Asset: 1, Amount: 100_500000}, Unconfirmed: true}
+	ft.next = transfer.Result{Transfer: transfer.Transfer{ReqID: testTransfer.ReqID, UserID: 42, From: model.AccountFunding,
+		To: model.AccountSpot, Asset: 1, Amount: 100_500000}, Unconfirmed: true}
 	if st, out := h.do("POST", "/api/v1/internal_transfer", tok, body); st != 202 || out["state"] != "UNKNOWN" ||
 		out["req_id"] != testTransfer.ReqID || out["amount"] != "100.500000" || !strings.Contains(out["message"].(string), "poll GET") {
 		t.Fatalf("unconfirmed answer %d %v", st, out)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
-	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // The built-in config is baked into existing WALs: it must never change.
@@ -69,9 +69,9 @@ func TestConfigFileTransferFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []transfer.AssetConfig{
-		{ID: 10, Symbol: "EUR", Precision: 2, MinTransfer: 1, Status: transfer.AssetActive, InternalTransferEnabled: true},
-		{ID: 11, Symbol: "SOL", Precision: 4, MinTransfer: 5_000, MaxTransfer: 1_000_000, Status: transfer.AssetSuspended,
+	want := []model.AssetConfig{
+		{ID: 10, Symbol: "EUR", Precision: 2, MinTransfer: 1, Status: model.AssetActive, InternalTransferEnabled: true},
+		{ID: 11, Symbol: "SOL", Precision: 4, MinTransfer: 5_000, MaxTransfer: 1_000_000, Status: model.AssetSuspended,
 			DailyAmountLimit: 2_500_000},
 	}
 	if !reflect.DeepEqual(cfg.TransferAssets, want) {

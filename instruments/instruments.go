@@ -18,7 +18,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
-	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // defaultAssets and defaultMarkets are the built-in config, so the server
@@ -42,23 +42,23 @@ var defaultMarkets = []gateway.MarketSpec{
 // defaultTransfer are the internal-transfer settings of the built-in assets
 // (spec 000 §1.5.3-1.5.4): the asset's precision is its scale; amounts in
 // asset units.
-var defaultTransfer = []transfer.AssetConfig{
+var defaultTransfer = []model.AssetConfig{
 	{ID: 1, Symbol: "USDT", Precision: 6, MinTransfer: 10_000, MaxTransfer: 10_000_000 * 1_000_000,
-		Status: transfer.AssetActive, InternalTransferEnabled: true}, // 0.01 .. 10M USDT
+		Status: model.AssetActive, InternalTransferEnabled: true}, // 0.01 .. 10M USDT
 	{ID: 2, Symbol: "BTC", Precision: 8, MinTransfer: 1_000, MaxTransfer: 1_000 * 100_000_000,
-		Status: transfer.AssetActive, InternalTransferEnabled: true}, // 0.00001 .. 1000 BTC
+		Status: model.AssetActive, InternalTransferEnabled: true}, // 0.00001 .. 1000 BTC
 	{ID: 3, Symbol: "ETH", Precision: 8, MinTransfer: 10_000, MaxTransfer: 10_000 * 100_000_000,
-		Status: transfer.AssetActive, InternalTransferEnabled: true}, // 0.0001 .. 10000 ETH
+		Status: model.AssetActive, InternalTransferEnabled: true}, // 0.0001 .. 10000 ETH
 	{ID: 4, Symbol: "USD", Precision: 2, MinTransfer: 1, MaxTransfer: 10_000_000 * 100,
-		Status: transfer.AssetActive, InternalTransferEnabled: true}, // 0.01 .. 10M USD
+		Status: model.AssetActive, InternalTransferEnabled: true}, // 0.01 .. 10M USD
 }
 
 // TransferDefaults is the transfer config of an asset whose config file
 // entry sets none of the transfer fields: any amount of at least one unit,
 // enabled.
-func TransferDefaults(a gateway.Asset) transfer.AssetConfig {
-	return transfer.AssetConfig{ID: a.ID, Symbol: a.Symbol, Precision: int(a.Scale), MinTransfer: 1,
-		Status: transfer.AssetActive, InternalTransferEnabled: true}
+func TransferDefaults(a gateway.Asset) model.AssetConfig {
+	return model.AssetConfig{ID: a.ID, Symbol: a.Symbol, Precision: int(a.Scale), MinTransfer: 1,
+		Status: model.AssetActive, InternalTransferEnabled: true}
 }
 
 // Config is a set of instruments: the assets and spot markets, validated
@@ -69,23 +69,23 @@ type Config struct {
 	Markets []gateway.MarketSpec
 	// TransferAssets are the assets' internal-transfer settings, one per
 	// asset in Assets' order (nil: TransferDefaults for every asset).
-	TransferAssets []transfer.AssetConfig
+	TransferAssets []model.AssetConfig
 }
 
 // Default returns a copy of the built-in config.
 func Default() Config {
 	return Config{Assets: append([]gateway.Asset(nil), defaultAssets...),
 		Markets:        append([]gateway.MarketSpec(nil), defaultMarkets...),
-		TransferAssets: append([]transfer.AssetConfig(nil), defaultTransfer...)}
+		TransferAssets: append([]model.AssetConfig(nil), defaultTransfer...)}
 }
 
 // Transfer returns c's transfer settings, one per asset, defaulted when
 // the config did not give them.
-func (c Config) Transfer() []transfer.AssetConfig {
+func (c Config) Transfer() []model.AssetConfig {
 	if len(c.TransferAssets) == len(c.Assets) {
 		return c.TransferAssets
 	}
-	out := make([]transfer.AssetConfig, len(c.Assets))
+	out := make([]model.AssetConfig, len(c.Assets))
 	for i, a := range c.Assets {
 		out[i] = TransferDefaults(a)
 	}
@@ -255,7 +255,7 @@ func Parse(b []byte) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	transfers := make([]transfer.AssetConfig, len(assets))
+	transfers := make([]model.AssetConfig, len(assets))
 	for i, a := range assets {
 		if transfers[i], err = parseTransferAsset(cf.Assets[i], a); err != nil {
 			return Config{}, err
@@ -265,7 +265,7 @@ func Parse(b []byte) (Config, error) {
 }
 
 // parseTransferAsset reads an asset's optional internal-transfer fields.
-func parseTransferAsset(ca configAsset, a gateway.Asset) (transfer.AssetConfig, error) {
+func parseTransferAsset(ca configAsset, a gateway.Asset) (model.AssetConfig, error) {
 	t := TransferDefaults(a)
 	name := "assets " + strconv.Quote(a.Symbol)
 	if ca.MinTransfer != nil {
@@ -280,8 +280,8 @@ func parseTransferAsset(ca configAsset, a gateway.Asset) (transfer.AssetConfig, 
 		if err != nil {
 			return t, fmt.Errorf("%s: max_transfer %q: %w", name, *ca.MaxTransfer, err)
 		}
-		if v > int64(transfer.MaxTransferUnits) {
-			return t, fmt.Errorf("%s: max_transfer above the overflow bound %d units", name, transfer.MaxTransferUnits)
+		if v > int64(model.MaxTransferUnits) {
+			return t, fmt.Errorf("%s: max_transfer above the overflow bound %d units", name, model.MaxTransferUnits)
 		}
 		t.MaxTransfer = core.Units(v)
 	}
@@ -296,8 +296,8 @@ func parseTransferAsset(ca configAsset, a gateway.Asset) (transfer.AssetConfig, 
 		return t, fmt.Errorf("%s: max_transfer below min_transfer", name)
 	}
 	if ca.Status != nil {
-		switch st := transfer.AssetStatus(*ca.Status); st {
-		case transfer.AssetActive, transfer.AssetSuspended:
+		switch st := model.AssetStatus(*ca.Status); st {
+		case model.AssetActive, model.AssetSuspended:
 			t.Status = st
 		default:
 			return t, fmt.Errorf("%s: status %q: must be ACTIVE or SUSPENDED", name, *ca.Status)

@@ -120,12 +120,8 @@ func (p *Protection) runChecker(ctx context.Context, pl *journal.Pipeline, inter
 
 // runAuditRetention prunes old wal_events once the tables exist.
 func runAuditRetention(ctx context.Context, pool *pgxpool.Pool, migrated *atomic.Bool, retention time.Duration, log *slog.Logger) {
-	for !migrated.Load() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
+	if !persist.WaitMigrated(ctx, migrated, time.Second) {
+		return
 	}
 	persist.RunAuditRetention(ctx, pool, retention, time.Hour, log)
 }

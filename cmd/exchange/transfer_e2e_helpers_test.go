@@ -19,8 +19,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	transferservice "github.com/ubscore/ubscore/persist/transfer/service"
 )
 
 // xferFlags are the server flags of most transfer tests: faults on, a 1 s
@@ -87,23 +85,18 @@ func (x *xt) use(s *e2eServer) {
 	x.s = s.with(x.T)
 	x.admin = x.s.token(1, true)
 	x.transfersReady()
-	x.onePath()
 }
 
-// onePath requires the server's start log to show the one path production
-// runs, fused steps, with fault injection on (issue 34): the tests must
-// never again run another path than the configured one.
-func (x *xt) onePath() {
+// inFusedTransaction requires that the FUNDING operation op of reqID and
+// the transfer's state were written by one transaction (the same xmin): a
+// FUNDING fault injected through /admin/v1/faults lands inside the fused
+// transaction of the one path production runs (issue 34), which a call of
+// its own, or a fault source on another Batcher, would not.
+func (x *xt) inFusedTransaction(reqID, op string) {
 	x.Helper()
-	var last map[string]any
-	for _, line := range strings.Split(x.s.Logs(), "\n") {
-		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "internal transfers" {
-			last = rec
-		}
-	}
-	if last == nil || last["path"] != transferservice.Path || last["fused"] != true {
-		x.Fatalf("the server's start log shows the path %v, want %s (with fault injection %v)", last, transferservice.Path, last["fault_injection"])
+	if n := x.queryInt(`SELECT count(*) FROM transfers_tb t JOIN transfer_operations o
+		ON o.req_id = t.req_id AND o.op = $2 WHERE t.req_id = $1 AND t.xmin = o.xmin`, reqID, op); n != 1 {
+		x.Fatalf("transfer %s: its %s record and its state are not one transaction's", reqID, op)
 	}
 }
 

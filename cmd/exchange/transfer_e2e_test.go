@@ -217,7 +217,7 @@ func invFailed(x *xt) {
 
 	x.inject("funding", "withdraw", "explicit_fail", 1)
 	st, b := x.xfer(u, F, S, "USDT", "60")
-	wantFailed(x, "F->S, source refused", st, b, "FAILED", "INJECTED")
+	x.inFusedTransaction(wantFailed(x, "F->S, source refused", st, b, "FAILED", "INJECTED"), "withdraw")
 	x.wantBal(u, "USDT", 50_000000, 100_000000)
 
 	x.inject("spot", "withdraw", "explicit_fail", 1)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/gateway"
+	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/chaintx"
 	"github.com/ubscore/ubscore/persist/chaintx/evm"
 	"github.com/ubscore/ubscore/persist/chaintx/pgstore"
@@ -182,12 +183,8 @@ func (c *Side) start(migrated *atomic.Bool) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		for !migrated.Load() {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
+		if !persist.WaitMigrated(ctx, migrated, 50*time.Millisecond) {
+			return
 		}
 		c.mgr.Start()
 		c.hot.RefreshLogged(ctx) // a reading before readiness: withdrawals are refused (HOT_WALLET_UNKNOWN) without one

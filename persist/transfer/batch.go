@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // A Batcher is the Postgres path of Store and Funding, the only one:
@@ -47,7 +49,7 @@ type Batcher struct {
 	start  sync.Once
 	wg     sync.WaitGroup // the writers
 	stats  BatchStats
-	faults *Faulty // FUNDING faults injected inside the batches (SetFaults); nil: none
+	faults FaultSource // FUNDING faults injected inside the batches (SetFaults); nil: none
 }
 
 // BatchStats are a Batcher's counters.
@@ -142,11 +144,10 @@ func (b *Batcher) Close() {
 type reqKind uint8
 
 const (
-	kindGet     reqKind = iota // Store.Get
-	kindCAS                    // Store.Transition
-	kindNote                   // Store.NoteRetry
-	kindFunding                // a FUNDING operation alone (the adapter's tests: export_test.go)
-	kindFused                  // a fused step: CAS transitions around one FUNDING operation (batch_fused.go)
+	kindGet   reqKind = iota // Store.Get
+	kindCAS                  // Store.Transition
+	kindNote                 // Store.NoteRetry
+	kindFused                // a fused step: CAS transitions around one FUNDING operation (batch_fused.go)
 )
 
 // batchReq is one caller's request. Once queued it belongs to the writer;
@@ -158,25 +159,30 @@ type batchReq struct {
 	from   State // CAS: the expected state; note: the state the note applies in
 	to     State // CAS only
 	msg    string
-	op     Op // funding, fused: with user, asset and amount (decideOne checks them)
+	op     model.Op // fused: with user, asset and amount (decideOne checks them)
 	user   UserID
 	asset  AssetID
 	amount Units
-	plan   *fusePlan        // fused only, with reqID, op, user, asset and amount
-	done   chan batchAnswer // capacity 1: a writer never blocks on a caller that left
+	plan   *fusePlan // fused only, with reqID, op, user, asset and amount
+	// fault is the FUNDING fault injected into op (Batcher.SetFaults), drawn
+	// once per request (drawn): a run of its batch that rolled back and runs
+	// again injects the same fault, not the next one armed.
+	fault model.Fault
+	drawn bool
+	done  chan batchAnswer // capacity 1: a writer never blocks on a caller that left
 }
 
 // batchAnswer is what the caller gets. err != nil and not ErrNotFound: the
 // batch did not commit, or its commit was not confirmed; the rest means
 // nothing.
 type batchAnswer struct {
-	won      bool     // CAS: this request moved the transfer; fused: the transfer was in plan.at and held (locked or inserted)
-	out      Outcome  // funding, fused (won): SUCCESS, EXPLICIT_FAIL or UNKNOWN (never recorded)
-	state    State    // fused (won): the state the transfer was left in
-	cas      int      // fused (won): CAS transitions made
-	transfer Transfer // get; CAS (won): the row as moved; fused: as inserted, then as its last transition left it
-	inserted bool     // fused with plan.insert: false = the user's cid was taken
-	err      error    // get: ErrNotFound; any kind: the batch failed
+	won      bool          // CAS: this request moved the transfer; fused: the transfer was in plan.at and held (locked or inserted)
+	out      model.Outcome // fused (won): SUCCESS, EXPLICIT_FAIL or UNKNOWN (never recorded)
+	state    State         // fused (won): the state the transfer was left in
+	cas      int           // fused (won): CAS transitions made
+	transfer Transfer      // get; CAS (won): the row as moved; fused: as inserted, then as its last transition left it
+	inserted bool          // fused with plan.insert: false = the user's cid was taken
+	err      error         // get: ErrNotFound; any kind: the batch failed
 }
 
 // do queues r and waits for its answer or the end of r.ctx. A caller that

@@ -1,7 +1,7 @@
 package transfer
 
 // These tests run the unchanged Coordinator over a batched Store and
-// FUNDING adapter (FakeSpot as SPOT): many concurrent transfers all end
+// FUNDING adapter (fakespot.Spot as SPOT): many concurrent transfers all end
 // terminal with exact balances and conservation; explicit failures at the
 // source, at the target and in compensation, mixed into the same batches
 // as successes, end FAILED / ROLLED_BACK with the right codes; and with two
@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 func TestBatchCoordinatorManyTransfers(t *testing.T) {
@@ -36,8 +38,8 @@ func TestBatchCoordinatorManyTransfers(t *testing.T) {
 						if (int(u)+i)%2 == 1 {
 							from, to = to, from
 						}
-						r, err := c.Create(context.Background(), Caller{Authenticated: true, UserID: u},
-							Request{From: from, To: to, Asset: "USDT", Amount: "0.1"})
+						r, err := c.Create(context.Background(), model.Caller{Authenticated: true, UserID: u},
+							model.Request{From: from, To: to, Asset: "USDT", Amount: "0.1"})
 						if err != nil || r.Transfer.State != Committed {
 							t.Errorf("user %d transfer %d %s->%s: %s %v", u, i, from, to, r.Transfer.State, err)
 							return
@@ -77,39 +79,39 @@ func TestBatchCoordinatorFailuresAndRaces(t *testing.T) {
 			type flow struct {
 				name     string
 				first    UserID // users first..first+3
-				from, to AccountType
+				from, to model.AccountType
 				setup    func(u UserID)
 				want     State
-				cas      int64 // CAS won per transfer, across drivers
-				code     Code  // in error_message
-				funding  Units // FUNDING balance after
-				spot     Units // SPOT balance after
+				cas      int64      // CAS won per transfer, across drivers
+				code     model.Code // in error_message
+				funding  Units      // FUNDING balance after
+				spot     Units      // SPOT balance after
 				transfer []Transfer
 			}
 			flows := []*flow{
-				{name: "ok F->S", first: 1, from: AccountFunding, to: AccountSpot, want: Committed, cas: 4,
+				{name: "ok F->S", first: 1, from: model.AccountFunding, to: model.AccountSpot, want: Committed, cas: 4,
 					setup: func(u UserID) { h.deposit(u, usdt, 1000) }, funding: 900, spot: 100},
-				{name: "ok S->F", first: 11, from: AccountSpot, to: AccountFunding, want: Committed, cas: 4,
+				{name: "ok S->F", first: 11, from: model.AccountSpot, to: model.AccountFunding, want: Committed, cas: 4,
 					setup: func(u UserID) { h.deposit(u, usdt, 1000); h.spot.Credit(u, usdt, 1000) }, funding: 1100, spot: 900},
-				{name: "insufficient", first: 21, from: AccountFunding, to: AccountSpot, want: Failed, cas: 2,
-					code: CodeInsufficientBalance, setup: func(u UserID) { h.deposit(u, usdt, 50) }, funding: 50},
-				{name: "frozen source", first: 31, from: AccountFunding, to: AccountSpot, want: Failed, cas: 2,
-					code: CodeAccountFrozen, setup: func(u UserID) {
+				{name: "insufficient", first: 21, from: model.AccountFunding, to: model.AccountSpot, want: Failed, cas: 2,
+					code: model.CodeInsufficientBalance, setup: func(u UserID) { h.deposit(u, usdt, 50) }, funding: 50},
+				{name: "frozen source", first: 31, from: model.AccountFunding, to: model.AccountSpot, want: Failed, cas: 2,
+					code: model.CodeAccountFrozen, setup: func(u UserID) {
 						h.deposit(u, usdt, 1000)
-						if err := h.funding.SetStatus(ctx, u, usdt, Frozen); err != nil {
+						if err := h.funding.SetStatus(ctx, u, usdt, model.Frozen); err != nil {
 							t.Fatal(err)
 						}
 					}, funding: 1000},
-				{name: "disabled SPOT target: FUNDING refund", first: 41, from: AccountFunding, to: AccountSpot,
-					want: RolledBack, cas: 5, code: CodeAccountDisabled, setup: func(u UserID) {
+				{name: "disabled SPOT target: FUNDING refund", first: 41, from: model.AccountFunding, to: model.AccountSpot,
+					want: RolledBack, cas: 5, code: model.CodeAccountDisabled, setup: func(u UserID) {
 						h.deposit(u, usdt, 1000)
-						h.spot.SetStatus(u, Disabled)
+						h.spot.SetStatus(u, model.Disabled)
 					}, funding: 1000},
-				{name: "disabled FUNDING target: SPOT refund", first: 51, from: AccountSpot, to: AccountFunding,
-					want: RolledBack, cas: 5, code: CodeAccountDisabled, setup: func(u UserID) {
+				{name: "disabled FUNDING target: SPOT refund", first: 51, from: model.AccountSpot, to: model.AccountFunding,
+					want: RolledBack, cas: 5, code: model.CodeAccountDisabled, setup: func(u UserID) {
 						h.deposit(u, usdt, 1000)
 						h.spot.Credit(u, usdt, 1000)
-						if err := h.funding.SetStatus(ctx, u, usdt, Disabled); err != nil {
+						if err := h.funding.SetStatus(ctx, u, usdt, model.Disabled); err != nil {
 							t.Fatal(err)
 						}
 					}, funding: 1000, spot: 1000},

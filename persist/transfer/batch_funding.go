@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // fundingBatch runs the FUNDING operations of one batch with the
@@ -42,21 +44,21 @@ type balKey struct {
 
 type recKey struct {
 	reqID string
-	op    Op
+	op    model.Op
 }
 
 // opRecord is a transfer_operations row: the first outcome of (req_id, op).
 type opRecord struct {
-	out    Outcome // SUCCESS or EXPLICIT_FAIL(code)
+	out    model.Outcome // SUCCESS or EXPLICIT_FAIL(code)
 	user   UserID
 	asset  AssetID
 	amount Units
 }
 
 // outcomeFor is readOp's answer for a call with these parameters.
-func (r opRecord) outcomeFor(user UserID, asset AssetID, amount Units) Outcome {
+func (r opRecord) outcomeFor(user UserID, asset AssetID, amount Units) model.Outcome {
 	if r.user != user || r.asset != asset || r.amount != amount {
-		return unknown(string(CodeReqIDConflict))
+		return model.UnknownOutcome(string(model.CodeReqIDConflict))
 	}
 	return r.out
 }
@@ -64,7 +66,7 @@ func (r opRecord) outcomeFor(user UserID, asset AssetID, amount Units) Outcome {
 func newFundingBatch(reqs []*batchReq) *fundingBatch {
 	fb := &fundingBatch{reqs: reqs}
 	for i, r := range reqs {
-		if r.kind == kindFunding || (r.kind == kindFused && r.op != "") {
+		if r.kind == kindFused && r.op != "" {
 			fb.idx = append(fb.idx, i)
 		}
 	}
@@ -112,9 +114,9 @@ func (fb *fundingBatch) queueReads(b *pgx.Batch) {
 		}
 		addRec(recKey{r.reqID, r.op})
 		switch r.op {
-		case OpRefund:
-			addRec(recKey{r.reqID, OpWithdraw})
-		case OpDeposit:
+		case model.OpRefund:
+			addRec(recKey{r.reqID, model.OpWithdraw})
+		case model.OpDeposit:
 			if !seenUser[r.user] {
 				seenUser[r.user] = true
 				depositors = append(depositors, int64(r.user))
@@ -137,7 +139,7 @@ func (fb *fundingBatch) queueReads(b *pgx.Batch) {
 			if err := rows.Scan(&u, &a, &row.available, &status); err != nil {
 				return err
 			}
-			row.status = AccountStatus(status)
+			row.status = model.AccountStatus(status)
 			fb.rows[balKey{UserID(u), AssetID(a)}] = row
 			fb.locked[balKey{UserID(u), AssetID(a)}] = true
 			fb.users[UserID(u)] = true
@@ -153,11 +155,11 @@ func (fb *fundingBatch) queueReads(b *pgx.Batch) {
 			if err := rows.Scan(&id, &op, &result, &code, &u, &a, &rec.amount); err != nil {
 				return err
 			}
-			rec.user, rec.asset, rec.out = UserID(u), AssetID(a), ok()
+			rec.user, rec.asset, rec.out = UserID(u), AssetID(a), model.OK()
 			if result != "SUCCESS" {
-				rec.out = Outcome{Kind: ExplicitFail, Code: code}
+				rec.out = model.Outcome{Kind: model.ExplicitFail, Code: code}
 			}
-			fb.recs[recKey{id, Op(op)}] = rec
+			fb.recs[recKey{id, model.Op(op)}] = rec
 		}
 		return rows.Err()
 	})
@@ -176,24 +178,26 @@ func (fb *fundingBatch) queueReads(b *pgx.Batch) {
 }
 
 // decide answers every funding request in arrival order (see fundingBatch),
-// each with the fault faults (nil: none) injects into it, if any; it
+// each with the fault faults (nil: none) injects into it, if any (drawn on
+// the request's first run, kept for the runs again after a rollback); it
 // returns the faults to act on when the batch commits (fault.go).
-func (fb *fundingBatch) decide(ans []batchAnswer, faults *Faulty) []Fault {
-	var drawn []Fault
+func (fb *fundingBatch) decide(ans []batchAnswer, faults FaultSource) []model.Fault {
+	var drawn []model.Fault
 	for _, i := range fb.idx {
 		r := fb.reqs[i]
 		if r.kind == kindFused && !ans[i].won {
 			continue // the transfer was not in plan.at: the operation is not this request's to make
 		}
-		f := FaultNone
 		if faults != nil {
-			f = faults.next(r.op, r.reqID)
-			if drawn == nil {
-				drawn = make([]Fault, len(ans))
+			if !r.drawn {
+				r.fault, r.drawn = faults.Draw(r.op, r.reqID), true
 			}
-			drawn[i] = f
+			if drawn == nil {
+				drawn = make([]model.Fault, len(ans))
+			}
+			drawn[i] = r.fault
 		}
-		ans[i].out = fb.decideOne(r, f)
+		ans[i].out = fb.decideOne(r, r.fault)
 	}
 	return drawn
 }
@@ -201,8 +205,8 @@ func (fb *fundingBatch) decide(ans []batchAnswer, faults *Faulty) []Fault {
 // decideOne decides r, with the injected fault f: an explicit failure
 // refuses a first call (recorded, as any refusal); a fault before the
 // effect answers its outcome and decides nothing.
-func (fb *fundingBatch) decideOne(r *batchReq, f Fault) Outcome {
-	if o := checkParams(r.reqID, r.user, r.asset, r.amount); o != nil {
+func (fb *fundingBatch) decideOne(r *batchReq, f model.Fault) model.Outcome {
+	if o := model.CheckParams(r.reqID, r.user, r.asset, r.amount); o != nil {
 		return *o // the adapter trusts no caller: refused the same way every time, not recorded
 	}
 	if o, before := beforeEffect(f); before {
@@ -212,9 +216,9 @@ func (fb *fundingBatch) decideOne(r *batchReq, f Fault) Outcome {
 	if rec, seen := fb.recs[key]; seen { // a repeat: the first outcome, no effect
 		return rec.outcomeFor(r.user, r.asset, r.amount)
 	}
-	if f == FaultExplicitFail {
-		out := fail(CodeInjected)
-		if r.op == OpRefund {
+	if f == model.FaultExplicitFail {
+		out := model.Fail(model.CodeInjected)
+		if r.op == model.OpRefund {
 			return out // a refund cannot be refused: not recorded, retried (Faulty keeps it refused in memory)
 		}
 		fb.recs[key] = opRecord{out: out, user: r.user, asset: r.asset, amount: r.amount}
@@ -224,19 +228,19 @@ func (fb *fundingBatch) decideOne(r *batchReq, f Fault) Outcome {
 	bk := balKey{r.user, r.asset}
 	row, found := fb.rows[bk]
 	if !found {
-		row = balanceRow{status: Active} // as lockBalance reports a missing row
+		row = balanceRow{status: model.Active} // as lockBalance reports a missing row
 	}
 	k := opFacts{row: row, found: found, userExists: fb.users[r.user]}
-	if r.op == OpRefund {
-		if w, seen := fb.recs[recKey{r.reqID, OpWithdraw}]; seen {
+	if r.op == model.OpRefund {
+		if w, seen := fb.recs[recKey{r.reqID, model.OpWithdraw}]; seen {
 			k.withdraw, k.withdrawSeen = w.outcomeFor(r.user, r.asset, r.amount), true
 		}
 	}
 	out, delta := decideOp(r.op, r.amount, k)
-	if out.Kind == Unknown {
+	if out.Kind == model.Unknown {
 		return out // nothing decided: no record, no effect
 	}
-	if out.Kind == Success {
+	if out.Kind == model.Success {
 		row.available += delta
 		fb.rows[bk] = row // a deposit into a missing row creates it
 	}

@@ -1,6 +1,10 @@
 package transfer
 
-import "github.com/jackc/pgx/v5"
+import (
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
+)
 
 // Round trip 2 of a batch with FUNDING operations (see fundingBatch): the
 // records this batch decided, then the balance changes they imply, then
@@ -83,7 +87,7 @@ func (fb *fundingBatch) queueWrite(b *pgx.Batch) {
 		rec := fb.recs[k]
 		ids[j], ops[j], results[j] = k.reqID, string(k.op), "SUCCESS"
 		users[j], assets[j], amounts[j] = int64(rec.user), int32(rec.asset), int64(rec.amount)
-		if rec.out.Kind == ExplicitFail {
+		if rec.out.Kind == model.ExplicitFail {
 			results[j], codes[j] = "EXPLICIT_FAIL", rec.out.Code
 			continue
 		}
@@ -95,7 +99,7 @@ func (fb *fundingBatch) queueWrite(b *pgx.Batch) {
 			order = append(order, bk)
 		}
 		c.ops++
-		if k.op == OpWithdraw {
+		if k.op == model.OpWithdraw {
 			c.delta -= rec.amount
 		} else {
 			c.delta += rec.amount

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // A fused step is a FUNDING operation and the CAS
@@ -26,7 +28,7 @@ import (
 //	              request is LOST and does nothing at all), or, with
 //	              plan.insert, insert it in INIT (this transaction's own
 //	              row: nobody else can see it, no lock needed); then the
-//	              FUNDING reads, shared with the plain operations
+//	              FUNDING reads of all the batch's fused steps
 //	in memory     the operation is decided by decideOp in arrival order
 //	              with the batch's other FUNDING operations (a repeat
 //	              returns the recorded first outcome)
@@ -56,7 +58,7 @@ type fusePlan struct {
 	insert *Transfer
 	at     State     // the state the transfer must be in (the compare)
 	pre    []fuseCAS // transitions before the operation, whatever its outcome
-	op     Op        // the FUNDING operation; "" = none (only pre)
+	op     model.Op  // the FUNDING operation; "" = none (only pre)
 	ok     []fuseCAS // transitions after a SUCCESS
 	fail   []fuseCAS // transitions after an EXPLICIT_FAIL
 }
@@ -90,12 +92,12 @@ func (p *fusePlan) legal() bool {
 }
 
 // chain is what p does once its operation's outcome is o.
-func (p *fusePlan) chain(o Outcome) []fuseCAS {
+func (p *fusePlan) chain(o model.Outcome) []fuseCAS {
 	out := slices.Clip(p.pre)
 	switch o.Kind {
-	case Success:
+	case model.Success:
 		out = append(out, p.ok...)
-	case ExplicitFail:
+	case model.ExplicitFail:
 		out = append(out, p.fail...)
 	}
 	return out
@@ -180,7 +182,7 @@ func queueFusedLocks(b *pgx.Batch, reqs []*batchReq, ans []batchAnswer) (trip2 b
 // chainEnd is where p's chain leaves a transfer once its operation's
 // outcome is o: the last state, the last error message the chain sets ("" =
 // none) and how many transitions it made.
-func (p *fusePlan) chainEnd(o Outcome) (s State, msg string, cas int) {
+func (p *fusePlan) chainEnd(o model.Outcome) (s State, msg string, cas int) {
 	s = p.at
 	for _, c := range p.chain(o) {
 		m := c.msg

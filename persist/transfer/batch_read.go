@@ -3,6 +3,8 @@ package transfer
 import (
 	"context"
 	"errors"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // The Batcher's reader: Funding.AccountState (Create's
@@ -24,7 +26,7 @@ type accountReq struct {
 }
 
 type accountAnswer struct {
-	st  AccountState
+	st  model.AccountState
 	err error
 }
 
@@ -39,16 +41,16 @@ const accountsSQL = `SELECT b.available, b.status,
 	ORDER BY k.i`
 
 // account queues one AccountState and waits for its answer or ctx's end.
-func (b *Batcher) account(ctx context.Context, user UserID, asset AssetID) (AccountState, error) {
+func (b *Batcher) account(ctx context.Context, user UserID, asset AssetID) (model.AccountState, error) {
 	r := &accountReq{ctx: ctx, user: user, asset: asset, done: make(chan accountAnswer, 1)}
 	if err := push(b, b.reads, r); err != nil {
-		return AccountState{}, err
+		return model.AccountState{}, err
 	}
 	select {
 	case a := <-r.done:
 		return a.st, a.err
 	case <-ctx.Done():
-		return AccountState{}, ctx.Err()
+		return model.AccountState{}, ctx.Err()
 	}
 }
 
@@ -107,9 +109,9 @@ func (b *Batcher) queryAccounts(ctx context.Context, users []int64, assets []int
 		if n == len(ans) {
 			return errors.New("transfer: account read returned too many rows")
 		}
-		st := AccountState{Exists: exists, Status: Active}
+		st := model.AccountState{Exists: exists, Status: model.Active}
 		if status != nil && available != nil { // the row
-			st.Available, st.Status = Units(*available), AccountStatus(*status)
+			st.Available, st.Status = Units(*available), model.AccountStatus(*status)
 		}
 		ans[n].st = st
 		n++

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // TestBatchedAccountStateMatchesAlone: AccountState through the Batcher's
@@ -20,11 +22,11 @@ func TestBatchedAccountStateMatchesAlone(t *testing.T) {
 	h.deposit(7, usdt, 1000)
 	h.deposit(8, usdt, 50)
 	h.deposit(9, btc, 3) // an account without a USDT row
-	if err := h.funding.SetStatus(ctx, 8, usdt, Frozen); err != nil {
+	if err := h.funding.SetStatus(ctx, 8, usdt, model.Frozen); err != nil {
 		t.Fatal(err)
 	}
 	h.deposit(10, usdt, 5)
-	if err := h.funding.SetStatus(ctx, 10, usdt, Disabled); err != nil {
+	if err := h.funding.SetStatus(ctx, 10, usdt, model.Disabled); err != nil {
 		t.Fatal(err)
 	}
 	type key struct {
@@ -32,14 +34,14 @@ func TestBatchedAccountStateMatchesAlone(t *testing.T) {
 		asset AssetID
 	}
 	keys := []key{{7, usdt}, {8, usdt}, {9, usdt}, {9, btc}, {10, usdt}, {11, usdt}, {7, btc}}
-	want := map[key]AccountState{
-		{7, usdt}:  {Exists: true, Status: Active, Available: 1000},
-		{8, usdt}:  {Exists: true, Status: Frozen, Available: 50},
-		{9, usdt}:  {Exists: true, Status: Active},
-		{9, btc}:   {Exists: true, Status: Active, Available: 3},
-		{10, usdt}: {Exists: true, Status: Disabled, Available: 5},
-		{11, usdt}: {Status: Active},
-		{7, btc}:   {Exists: true, Status: Active},
+	want := map[key]model.AccountState{
+		{7, usdt}:  {Exists: true, Status: model.Active, Available: 1000},
+		{8, usdt}:  {Exists: true, Status: model.Frozen, Available: 50},
+		{9, usdt}:  {Exists: true, Status: model.Active},
+		{9, btc}:   {Exists: true, Status: model.Active, Available: 3},
+		{10, usdt}: {Exists: true, Status: model.Disabled, Available: 5},
+		{11, usdt}: {Status: model.Active},
+		{7, btc}:   {Exists: true, Status: model.Active},
 	}
 	for _, k := range keys { // one at a time: each call is its own statement
 		d, err := h.funding.AccountState(ctx, k.user, k.asset)

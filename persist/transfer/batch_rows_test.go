@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 func casReq(id string, from, to State, msg string) *batchReq {
@@ -21,9 +23,9 @@ func casReq(id string, from, to State, msg string) *batchReq {
 
 func TestBatchCASReturnsRows(t *testing.T) {
 	h := newHarness(t)
-	x := h.insertAt(7, AccountFunding, AccountSpot, usdt, 10, Init)
-	y := h.insertAt(7, AccountFunding, AccountSpot, usdt, 20, Init)
-	z := h.insertAt(8, AccountSpot, AccountFunding, usdt, 30, SourceDone)
+	x := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 10, Init)
+	y := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 20, Init)
+	z := h.insertAt(8, model.AccountSpot, model.AccountFunding, usdt, 30, SourceDone)
 	reqs := func() []*batchReq {
 		return []*batchReq{
 			casReq(x.ReqID, Init, SourcePending, ""),
@@ -76,8 +78,8 @@ func TestBatchCASReturnsRows(t *testing.T) {
 // withdraw and what follows; SPOT->FUNDING: INIT->SOURCE_PENDING only).
 func fusedInsertReq(t Transfer) *batchReq {
 	plan := &fusePlan{insert: &t, at: Init, pre: []fuseCAS{{to: SourcePending}}}
-	if t.From == AccountFunding {
-		plan.op = OpWithdraw
+	if t.From == model.AccountFunding {
+		plan.op = model.OpWithdraw
 		plan.ok = []fuseCAS{{to: SourceDone}, {to: TargetPending}}
 		plan.fail = []fuseCAS{{to: Failed, msg: "source withdraw: ", outcome: true}}
 	}
@@ -89,27 +91,27 @@ func TestFusedBatchRowsInsertAndReplay(t *testing.T) {
 	installHistory(t, h.pool)
 	h.deposit(7, usdt, 1000)
 	h.deposit(8, usdt, 50)
-	fresh := func(user UserID, from, to AccountType, amount Units) Transfer {
+	fresh := func(user UserID, from, to model.AccountType, amount Units) Transfer {
 		return Transfer{ReqID: newID(t, h), UserID: user, From: from, To: to, Asset: usdt, Amount: amount}
 	}
-	ok1 := fresh(7, AccountFunding, AccountSpot, 100)  // withdraws: TARGET_PENDING
-	poor := fresh(8, AccountFunding, AccountSpot, 500) // refused: FAILED, alone
-	s2f := fresh(9, AccountSpot, AccountFunding, 70)   // INIT->SOURCE_PENDING, no operation
-	moved := h.insertAt(7, AccountFunding, AccountSpot, usdt, 10, SourceDone)
+	ok1 := fresh(7, model.AccountFunding, model.AccountSpot, 100)  // withdraws: TARGET_PENDING
+	poor := fresh(8, model.AccountFunding, model.AccountSpot, 500) // refused: FAILED, alone
+	s2f := fresh(9, model.AccountSpot, model.AccountFunding, 70)   // INIT->SOURCE_PENDING, no operation
+	moved := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 10, SourceDone)
 	got := oneBatch(t, stoppedBatcher(t, h, BatchOptions{}),
 		fusedInsertReq(ok1), fusedInsertReq(poor), fusedInsertReq(s2f),
 		fusedReq(moved, Init), // elsewhere: lost
 	)
 	type want struct {
 		inserted, won bool
-		out           Outcome
+		out           model.Outcome
 		state         State
 		cas           int
 	}
 	for i, w := range []want{
-		{true, true, ok(), TargetPending, 3},
-		{true, true, fail(CodeInsufficientBalance), Failed, 2},
-		{true, true, Outcome{}, SourcePending, 1},
+		{true, true, model.OK(), TargetPending, 3},
+		{true, true, model.Fail(model.CodeInsufficientBalance), Failed, 2},
+		{true, true, model.Outcome{}, SourcePending, 1},
 		{},
 	} {
 		a := got[i]
@@ -152,15 +154,16 @@ func TestFusedBatchRowsInsertAndReplay(t *testing.T) {
 		before[tr.ReqID] = h.get(tr.ReqID)
 	}
 	again := oneBatch(t, stoppedBatcher(t, h, BatchOptions{}),
-		fusedReq(ok1, Init), fusedReq(poor, Init), fusedReq(moved, Init),
-		fundingReq(OpWithdraw, ok1.ReqID, 7, usdt, 100), fundingReq(OpWithdraw, poor.ReqID, 8, usdt, 500))
+		fusedReq(ok1, Init), fusedReq(poor, Init), fusedReq(moved, Init))
 	for i := range 3 {
 		if a := again[i]; a.err != nil || a.won || a.cas != 0 {
 			t.Errorf("replayed step %d: %+v, want lost", i, a)
 		}
 	}
-	if again[3].out != ok() || again[4].out != fail(CodeInsufficientBalance) {
-		t.Errorf("repeated withdraws answered %v and %v", again[3].out, again[4].out)
+	repeat := oneBatch(t, stoppedBatcher(t, h, BatchOptions{}),
+		repeatReq(before[ok1.ReqID], model.OpWithdraw), repeatReq(before[poor.ReqID], model.OpWithdraw))
+	if repeat[0].out != model.OK() || repeat[1].out != model.Fail(model.CodeInsufficientBalance) {
+		t.Errorf("repeated withdraws answered %v and %v", repeat[0].out, repeat[1].out)
 	}
 	for id, row := range before {
 		if after := h.get(id); after != row {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ubscore/ubscore/persist/transfer/model"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
@@ -84,7 +85,7 @@ const insertSQL = `INSERT INTO transfers_tb
 // (a req_id is a fresh ULID: never taken). Anything else is inserted alone,
 // where the database refuses it as it always did.
 func batchInsertable(t Transfer) bool {
-	known := func(a AccountType) bool { return a == AccountFunding || a == AccountSpot }
+	known := func(a model.AccountType) bool { return a == model.AccountFunding || a == model.AccountSpot }
 	return t.State == Init && t.UserID > 0 && t.UserID <= 1<<63-1 && t.Asset > 0 && t.Asset <= 1<<31-1 &&
 		t.Amount > 0 && known(t.From) && known(t.To) && t.From != t.To && ulid.Valid(t.ReqID) &&
 		utf8.ValidString(t.CID) && utf8.RuneCountInString(t.CID) <= 64 && !strings.ContainsRune(t.CID, 0)

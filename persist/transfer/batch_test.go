@@ -16,6 +16,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 )
 
 // newBatchedHarness is newHarness with the coordinator's Store and FUNDING
@@ -54,8 +57,14 @@ func oneBatch(t *testing.T, b *Batcher, reqs ...*batchReq) []batchAnswer {
 	return out
 }
 
-func fundingReq(op Op, id string, user UserID, asset AssetID, amount Units) *batchReq {
-	return &batchReq{kind: kindFunding, op: op, reqID: id, user: user, asset: asset, amount: amount}
+// fundingReq is a FUNDING operation alone on the one path (opReq), its
+// holder transfer inserted.
+func (h *harness) fundingReq(op model.Op, id string, user UserID, asset AssetID, amount Units) *batchReq {
+	h.t.Helper()
+	if err := hold(context.Background(), h.pool, id); err != nil {
+		h.t.Fatal(err)
+	}
+	return opReq(op, id, user, asset, amount)
 }
 
 // stoppedBatcher returns a Batcher on h's database that is not started yet.
@@ -69,29 +78,45 @@ func TestBatchRepeatsKeepFirstOutcome(t *testing.T) {
 	h := newHarness(t)
 	h.deposit(7, usdt, 1000)
 	a, c := newID(t, h), newID(t, h)
-	got := oneBatch(t, stoppedBatcher(t, h, BatchOptions{}),
-		fundingReq(OpWithdraw, a, 7, usdt, 300),  // SUCCESS
-		fundingReq(OpWithdraw, a, 7, usdt, 300),  // repeat: SUCCESS, no second debit
-		fundingReq(OpWithdraw, c, 7, usdt, 5000), // INSUFFICIENT_BALANCE, recorded
-		fundingReq(OpDeposit, newID(t, h), 7, usdt, 9000),
-		fundingReq(OpWithdraw, c, 7, usdt, 5000), // now affordable, but the refusal is sticky
-		fundingReq(OpRefund, a, 7, usdt, 300),    // credits the withdraw back
-		fundingReq(OpRefund, a, 7, usdt, 300),    // once
-		fundingReq(OpWithdraw, a, 7, usdt, 301),  // same id and op, other amount
-	)
-	want := []Outcome{ok(), ok(), fail(CodeInsufficientBalance), ok(), fail(CodeInsufficientBalance), ok(), ok(),
-		unknown(string(CodeReqIDConflict))}
-	for i := range want {
-		if got[i].err != nil || got[i].out != want[i] {
-			t.Fatalf("request %d: %+v, want %s", i, got[i], want[i])
+	// Each batch holds one operation of a req_id: a second fused step of a
+	// transfer in a batch is LOST (checked at the end), as a racing driver's.
+	batches := [][]*batchReq{{
+		h.fundingReq(model.OpWithdraw, a, 7, usdt, 300),  // SUCCESS
+		h.fundingReq(model.OpWithdraw, c, 7, usdt, 5000), // INSUFFICIENT_BALANCE, recorded
+		h.fundingReq(model.OpDeposit, newID(t, h), 7, usdt, 9000),
+	}, {
+		h.fundingReq(model.OpWithdraw, a, 7, usdt, 300),  // repeat: SUCCESS, no second debit
+		h.fundingReq(model.OpWithdraw, c, 7, usdt, 5000), // now affordable, but the refusal is sticky
+	}, {
+		h.fundingReq(model.OpRefund, a, 7, usdt, 300), // credits the withdraw back
+	}, {
+		h.fundingReq(model.OpRefund, a, 7, usdt, 300), // once
+	}, {
+		h.fundingReq(model.OpWithdraw, a, 7, usdt, 301), // same id and op, other amount
+	}}
+	want := [][]model.Outcome{{model.OK(), model.Fail(model.CodeInsufficientBalance), model.OK()},
+		{model.OK(), model.Fail(model.CodeInsufficientBalance)}, {model.OK()}, {model.OK()},
+		{model.UnknownOutcome(string(model.CodeReqIDConflict))}}
+	for j, reqs := range batches {
+		got := oneBatch(t, stoppedBatcher(t, h, BatchOptions{}), reqs...)
+		for i := range want[j] {
+			if got[i].err != nil || got[i].out != want[j][i] {
+				t.Fatalf("batch %d, request %d: %+v, want %s", j, i, got[i], want[j][i])
+			}
 		}
 	}
 	if b := h.fundingBalance(7, usdt); b != 10_000 {
 		t.Fatalf("balance %d, want 10000 (withdraw and refund once each)", b)
 	}
+	// Two operations of one req_id in one batch: the second is LOST, not run.
+	got := oneBatch(t, stoppedBatcher(t, h, BatchOptions{}),
+		h.fundingReq(model.OpRefund, a, 7, usdt, 300), h.fundingReq(model.OpWithdraw, a, 7, usdt, 301))
+	if got[0].out != model.OK() || got[1].won || got[1].out != (model.Outcome{}) {
+		t.Fatalf("two steps of one transfer in a batch: %+v, %+v; want the recorded SUCCESS, then lost", got[0], got[1])
+	}
 	// Later, one at a time (batches of one): the same first outcomes.
-	wantOutcome(t, "plain repeat", h.funding.Withdraw(context.Background(), c, 7, usdt, 5000), ExplicitFail, CodeInsufficientBalance)
-	wantOutcome(t, "plain repeat", h.funding.Refund(context.Background(), a, 7, usdt, 300), Success, "")
+	wantOutcome(t, "plain repeat", h.funding.Withdraw(context.Background(), c, 7, usdt, 5000), model.ExplicitFail, model.CodeInsufficientBalance)
+	wantOutcome(t, "plain repeat", h.funding.Refund(context.Background(), a, 7, usdt, 300), model.Success, "")
 	if b := h.fundingBalance(7, usdt); b != 10_000 {
 		t.Fatalf("balance %d after plain repeats", b)
 	}
@@ -104,29 +129,29 @@ func TestBatchRefusalsBesideSuccesses(t *testing.T) {
 	h.deposit(2, usdt, 1000)
 	h.deposit(3, usdt, 1000)
 	h.deposit(4, btc, 10) // has an account, no USDT row
-	if err := h.funding.SetStatus(ctx, 2, usdt, Frozen); err != nil {
+	if err := h.funding.SetStatus(ctx, 2, usdt, model.Frozen); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.funding.SetStatus(ctx, 3, usdt, Disabled); err != nil {
+	if err := h.funding.SetStatus(ctx, 3, usdt, model.Disabled); err != nil {
 		t.Fatal(err)
 	}
 	got := oneBatch(t, stoppedBatcher(t, h, BatchOptions{}),
-		fundingReq(OpWithdraw, newID(t, h), 1, usdt, 400),
-		fundingReq(OpWithdraw, newID(t, h), 2, usdt, 1), // frozen: may not send
-		fundingReq(OpDeposit, newID(t, h), 2, usdt, 50), // ... but may receive
-		fundingReq(OpWithdraw, newID(t, h), 3, usdt, 1), // disabled
-		fundingReq(OpDeposit, newID(t, h), 3, usdt, 1),
-		fundingReq(OpWithdraw, newID(t, h), 1, usdt, 601), // 600 left
-		fundingReq(OpWithdraw, newID(t, h), 1, usdt, 600),
-		fundingReq(OpDeposit, newID(t, h), 4, usdt, 70),  // creates the row
-		fundingReq(OpWithdraw, newID(t, h), 4, usdt, 20), // from the row just created
-		fundingReq(OpDeposit, newID(t, h), 9, usdt, 1),   // no account
-		fundingReq(OpWithdraw, newID(t, h), 9, usdt, 1),
-		fundingReq(OpRefund, newID(t, h), 1, usdt, 5), // nothing withdrawn
+		h.fundingReq(model.OpWithdraw, newID(t, h), 1, usdt, 400),
+		h.fundingReq(model.OpWithdraw, newID(t, h), 2, usdt, 1), // frozen: may not send
+		h.fundingReq(model.OpDeposit, newID(t, h), 2, usdt, 50), // ... but may receive
+		h.fundingReq(model.OpWithdraw, newID(t, h), 3, usdt, 1), // disabled
+		h.fundingReq(model.OpDeposit, newID(t, h), 3, usdt, 1),
+		h.fundingReq(model.OpWithdraw, newID(t, h), 1, usdt, 601), // 600 left
+		h.fundingReq(model.OpWithdraw, newID(t, h), 1, usdt, 600),
+		h.fundingReq(model.OpDeposit, newID(t, h), 4, usdt, 70),  // creates the row
+		h.fundingReq(model.OpWithdraw, newID(t, h), 4, usdt, 20), // from the row just created
+		h.fundingReq(model.OpDeposit, newID(t, h), 9, usdt, 1),   // no account
+		h.fundingReq(model.OpWithdraw, newID(t, h), 9, usdt, 1),
+		h.fundingReq(model.OpRefund, newID(t, h), 1, usdt, 5), // nothing withdrawn
 	)
-	want := []Outcome{ok(), fail(CodeAccountFrozen), ok(), fail(CodeAccountDisabled), fail(CodeAccountDisabled),
-		fail(CodeInsufficientBalance), ok(), ok(), ok(), fail(CodeTargetAccountNotFound), fail(CodeSourceAccountNotFound),
-		fail(CodeRefundWithoutWithdraw)}
+	want := []model.Outcome{model.OK(), model.Fail(model.CodeAccountFrozen), model.OK(), model.Fail(model.CodeAccountDisabled), model.Fail(model.CodeAccountDisabled),
+		model.Fail(model.CodeInsufficientBalance), model.OK(), model.OK(), model.OK(), model.Fail(model.CodeTargetAccountNotFound), model.Fail(model.CodeSourceAccountNotFound),
+		model.Fail(model.CodeRefundWithoutWithdraw)}
 	for i := range want {
 		if got[i].err != nil || got[i].out != want[i] {
 			t.Fatalf("request %d: %+v, want %s", i, got[i], want[i])
@@ -152,8 +177,8 @@ func TestBatchRefusalsBesideSuccesses(t *testing.T) {
 
 func TestBatchCASRaceWonOnce(t *testing.T) {
 	h := newHarness(t)
-	tr := h.insertAt(7, AccountFunding, AccountSpot, usdt, 10, Init)
-	other := h.insertAt(7, AccountFunding, AccountSpot, usdt, 10, Init)
+	tr := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 10, Init)
+	other := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 10, Init)
 	cas := func(id string, from, to State) *batchReq {
 		return &batchReq{kind: kindCAS, reqID: id, from: from, to: to}
 	}
@@ -191,7 +216,7 @@ func TestBatchFailedStatementIsolatesRequests(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	h.deposit(7, usdt, 1000)
-	tr := h.insertAt(7, AccountFunding, AccountSpot, usdt, 10, Init)
+	tr := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 10, Init)
 	if _, err := h.pool.Exec(ctx, `CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS
 		$$ BEGIN RAISE EXCEPTION 'injected'; END $$;
 		CREATE TRIGGER boom BEFORE INSERT ON transfer_operations FOR EACH ROW EXECUTE FUNCTION boom();`); err != nil {
@@ -201,8 +226,8 @@ func TestBatchFailedStatementIsolatesRequests(t *testing.T) {
 	b := stoppedBatcher(t, h, BatchOptions{})
 	got := oneBatch(t, b,
 		&batchReq{kind: kindCAS, reqID: tr.ReqID, from: Init, to: SourcePending},
-		fundingReq(OpWithdraw, a, 7, usdt, 300),
-		fundingReq(OpWithdraw, c, 7, usdt, 5000))
+		h.fundingReq(model.OpWithdraw, a, 7, usdt, 300),
+		h.fundingReq(model.OpWithdraw, c, 7, usdt, 5000))
 	if got[0].err != nil || !got[0].won {
 		t.Fatalf("the CAS sharing a failed batch: %+v, want it won on its own", got[0])
 	}
@@ -220,12 +245,12 @@ func TestBatchFailedStatementIsolatesRequests(t *testing.T) {
 	}
 	// Through the adapter API the error is an unknown outcome, never a refusal.
 	fb := NewFunding(b)
-	wantOutcome(t, "withdraw in a failing batch", fb.Withdraw(ctx, a, 7, usdt, 300), Unknown, "")
+	wantOutcome(t, "withdraw in a failing batch", fb.Withdraw(ctx, a, 7, usdt, 300), model.Unknown, "")
 	if _, err := h.pool.Exec(ctx, `DROP TRIGGER boom ON transfer_operations`); err != nil {
 		t.Fatal(err)
 	}
-	wantOutcome(t, "retry", fb.Withdraw(ctx, a, 7, usdt, 300), Success, "")
-	wantOutcome(t, "retry refusal", fb.Withdraw(ctx, c, 7, usdt, 5000), ExplicitFail, CodeInsufficientBalance)
+	wantOutcome(t, "retry", fb.Withdraw(ctx, a, 7, usdt, 300), model.Success, "")
+	wantOutcome(t, "retry refusal", fb.Withdraw(ctx, c, 7, usdt, 5000), model.ExplicitFail, model.CodeInsufficientBalance)
 	if bal := h.fundingBalance(7, usdt); bal != 700 {
 		t.Fatalf("balance %d, want 700", bal)
 	}
@@ -234,7 +259,10 @@ func TestBatchFailedStatementIsolatesRequests(t *testing.T) {
 // TestBatchRecordRaceRunsAgain: another process's deposit into a row that
 // does not exist yet (nothing to lock) commits the same (req_id, op) while
 // the batch writes it. The batch must not apply it twice: it rolls back,
-// runs again, and answers the recorded first outcome.
+// runs again, and answers the recorded first outcome. A FUNDING fault armed
+// once and drawn by the run that rolled back is injected again in the run
+// after it (it is the request's, not the run's): the withdraw beside the
+// raced deposit answers NETWORK_ERROR and moves nothing.
 func TestBatchRecordRaceRunsAgain(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
@@ -254,10 +282,16 @@ func TestBatchRecordRaceRunsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := stoppedBatcher(t, h, BatchOptions{})
-	r := fundingReq(OpDeposit, id, 7, usdt, 500)
-	r.ctx, r.done = ctx, make(chan batchAnswer, 1)
-	if err := push(b, b.queue, r); err != nil {
-		t.Fatal(err)
+	faults := transferfault.New(nil)
+	faults.Inject(model.OpWithdraw, model.FaultNetworkError, 1)
+	b.SetFaults(faults)
+	r := h.fundingReq(model.OpDeposit, id, 7, usdt, 500)
+	w := h.fundingReq(model.OpWithdraw, newID(t, h), 7, btc, 1)
+	for _, q := range []*batchReq{r, w} {
+		q.ctx, q.done = ctx, make(chan batchAnswer, 1)
+		if err := push(b, b.queue, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	b.Start()
 	waitFor(t, "the batch to wait on the uncommitted record", func() bool {
@@ -269,11 +303,17 @@ func TestBatchRecordRaceRunsAgain(t *testing.T) {
 	if err := other.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if a := <-r.done; a.err != nil || a.out != ok() {
+	if a := <-r.done; a.err != nil || a.out != model.OK() {
 		t.Fatalf("answer %+v, want the recorded SUCCESS", a)
 	}
 	if bal := h.fundingBalance(7, usdt); bal != 500 {
 		t.Fatalf("balance %d, want 500 (credited once)", bal)
+	}
+	if a := <-w.done; a.err != nil || a.out.Kind != model.NetworkError {
+		t.Fatalf("withdraw with a fault armed once: %+v, want the injected NETWORK_ERROR on the run again too", a)
+	}
+	if bal := h.fundingBalance(7, btc); bal != 1 || faults.Calls(model.OpWithdraw) != 1 {
+		t.Fatalf("btc balance %d, faults drawn %d; want 1 and 1", bal, faults.Calls(model.OpWithdraw))
 	}
 	if b.Stats().Retries.Load() != 1 {
 		t.Fatalf("retries %d, want 1", b.Stats().Retries.Load())
@@ -303,10 +343,10 @@ func TestTwoBatchersShareIdempotency(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				o := f.Withdraw(ctx, id, 7, usdt, 100)
-				for o.Kind == Unknown { // a batch that lost the record race batchAttempts times: retry
+				for o.Kind == model.Unknown { // a batch that lost the record race batchAttempts times: retry
 					o = f.Withdraw(ctx, id, 7, usdt, 100)
 				}
-				if o.Kind != Success {
+				if o.Kind != model.Success {
 					bad.Add(1)
 				}
 			}()
@@ -335,37 +375,37 @@ func TestBatcherBoundsAndLifecycle(t *testing.T) {
 	// context's error, and its request never runs.
 	gone, cancel := context.WithCancel(ctx)
 	id := newID(t, h)
-	r := fundingReq(OpWithdraw, id, 7, usdt, 100)
+	r := h.fundingReq(model.OpWithdraw, id, 7, usdt, 100)
 	r.ctx, r.done = gone, make(chan batchAnswer, 1)
 	if err := push(b, b.queue, r); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
 	// The queue is bounded: it refuses instead of growing.
-	waiting := fundingReq(OpWithdraw, newID(t, h), 7, usdt, 1)
+	waiting := h.fundingReq(model.OpWithdraw, newID(t, h), 7, usdt, 1)
 	waiting.ctx, waiting.done = ctx, make(chan batchAnswer, 1)
 	if err := push(b, b.queue, waiting); err != nil {
 		t.Fatal(err)
 	}
-	wantOutcome(t, "full queue", f.Withdraw(ctx, newID(t, h), 7, usdt, 1), Unknown, "")
-	if err := push(b, b.queue, fundingReq(OpWithdraw, newID(t, h), 7, usdt, 1)); !errors.Is(err, ErrBatcherFull) {
+	wantOutcome(t, "full queue", f.Withdraw(ctx, newID(t, h), 7, usdt, 1), model.Unknown, "")
+	if err := push(b, b.queue, h.fundingReq(model.OpWithdraw, newID(t, h), 7, usdt, 1)); !errors.Is(err, ErrBatcherFull) {
 		t.Fatalf("enqueue on a full queue: %v", err)
 	}
 	b.Start()
 	if a := <-r.done; !errors.Is(a.err, context.Canceled) {
 		t.Fatalf("cancelled caller answered %+v", a)
 	}
-	if a := <-waiting.done; a.err != nil || a.out != ok() {
+	if a := <-waiting.done; a.err != nil || a.out != model.OK() {
 		t.Fatalf("waiting request answered %+v", a)
 	}
-	wantOutcome(t, "running", f.Withdraw(ctx, newID(t, h), 7, usdt, 10), Success, "")
+	wantOutcome(t, "running", f.Withdraw(ctx, newID(t, h), 7, usdt, 10), model.Success, "")
 	if bal := h.fundingBalance(7, usdt); bal != 989 {
 		t.Fatalf("balance %d, want 989: the cancelled withdraw never ran", bal)
 	}
 	b.Close()
 	b.Close() // idempotent
 	s := NewStore(b)
-	tr := h.insertAt(7, AccountFunding, AccountSpot, usdt, 10, Init)
+	tr := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 10, Init)
 	if _, err := s.Transition(ctx, tr.ReqID, Init, SourcePending, ""); !errors.Is(err, ErrBatcherClosed) {
 		t.Fatalf("CAS after Close: %v", err)
 	}
@@ -375,5 +415,5 @@ func TestBatcherBoundsAndLifecycle(t *testing.T) {
 	ctxShort, cancelShort := context.WithTimeout(ctx, time.Millisecond)
 	defer cancelShort()
 	<-ctxShort.Done()
-	wantOutcome(t, "closed, caller timed out", f.Withdraw(ctxShort, newID(t, h), 7, usdt, 1), Timeout, "")
+	wantOutcome(t, "closed, caller timed out", f.Withdraw(ctxShort, newID(t, h), 7, usdt, 1), model.Timeout, "")
 }

@@ -35,7 +35,7 @@ type batchWriter struct {
 	pool    *pgxpool.Pool
 	timeout time.Duration
 	stats   *BatchStats
-	faults  *Faulty       // nil: none (Batcher.SetFaults)
+	faults  FaultSource   // nil: none (Batcher.SetFaults)
 	conn    *pgxpool.Conn // nil before the first batch and after a failed one
 }
 

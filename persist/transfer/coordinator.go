@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/logging"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
@@ -28,14 +29,16 @@ const (
 
 // Config wires a Coordinator.
 type Config struct {
-	Store   *Store
-	Funding *Funding // on the Store's Batcher (FUNDING faults: Batcher.SetFaults)
-	Spot    Side     // the SPOT adapter (over the core; FakeSpot in tests, possibly in Faulty)
+	// Store is the transfers' table; the FUNDING side is the ledger of the
+	// same Batcher (NewFunding), so a fused step is one transaction of both
+	// (FUNDING faults: Batcher.SetFaults).
+	Store *Store
+	Spot  model.Side // the SPOT adapter (over the core; fakespot.Spot in tests, possibly in transferfault.Faulty)
 	// Assets resolves a request's asset symbol; false = unknown (INVALID_ASSET).
-	Assets func(symbol string) (AssetConfig, bool)
+	Assets func(symbol string) (model.AssetConfig, bool)
 	// Rate returns the user's usage for the rate limits; nil = no limits (P2).
-	Rate   func(ctx context.Context, user UserID, asset AssetID) RateState
-	Limits RateLimits
+	Rate   func(ctx context.Context, user UserID, asset AssetID) model.RateState
+	Limits model.RateLimits
 	// MaxWait bounds how long Create drives a transfer before answering with
 	// its current state (the Worker finishes it).
 	MaxWait time.Duration
@@ -74,21 +77,17 @@ type Stats struct {
 // of coordinators and workers, in any processes, may drive the same
 // transfer: every state change is a CAS and every adapter is idempotent.
 type Coordinator struct {
-	cfg   Config
-	ids   *ulid.Gen
-	log   *slog.Logger
-	stats Stats
+	cfg     Config
+	funding *Funding // on the Store's Batcher: a fused step is one transaction of both
+	ids     *ulid.Gen
+	log     *slog.Logger
+	stats   Stats
 }
 
 // NewCoordinator checks cfg and fills its defaults.
 func NewCoordinator(cfg Config) (*Coordinator, error) {
-	if cfg.Store == nil || cfg.Funding == nil || cfg.Spot == nil || cfg.Assets == nil {
-		return nil, errors.New("transfer: coordinator needs Store, Funding, Spot and Assets")
-	}
-	if cfg.Funding.b != cfg.Store.b {
-		// A fused step is one transaction of the FUNDING operation and the
-		// transfer's transitions: both must go through one Batcher.
-		return nil, errors.New("transfer: coordinator needs Store and Funding on one Batcher")
+	if cfg.Store == nil || cfg.Spot == nil || cfg.Assets == nil {
+		return nil, errors.New("transfer: coordinator needs Store, Spot and Assets")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -103,7 +102,7 @@ func NewCoordinator(cfg Config) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Coordinator{cfg: cfg, ids: ulid.NewGen(), log: cfg.Logger}, nil
+	return &Coordinator{cfg: cfg, funding: NewFunding(cfg.Store.b), ids: ulid.NewGen(), log: cfg.Logger}, nil
 }
 
 // Stats returns the live counters.
@@ -133,16 +132,16 @@ type Result struct {
 // (settleInsert): the row is found, or fenced off as FAILED so that it can
 // never appear later; if the database stays away even for that, the answer
 // is Result.Unconfirmed.
-func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (Result, error) {
-	var asset *AssetConfig
+func (c *Coordinator) Create(ctx context.Context, caller model.Caller, req model.Request) (Result, error) {
+	var asset *model.AssetConfig
 	if a, found := c.cfg.Assets(req.Asset); found {
 		asset = &a
 	}
-	var rate RateState
+	var rate model.RateState
 	if c.cfg.Rate != nil && asset != nil && caller.Authenticated {
 		rate = c.cfg.Rate(ctx, caller.UserID, asset.ID)
 	}
-	ch, e := CheckRequest(req, caller, asset, rate, c.cfg.Limits)
+	ch, e := model.CheckRequest(req, caller, asset, rate, c.cfg.Limits)
 	if e != nil {
 		return Result{}, e
 	}
@@ -163,7 +162,7 @@ func (c *Coordinator) Create(ctx context.Context, caller Caller, req Request) (R
 	if err != nil {
 		return Result{}, err
 	}
-	if e := CheckAccounts(ch, src, dst); e != nil {
+	if e := model.CheckAccounts(ch, src, dst); e != nil {
 		return Result{}, e
 	}
 	id, err := c.ids.New()
@@ -295,9 +294,9 @@ func (c *Coordinator) read(ctx context.Context, reqID string) (Transfer, error) 
 }
 
 // reader is the account reader of side t.
-func (c *Coordinator) reader(t AccountType) AccountReader {
-	if t == AccountFunding {
-		return c.cfg.Funding
+func (c *Coordinator) reader(t model.AccountType) model.AccountReader {
+	if t == model.AccountFunding {
+		return c.funding
 	}
 	return c.cfg.Spot
 }

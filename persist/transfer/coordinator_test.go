@@ -1,7 +1,7 @@
 package transfer
 
 // These tests drive whole transfers through the Coordinator over the real
-// FUNDING adapter and a FakeSpot with injected faults: every state flow of
+// FUNDING adapter and a fakespot.Spot with injected faults: every state flow of
 // §10.4 (FSM-001..006), persist-before-call (each adapter call sees its
 // announcing state already in the database), cid idempotency (ATK-010),
 // concurrency (CON-001, CON-002, BAL-003) and conservation (INV-001..003).
@@ -14,19 +14,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
 // observer records, for each adapter call, the transfer's state in the
 // database at the moment of the call.
 type observer struct {
-	Side
+	model.Side
 	h   *harness
 	mu  sync.Mutex
 	log []string
 }
 
-func (o *observer) see(op Op, reqID string) {
+func (o *observer) see(op model.Op, reqID string) {
 	tr, err := o.h.store.Get(context.Background(), reqID)
 	if err != nil {
 		o.h.t.Error(err)
@@ -37,16 +40,16 @@ func (o *observer) see(op Op, reqID string) {
 	o.mu.Unlock()
 }
 
-func (o *observer) Withdraw(ctx context.Context, id string, u UserID, a AssetID, n Units) Outcome {
-	o.see(OpWithdraw, id)
+func (o *observer) Withdraw(ctx context.Context, id string, u UserID, a AssetID, n Units) model.Outcome {
+	o.see(model.OpWithdraw, id)
 	return o.Side.Withdraw(ctx, id, u, a, n)
 }
-func (o *observer) Deposit(ctx context.Context, id string, u UserID, a AssetID, n Units) Outcome {
-	o.see(OpDeposit, id)
+func (o *observer) Deposit(ctx context.Context, id string, u UserID, a AssetID, n Units) model.Outcome {
+	o.see(model.OpDeposit, id)
 	return o.Side.Deposit(ctx, id, u, a, n)
 }
-func (o *observer) Refund(ctx context.Context, id string, u UserID, a AssetID, n Units) Outcome {
-	o.see(OpRefund, id)
+func (o *observer) Refund(ctx context.Context, id string, u UserID, a AssetID, n Units) model.Outcome {
+	o.see(model.OpRefund, id)
 	return o.Side.Refund(ctx, id, u, a, n)
 }
 
@@ -66,11 +69,11 @@ func (h *harness) observed() (*Coordinator, *fundingCalls, *observer) {
 }
 
 // fundingCalls lists the FUNDING calls by op (withdraw, deposit, refund).
-type fundingCalls struct{ f *Faulty }
+type fundingCalls struct{ f *transferfault.Faulty }
 
 func (c *fundingCalls) calls() []string {
 	var out []string
-	for _, op := range []Op{OpWithdraw, OpDeposit, OpRefund} {
+	for _, op := range []model.Op{model.OpWithdraw, model.OpDeposit, model.OpRefund} {
 		for range c.f.Calls(op) {
 			out = append(out, string(op))
 		}
@@ -138,7 +141,7 @@ func TestFSM003_SourceFailure(t *testing.T) {
 	h := newHarness(t)
 	c, fo, so := h.observed()
 	h.deposit(7, usdt, 1_000_000)
-	h.fundF.Inject(OpWithdraw, FaultExplicitFail, 1) // refused after validation passed
+	h.fundF.Inject(model.OpWithdraw, model.FaultExplicitFail, 1) // refused after validation passed
 	r := h.create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
 	if r.Transfer.State != Failed || r.Transfer.ErrorMessage == "" {
 		t.Fatalf("transfer %+v", r.Transfer)
@@ -166,11 +169,11 @@ func TestFSM003_SourceFailure(t *testing.T) {
 // drainOnWithdraw empties the user's SPOT balance just before the withdraw
 // (an order placed in between), so the core refuses it.
 type drainOnWithdraw struct {
-	Side
-	spot *FakeSpot
+	model.Side
+	spot *fakespot.Spot
 }
 
-func (d *drainOnWithdraw) Withdraw(ctx context.Context, id string, u UserID, a AssetID, n Units) Outcome {
+func (d *drainOnWithdraw) Withdraw(ctx context.Context, id string, u UserID, a AssetID, n Units) model.Outcome {
 	d.spot.Credit(u, a, -d.spot.Balance(u, a))
 	return d.Side.Withdraw(ctx, id, u, a, n)
 }
@@ -179,7 +182,7 @@ func TestFSM004_TargetExplicitFailureCompensates(t *testing.T) {
 	h := newHarness(t)
 	c, fo, so := h.observed()
 	h.deposit(7, usdt, 1_000_000)
-	h.spotF.Inject(OpDeposit, FaultExplicitFail, 1)
+	h.spotF.Inject(model.OpDeposit, model.FaultExplicitFail, 1)
 	r := h.create(c, 7, "FUNDING", "SPOT", "USDT", "0.4", "")
 	if r.Transfer.State != RolledBack {
 		t.Fatalf("state %s", r.Transfer.State)
@@ -193,7 +196,7 @@ func TestFSM004_TargetExplicitFailureCompensates(t *testing.T) {
 
 	// SPOT -> FUNDING where FUNDING refuses (row DISABLED): refunded to SPOT.
 	h.deposit(9, usdt, 1)
-	if err := h.funding.SetStatus(context.Background(), 9, usdt, Disabled); err != nil {
+	if err := h.funding.SetStatus(context.Background(), 9, usdt, model.Disabled); err != nil {
 		t.Fatal(err)
 	}
 	h.spot.Credit(9, usdt, 5_000_000)
@@ -208,11 +211,11 @@ func TestFSM004_TargetExplicitFailureCompensates(t *testing.T) {
 // target keeps TARGET_PENDING (no refund, CRITICAL logged, counted) until
 // the target answers; then it commits, crediting once (FND-002, FND-003).
 func TestFSM005_TargetUnknownNeverCompensates(t *testing.T) {
-	for _, f := range []Fault{FaultTimeoutBeforeEffect, FaultTimeoutAfterEffect, FaultNetworkError, FaultPending, FaultUnknown} {
+	for _, f := range []model.Fault{model.FaultTimeoutBeforeEffect, model.FaultTimeoutAfterEffect, model.FaultNetworkError, model.FaultPending, model.FaultUnknown} {
 		h := newHarness(t)
 		c, fo, _ := h.observed()
 		h.deposit(7, usdt, 1_000_000)
-		h.spotF.Inject(OpDeposit, f, -1)
+		h.spotF.Inject(model.OpDeposit, f, -1)
 		r := h.create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
 		tr := h.get(r.Transfer.ReqID)
 		if r.Transfer.State != TargetPending || tr.State != TargetPending || tr.RetryCount == 0 {
@@ -223,7 +226,7 @@ func TestFSM005_TargetUnknownNeverCompensates(t *testing.T) {
 				t.Fatalf("fault %d: funding call %s while the target is unknown", f, call)
 			}
 		}
-		if c.Stats().Unknown.Load() == 0 || h.crit.n.Load() == 0 {
+		if c.Stats().Unknown.Load() == 0 || h.crit.N.Load() == 0 {
 			t.Fatalf("fault %d: unknown outcomes not counted / logged CRITICAL", f)
 		}
 		h.spotF.Clear()
@@ -244,8 +247,8 @@ func TestFSM006_CompensationFailureRetries(t *testing.T) {
 	h := newHarness(t)
 	c, _, _ := h.observed()
 	h.deposit(7, usdt, 1_000_000)
-	h.spotF.Inject(OpDeposit, FaultExplicitFail, 1)
-	h.fundF.Inject(OpRefund, FaultNetworkError, -1)
+	h.spotF.Inject(model.OpDeposit, model.FaultExplicitFail, 1)
+	h.fundF.Inject(model.OpRefund, model.FaultNetworkError, -1)
 	r := h.create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
 	tr := h.get(r.Transfer.ReqID)
 	if tr.State != Compensating || tr.RetryCount < 3 {
@@ -295,8 +298,8 @@ func TestATK010_DuplicateCID(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := h.coord.Create(context.Background(), Caller{Authenticated: true, UserID: 7},
-				Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1", CID: "order-2"})
+			r, err := h.coord.Create(context.Background(), model.Caller{Authenticated: true, UserID: 7},
+				model.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1", CID: "order-2"})
 			if err != nil {
 				t.Error(err)
 				return
@@ -326,26 +329,26 @@ func TestCreateRefusals(t *testing.T) {
 	h.spot.Credit(8, usdt, 1_000_000)
 	for _, tc := range []struct {
 		user UserID
-		req  Request
-		want Code
+		req  model.Request
+		want model.Code
 	}{
-		{7, Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "2"}, CodeInsufficientBalance},
-		{7, Request{UserID: 8, From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1"}, CodeForbidden},
-		{7, Request{From: "FUNDING", To: "SPOT", Asset: "DOGE", Amount: "1"}, CodeInvalidAsset},
-		{9, Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1"}, CodeSourceAccountNotFound},
-		{9, Request{From: "SPOT", To: "FUNDING", Asset: "USDT", Amount: "1"}, CodeSourceAccountNotFound},
-		{8, Request{From: "SPOT", To: "FUNDING", Asset: "USDT", Amount: "1"}, CodeTargetAccountNotFound},
+		{7, model.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "2"}, model.CodeInsufficientBalance},
+		{7, model.Request{UserID: 8, From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1"}, model.CodeForbidden},
+		{7, model.Request{From: "FUNDING", To: "SPOT", Asset: "DOGE", Amount: "1"}, model.CodeInvalidAsset},
+		{9, model.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1"}, model.CodeSourceAccountNotFound},
+		{9, model.Request{From: "SPOT", To: "FUNDING", Asset: "USDT", Amount: "1"}, model.CodeSourceAccountNotFound},
+		{8, model.Request{From: "SPOT", To: "FUNDING", Asset: "USDT", Amount: "1"}, model.CodeTargetAccountNotFound},
 	} {
-		_, err := h.coord.Create(ctx, Caller{Authenticated: true, UserID: tc.user}, tc.req)
-		var e *Error
+		_, err := h.coord.Create(ctx, model.Caller{Authenticated: true, UserID: tc.user}, tc.req)
+		var e *model.Error
 		if !errors.As(err, &e) || e.Code != tc.want {
 			t.Errorf("%+v: %v, want %s", tc.req, err, tc.want)
 		}
 	}
-	h.spot.SetStatus(8, Frozen)
+	h.spot.SetStatus(8, model.Frozen)
 	h.deposit(8, usdt, 1)
-	if _, err := h.coord.Create(ctx, Caller{Authenticated: true, UserID: 8},
-		Request{From: "SPOT", To: "FUNDING", Asset: "USDT", Amount: "1"}); err == nil || err.(*Error).Code != CodeAccountFrozen {
+	if _, err := h.coord.Create(ctx, model.Caller{Authenticated: true, UserID: 8},
+		model.Request{From: "SPOT", To: "FUNDING", Asset: "USDT", Amount: "1"}); err == nil || err.(*model.Error).Code != model.CodeAccountFrozen {
 		t.Errorf("frozen SPOT source: %v", err)
 	}
 	var n int
@@ -371,15 +374,15 @@ func TestCON002_BAL003_ConcurrentCreates(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = coord.Create(context.Background(), Caller{Authenticated: true, UserID: 7},
-				Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1"})
+			results[i], errs[i] = coord.Create(context.Background(), model.Caller{Authenticated: true, UserID: 7},
+				model.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1"})
 		}()
 	}
 	wg.Wait()
 	seen := map[string]bool{}
 	committed := 0
 	for i, r := range results {
-		var e *Error
+		var e *model.Error
 		switch {
 		case errs[i] == nil && r.Transfer.State == Committed:
 			committed++
@@ -388,7 +391,7 @@ func TestCON002_BAL003_ConcurrentCreates(t *testing.T) {
 			}
 			seen[r.Transfer.ReqID] = true
 		case errs[i] == nil && r.Transfer.State == Failed:
-		case errors.As(errs[i], &e) && e.Code == CodeInsufficientBalance:
+		case errors.As(errs[i], &e) && e.Code == model.CodeInsufficientBalance:
 		default:
 			t.Fatalf("create %d: %+v %v", i, r.Transfer, errs[i])
 		}
@@ -405,7 +408,7 @@ func TestCON001_RacingDrivers(t *testing.T) {
 	h := newHarness(t)
 	h.deposit(7, usdt, 1_000_000)
 	for round := 0; round < 5; round++ {
-		tr := h.insertAt(7, AccountFunding, AccountSpot, usdt, 100_000, Init)
+		tr := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 100_000, Init)
 		coords := make([]*Coordinator, 6)
 		for i := range coords {
 			coords[i] = h.newCoordinator(nil)

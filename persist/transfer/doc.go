@@ -14,8 +14,8 @@
 // There is one path; every transfer, every step, every test takes it.
 //
 //  1. Coordinator.Create (coordinator.go) validates the request in the
-//     order of spec 1.5.8 (validate.go: CheckRequest, then both sides'
-//     AccountState, CheckAccounts), draws a req_id (ulid.go) and inserts
+//     order of spec 1.5.8 (package model: CheckRequest, then both sides'
+//     AccountState, CheckAccounts), draws a req_id (package ulid) and inserts
 //     the transfer in the same transaction as its first move
 //     (insertFused, fused.go): FUNDING->SPOT inserts it, withdraws from
 //     FUNDING and moves it to TARGET_PENDING, or FAILED on a refusal;
@@ -65,13 +65,16 @@
 //   - failed is never mixed up with unknown: once a transfer's row exists
 //     Create answers that transfer, never an error.
 //
-// Fault injection wraps the sides below this path: the SPOT adapter in
-// Faulty, the FUNDING side inside the batch transactions (Batcher.SetFaults:
-// an explicit failure, an error before the effect, a crash before COMMIT, a
-// COMMIT whose answer is lost, a crash after COMMIT). NewCoordinator refuses
-// a Store and a Funding on different Batchers, so no other path can be
-// wired. The server's wiring is package service; the conservation check
-// (spec 7.2) is package invariant.
+// Fault injection wraps the sides below this path (package transferfault):
+// the SPOT adapter in a Faulty, the FUNDING side inside the batch
+// transactions (Batcher.SetFaults: a FaultSource drawn once per request, an
+// explicit failure, an error before the effect, a crash before COMMIT, a
+// COMMIT whose answer is lost, a crash after COMMIT). The coordinator's
+// FUNDING side is the ledger of its Store's Batcher, so no other path can be
+// wired. The request model and the adapters' contract are package model;
+// the server's wiring is package service; the conservation check (spec 7.2)
+// is package invariant; the in-memory SPOT side of tests and the benchmark
+// is package fakespot.
 //
 // Amounts are core.Units: int64 in the asset's smallest unit. The schema is
 // persist/migrations/0002_transfers.sql.

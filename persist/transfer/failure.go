@@ -1,6 +1,10 @@
 package transfer
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
+)
 
 // FailureCode returns the stable reason of a transfer that ended FAILED or
 // ROLLED_BACK: the code of the explicit refusal that decided it
@@ -13,7 +17,7 @@ func FailureCode(t Transfer) string {
 		return ""
 	}
 	if strings.HasPrefix(t.ErrorMessage, msgNotRecorded) {
-		return string(CodeSystemError)
+		return string(model.CodeSystemError)
 	}
 	const mark = "EXPLICIT_FAIL("
 	i := strings.LastIndex(t.ErrorMessage, mark)
@@ -30,4 +34,4 @@ func FailureCode(t Transfer) string {
 
 // CodeTransferFailed is FailureCode's answer when the refusal's code is no
 // longer recorded.
-const CodeTransferFailed Code = "TRANSFER_FAILED"
+const CodeTransferFailed model.Code = "TRANSFER_FAILED"

@@ -1,6 +1,10 @@
 package transfer
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
+)
 
 func TestFailureCode(t *testing.T) {
 	for _, c := range []struct {
@@ -8,11 +12,11 @@ func TestFailureCode(t *testing.T) {
 		msg   string
 		want  string
 	}{
-		{Failed, "source withdraw: " + fail(CodeInsufficientBalance).String(), "INSUFFICIENT_BALANCE"},
-		{RolledBack, "target deposit: " + fail(CodeAccountDisabled).String(), "ACCOUNT_DISABLED"},
+		{Failed, "source withdraw: " + model.Fail(model.CodeInsufficientBalance).String(), "INSUFFICIENT_BALANCE"},
+		{RolledBack, "target deposit: " + model.Fail(model.CodeAccountDisabled).String(), "ACCOUNT_DISABLED"},
 		{Failed, "", "TRANSFER_FAILED"},
 		{Failed, "EXPLICIT_FAIL()", "TRANSFER_FAILED"},
-		{Committed, "target deposit: " + fail(CodeAccountDisabled).String(), ""},
+		{Committed, "target deposit: " + model.Fail(model.CodeAccountDisabled).String(), ""},
 		{TargetPending, "deposit: TIMEOUT", ""},
 	} {
 		if got := FailureCode(Transfer{State: c.state, ErrorMessage: c.msg}); got != c.want {

@@ -8,6 +8,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
@@ -19,25 +22,25 @@ func TestFaultyNeverRefusesWhatWasPerformed(t *testing.T) {
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
-	spot := NewFakeSpot()
+	spot := fakespot.New()
 	spot.Credit(7, 1, 100)
 	// Before the "restart": the deposit is performed.
-	if o := spot.Deposit(ctx, req1, 7, 1, 40); o.Kind != Success {
+	if o := spot.Deposit(ctx, req1, 7, 1, 40); o.Kind != model.Success {
 		t.Fatalf("deposit: %+v", o)
 	}
-	performed := func(_ context.Context, op Op, reqID string) (bool, error) {
-		return op == OpDeposit && reqID == req1, nil
+	performed := func(_ context.Context, op model.Op, reqID string) (bool, error) {
+		return op == model.OpDeposit && reqID == req1, nil
 	}
 
 	// After it: a fresh Faulty armed with an explicit failure.
-	f := NewFaulty(spot)
+	f := transferfault.New(spot)
 	f.Performed = performed
-	f.Inject(OpDeposit, FaultExplicitFail, 2)
-	if o := f.Deposit(ctx, req1, 7, 1, 40); o.Kind != Success {
+	f.Inject(model.OpDeposit, model.FaultExplicitFail, 2)
+	if o := f.Deposit(ctx, req1, 7, 1, 40); o.Kind != model.Success {
 		t.Fatalf("a performed deposit was refused after the restart: %+v", o)
 	}
 	// The fault still applies to an operation never performed.
-	if o := f.Deposit(ctx, req2, 7, 1, 5); o.Kind != ExplicitFail || o.Code != string(CodeInjected) {
+	if o := f.Deposit(ctx, req2, 7, 1, 5); o.Kind != model.ExplicitFail || o.Code != string(model.CodeInjected) {
 		t.Fatalf("an unperformed deposit: %+v, want the injected failure", o)
 	}
 	if got := spot.Balance(7, 1); got != 140 {

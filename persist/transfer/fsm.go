@@ -1,6 +1,10 @@
 package transfer
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
+)
 
 // State is a transfer's FSM state; the values are the spec's ids (2.1) and
 // are stored as-is in transfers_tb.state.
@@ -89,7 +93,7 @@ type Step struct {
 	At      State
 	Pre     []State // before the call, whatever its outcome
 	Role    Role    // the side called
-	Op      Op
+	Op      model.Op
 	OK      []State // after SUCCESS
 	Fail    []State // after EXPLICIT_FAIL; nil: a refusal changes nothing (stay, retry, alert)
 	FailMsg string  // the error_message a refusal writes, before the outcome
@@ -98,15 +102,15 @@ type Step struct {
 // steps is the FSM's program, one entry per non-terminal state; nothing
 // else decides what a step calls or where its outcome leads.
 var steps = map[State]Step{
-	Init: {At: Init, Pre: []State{SourcePending}, Role: RoleSource, Op: OpWithdraw,
+	Init: {At: Init, Pre: []State{SourcePending}, Role: RoleSource, Op: model.OpWithdraw,
 		OK: []State{SourceDone, TargetPending}, Fail: []State{Failed}, FailMsg: "source withdraw: "},
-	SourcePending: {At: SourcePending, Role: RoleSource, Op: OpWithdraw,
+	SourcePending: {At: SourcePending, Role: RoleSource, Op: model.OpWithdraw,
 		OK: []State{SourceDone, TargetPending}, Fail: []State{Failed}, FailMsg: "source withdraw: "},
-	SourceDone: {At: SourceDone, Pre: []State{TargetPending}, Role: RoleTarget, Op: OpDeposit,
+	SourceDone: {At: SourceDone, Pre: []State{TargetPending}, Role: RoleTarget, Op: model.OpDeposit,
 		OK: []State{Committed}, Fail: []State{Compensating}, FailMsg: "target deposit: "},
-	TargetPending: {At: TargetPending, Role: RoleTarget, Op: OpDeposit,
+	TargetPending: {At: TargetPending, Role: RoleTarget, Op: model.OpDeposit,
 		OK: []State{Committed}, Fail: []State{Compensating}, FailMsg: "target deposit: "},
-	Compensating: {At: Compensating, Role: RoleSource, Op: OpRefund, OK: []State{RolledBack}},
+	Compensating: {At: Compensating, Role: RoleSource, Op: model.OpRefund, OK: []State{RolledBack}},
 }
 
 // StepAt returns the step of state s for a transfer whose source is
@@ -114,7 +118,7 @@ var steps = map[State]Step{
 // compensate only a reversible source); false for a terminal or unknown s.
 func StepAt(s State, reversible bool) (Step, bool) {
 	st, found := steps[s]
-	if found && st.Op == OpDeposit && !reversible {
+	if found && st.Op == model.OpDeposit && !reversible {
 		st.Fail = nil
 	}
 	return st, found
@@ -123,12 +127,12 @@ func StepAt(s State, reversible bool) (Step, bool) {
 // Moves reports whether the step acts on outcome k (SUCCESS always; an
 // EXPLICIT_FAIL when the step has a Fail chain); any other answer is
 // unknown: the transfer stays after Pre and the call is retried.
-func (st Step) Moves(k OutcomeKind) bool {
-	return k == Success || (k == ExplicitFail && st.Fail != nil)
+func (st Step) Moves(k model.OutcomeKind) bool {
+	return k == model.Success || (k == model.ExplicitFail && st.Fail != nil)
 }
 
 // Side returns the account the step calls for a transfer from -> to.
-func (st Step) Side(from, to AccountType) AccountType {
+func (st Step) Side(from, to model.AccountType) model.AccountType {
 	if st.Role == RoleSource {
 		return from
 	}

@@ -6,32 +6,34 @@ package transfer
 import (
 	"slices"
 	"testing"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
-var allKinds = []OutcomeKind{Unknown, Success, ExplicitFail, Timeout, Pending, NetworkError}
+var allKinds = []model.OutcomeKind{model.Unknown, model.Success, model.ExplicitFail, model.Timeout, model.Pending, model.NetworkError}
 
 // wantAfter is spec 2.2/2.3 written out independently of fsm.go: the state
 // a transfer in `at` is left in once its step's call answered k.
-func wantAfter(at State, k OutcomeKind, reversible bool) State {
+func wantAfter(at State, k model.OutcomeKind, reversible bool) State {
 	switch at {
 	case Init, SourcePending:
 		switch k {
-		case Success:
+		case model.Success:
 			return TargetPending // SOURCE_DONE, then TARGET_PENDING before the deposit
-		case ExplicitFail:
+		case model.ExplicitFail:
 			return Failed
 		}
 		return SourcePending
 	case SourceDone, TargetPending:
 		switch {
-		case k == Success:
+		case k == model.Success:
 			return Committed
-		case k == ExplicitFail && reversible:
+		case k == model.ExplicitFail && reversible:
 			return Compensating
 		}
 		return TargetPending
 	case Compensating:
-		if k == Success {
+		if k == model.Success {
 			return RolledBack
 		}
 		return Compensating
@@ -41,10 +43,10 @@ func wantAfter(at State, k OutcomeKind, reversible bool) State {
 
 // callState is the state that must be durable when each op is called
 // (persist-before-call), and the side it calls.
-var callState = map[Op]struct {
+var callState = map[model.Op]struct {
 	at   State
 	role Role
-}{OpWithdraw: {SourcePending, RoleSource}, OpDeposit: {TargetPending, RoleTarget}, OpRefund: {Compensating, RoleSource}}
+}{model.OpWithdraw: {SourcePending, RoleSource}, model.OpDeposit: {TargetPending, RoleTarget}, model.OpRefund: {Compensating, RoleSource}}
 
 func TestStepEveryStateEveryOutcome(t *testing.T) {
 	for _, at := range AllStates {
@@ -75,12 +77,12 @@ func TestStepEveryStateEveryOutcome(t *testing.T) {
 				if got, want := End(at, chain), wantAfter(at, k, rev); got != want {
 					t.Errorf("%s %s (reversible %v): ends in %s, want %s", at, k, rev, got, want)
 				}
-				if moves := st.Moves(k); moves != (k == Success || (k == ExplicitFail && End(at, chain) != End(at, st.Pre))) {
+				if moves := st.Moves(k); moves != (k == model.Success || (k == model.ExplicitFail && End(at, chain) != End(at, st.Pre))) {
 					t.Errorf("%s %s: Moves = %v", at, k, moves)
 				}
 				// Only EXPLICIT_FAIL moves backwards (2.3).
 				back := slices.ContainsFunc(chain, func(s State) bool { return s == Failed || s == Compensating })
-				if back && k != ExplicitFail {
+				if back && k != model.ExplicitFail {
 					t.Errorf("%s %s: chain %v moves backwards on an outcome that is not EXPLICIT_FAIL", at, k, chain)
 				}
 			}
@@ -107,7 +109,7 @@ func TestStepsReachTerminal(t *testing.T) {
 		if !found {
 			t.Fatalf("%s: non-terminal without a step (path %v)", s, path)
 		}
-		for _, k := range []OutcomeKind{Success, ExplicitFail} {
+		for _, k := range []model.OutcomeKind{model.Success, model.ExplicitFail} {
 			if st.Moves(k) {
 				end := End(s, st.Then(k))
 				walk(end, depth+1, append(slices.Clone(path), end))

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // legalPairs is spec 2.2 written out independently of fsm.go.
@@ -53,7 +55,7 @@ func TestStoreTransitionAllPairs(t *testing.T) {
 	ctx := context.Background()
 	for _, from := range AllStates {
 		for _, to := range AllStates {
-			tr := h.insertAt(7, AccountFunding, AccountSpot, usdt, 100, from)
+			tr := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 100, from)
 			won, err := h.store.Transition(ctx, tr.ReqID, from, to, "")
 			legal := legalPairs[[2]State{from, to}]
 			if legal && (!won || err != nil) {
@@ -84,7 +86,7 @@ func TestStoreTransitionAllPairs(t *testing.T) {
 // exactly one wins each transition.
 func TestCON001_CASOneWinner(t *testing.T) {
 	h := newHarness(t)
-	tr := h.insertAt(7, AccountFunding, AccountSpot, usdt, 100, Init)
+	tr := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 100, Init)
 	for _, step := range [][2]State{{Init, SourcePending}, {SourcePending, SourceDone}} {
 		var wins atomic.Int32
 		var wg sync.WaitGroup

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // The Coordinator's side of fused steps (batch_fused.go). Every step that
@@ -29,13 +31,13 @@ import (
 
 // fusedAnswer is one fused step's answer.
 type fusedAnswer struct {
-	inserted bool     // plan.insert: the transfer was inserted
-	transfer Transfer // won and cas > 0: the row as the last transition left it; else, inserted: as inserted
-	won      bool     // the transfer was in plan.at: the step ran
-	out      Outcome  // the FUNDING operation's outcome (won)
-	state    State    // the state reached (won)
-	cas      int      // transitions made (won)
-	err      error    // the batch failed or its commit is unconfirmed: the outcome is unknown
+	inserted bool          // plan.insert: the transfer was inserted
+	transfer Transfer      // won and cas > 0: the row as the last transition left it; else, inserted: as inserted
+	won      bool          // the transfer was in plan.at: the step ran
+	out      model.Outcome // the FUNDING operation's outcome (won)
+	state    State         // the state reached (won)
+	cas      int           // transitions made (won)
+	err      error         // the batch failed or its commit is unconfirmed: the outcome is unknown
 }
 
 // fused runs plan on t as one transaction of b.
@@ -77,7 +79,7 @@ func (c *Coordinator) afterFused(ctx context.Context, t *Transfer, plan *fusePla
 	if a.cas > 0 {
 		c.reached(*t, a.out)
 	}
-	if plan.op != "" && a.out.Kind != Success && (a.out.Kind != ExplicitFail || len(plan.fail) == 0) {
+	if plan.op != "" && a.out.Kind != model.Success && (a.out.Kind != model.ExplicitFail || len(plan.fail) == 0) {
 		// Unknown, or a refusal this step cannot act on (a refund's: only
 		// SUCCESS leaves COMPENSATING): stays (after plan.pre), retry later.
 		c.unknown(ctx, *t, plan.op, a.out)
@@ -96,9 +98,9 @@ func (c *Coordinator) afterFused(ctx context.Context, t *Transfer, plan *fusePla
 // known=true when got is the state this driver just left the transfer in
 // (the caller may step from it without re-reading).
 func (c *Coordinator) insertFused(ctx context.Context, t Transfer) (got Transfer, inserted, known bool, err error) {
-	st, _ := StepAt(Init, t.From.reversible())
+	st, _ := StepAt(Init, t.From.Reversible())
 	plan := &fusePlan{insert: &t, at: Init, pre: chainCAS(st.Pre, "", false)}
-	if st.Side(t.From, t.To) == AccountFunding {
+	if st.Side(t.From, t.To) == model.AccountFunding {
 		plan.op, plan.ok, plan.fail = st.Op, chainCAS(st.OK, "", false), chainCAS(st.Fail, st.FailMsg, true)
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ubscore/ubscore/persist/transfer/model"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
 
@@ -176,7 +177,7 @@ func TestFusedOutcomes(t *testing.T) {
 			Failed, fusedFailedFS, "a>b", "withdraw:EXPLICIT_FAIL(INSUFFICIENT_BALANCE)", "INSUFFICIENT_BALANCE", 50, 0},
 		{"SPOT refuses: FUNDING refund", "FUNDING", "SPOT", func(u UserID) {
 			h.deposit(u, usdt, 1000)
-			h.spot.SetStatus(u, Disabled)
+			h.spot.SetStatus(u, model.Disabled)
 		}, RolledBack, createdRolledBackFS, "a>b", "refund:SUCCESS,withdraw:SUCCESS", "ACCOUNT_DISABLED", 1000, 0},
 		{"ok S->F", "SPOT", "FUNDING", func(u UserID) { h.deposit(u, usdt, 1000); h.spot.Credit(u, usdt, 1000) },
 			Committed, createdCommittedSF, "a>b", "deposit:SUCCESS", "", 1100, 900},
@@ -185,7 +186,7 @@ func TestFusedOutcomes(t *testing.T) {
 		{"FUNDING refuses: SPOT refund", "SPOT", "FUNDING", func(u UserID) {
 			h.deposit(u, usdt, 1000)
 			h.spot.Credit(u, usdt, 1000)
-			if err := h.funding.SetStatus(ctx, u, usdt, Disabled); err != nil {
+			if err := h.funding.SetStatus(ctx, u, usdt, model.Disabled); err != nil {
 				t.Fatal(err)
 			}
 		}, RolledBack, createdRolledBackSF, "a>b>c", "deposit:EXPLICIT_FAIL(ACCOUNT_DISABLED)", "ACCOUNT_DISABLED", 1000, 1000},
@@ -197,7 +198,7 @@ func TestFusedOutcomes(t *testing.T) {
 		if f.want == Failed {
 			// Create refuses it up front: a transfer accepted earlier meets
 			// a balance spent in the meantime.
-			tr = h.insertAt(u, AccountType(f.from), AccountType(f.to), usdt, 100, Init)
+			tr = h.insertAt(u, model.AccountType(f.from), model.AccountType(f.to), usdt, 100, Init)
 			var err error
 			if tr, err = h.coord.Drive(ctx, tr.ReqID); err != nil {
 				t.Fatal(err)
@@ -224,26 +225,23 @@ func TestFusedOutcomes(t *testing.T) {
 	}
 	st := h.coord.Stats()
 	if st.Committed.Load() != 2 || st.Failed.Load() != 2 || st.RolledBack.Load() != 2 || st.Unknown.Load() != 0 ||
-		st.CASWon.Load() != 2*4+2*2+2*5 || h.crit.n.Load() != 0 {
+		st.CASWon.Load() != 2*4+2*2+2*5 || h.crit.N.Load() != 0 {
 		t.Fatalf("committed %d failed %d rolled back %d unknown %d CAS won %d criticals %d", st.Committed.Load(),
-			st.Failed.Load(), st.RolledBack.Load(), st.Unknown.Load(), st.CASWon.Load(), h.crit.n.Load())
+			st.Failed.Load(), st.RolledBack.Load(), st.Unknown.Load(), st.CASWon.Load(), h.crit.N.Load())
 	}
 	h.conserved(usdt)
 }
 
 // TestCoordinatorOnlyOnOneBatcher: a coordinator runs the one path or
-// none: its Store and FUNDING adapter must share one Batcher (so that a
-// FUNDING operation and the transitions around it are one transaction,
-// with FUNDING faults injected inside it); any other wiring is refused at
-// construction, never run some other way.
+// none: its FUNDING side is the ledger of its Store's Batcher (derived, not
+// configured), so a FUNDING operation and the transitions around it are one
+// transaction, with that Batcher's FUNDING faults injected inside it; an
+// incomplete wiring is refused at construction.
 func TestCoordinatorOnlyOnOneBatcher(t *testing.T) {
 	h, _ := newBatchedHarness(t, BatchOptions{})
-	other := migratedPool(t)
-	ob := NewBatcher(other, BatchOptions{})
 	sb := NewBatcher(h.pool, BatchOptions{})
-	t.Cleanup(ob.Close)
 	t.Cleanup(sb.Close)
-	base := Config{Store: h.store, Funding: h.funding, Spot: h.spotF, Assets: lookupAsset}
+	base := Config{Store: h.store, Spot: h.spotF, Assets: lookupAsset}
 	if _, err := NewCoordinator(base); err != nil {
 		t.Fatalf("the harness's wiring refused: %v", err)
 	}
@@ -251,10 +249,9 @@ func TestCoordinatorOnlyOnOneBatcher(t *testing.T) {
 		name string
 		mod  func(*Config)
 	}{
-		{"FUNDING on another database", func(c *Config) { c.Funding = NewFunding(ob) }},
-		{"FUNDING on another Batcher of the same database", func(c *Config) { c.Funding = NewFunding(sb) }},
-		{"Store on another Batcher", func(c *Config) { c.Store = NewStore(sb) }},
-		{"no FUNDING", func(c *Config) { c.Funding = nil }},
+		{"no Store", func(c *Config) { c.Store = nil }},
+		{"no SPOT", func(c *Config) { c.Spot = nil }},
+		{"no assets", func(c *Config) { c.Assets = nil }},
 	} {
 		cfg := base
 		c.mod(&cfg)
@@ -262,15 +259,18 @@ func TestCoordinatorOnlyOnOneBatcher(t *testing.T) {
 			t.Errorf("%s: accepted", c.name)
 		}
 	}
+	if c := h.newCoordinator(func(c *Config) { c.Store = NewStore(sb) }); c.funding.b != sb {
+		t.Fatal("the coordinator's FUNDING side is not on its Store's Batcher")
+	}
 	// The harness's FUNDING faults fire inside the fused transaction the
 	// coordinator runs: an injected refusal of the withdraw is recorded in
 	// the transaction that moves the transfer to FAILED.
 	installHistory(t, h.pool)
 	h.deposit(7, usdt, 1000)
-	h.fundF.Inject(OpWithdraw, FaultExplicitFail, 1)
+	h.fundF.Inject(model.OpWithdraw, model.FaultExplicitFail, 1)
 	r := h.create(h.coord, 7, "FUNDING", "SPOT", "USDT", "0.0001", "")
-	if r.Transfer.State != Failed || h.fundF.Calls(OpWithdraw) != 1 {
-		t.Fatalf("state %s after %d FUNDING withdraws, want FAILED after 1 (the injected refusal)", r.Transfer.State, h.fundF.Calls(OpWithdraw))
+	if r.Transfer.State != Failed || h.fundF.Calls(model.OpWithdraw) != 1 {
+		t.Fatalf("state %s after %d FUNDING withdraws, want FAILED after 1 (the injected refusal)", r.Transfer.State, h.fundF.Calls(model.OpWithdraw))
 	}
 	if _, txs := history(t, h.pool, r.Transfer.ReqID); txs != "a" {
 		t.Fatalf("transactions %q: the refusal and FAILED are not one fused transaction", txs)
@@ -280,22 +280,30 @@ func TestCoordinatorOnlyOnOneBatcher(t *testing.T) {
 
 // fusedReq is a fused FUNDING->SPOT withdraw step of tr from state at.
 func fusedReq(tr Transfer, at State) *batchReq {
-	plan := &fusePlan{at: at, op: OpWithdraw, ok: []fuseCAS{{to: SourceDone}, {to: TargetPending}},
+	plan := &fusePlan{at: at, op: model.OpWithdraw, ok: []fuseCAS{{to: SourceDone}, {to: TargetPending}},
 		fail: []fuseCAS{{to: Failed, msg: "source withdraw: ", outcome: true}}}
 	if at == Init {
 		plan.pre = []fuseCAS{{to: SourcePending}}
 	}
-	return &batchReq{kind: kindFused, reqID: tr.ReqID, op: OpWithdraw, user: tr.UserID, asset: tr.Asset, amount: tr.Amount, plan: plan}
+	return &batchReq{kind: kindFused, reqID: tr.ReqID, op: model.OpWithdraw, user: tr.UserID, asset: tr.Asset, amount: tr.Amount, plan: plan}
+}
+
+// repeatReq repeats tr's FUNDING operation op alone, as a fused step with no
+// transition at the state tr is in (opReq).
+func repeatReq(tr Transfer, op model.Op) *batchReq {
+	r := opReq(op, tr.ReqID, tr.UserID, tr.Asset, tr.Amount)
+	r.plan.at = tr.State
+	return r
 }
 
 func TestFusedLostInOneBatch(t *testing.T) {
 	h := newHarness(t)
 	installHistory(t, h.pool)
 	h.deposit(7, usdt, 1000)
-	x := h.insertAt(7, AccountFunding, AccountSpot, usdt, 100, Init)
-	y := h.insertAt(7, AccountFunding, AccountSpot, usdt, 200, SourceDone)
-	z := h.insertAt(7, AccountFunding, AccountSpot, usdt, 300, Init)
-	w := h.insertAt(7, AccountFunding, AccountSpot, usdt, 5000, SourcePending)
+	x := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 100, Init)
+	y := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 200, SourceDone)
+	z := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 300, Init)
+	w := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 5000, SourcePending)
 	got := oneBatch(t, stoppedBatcher(t, h, BatchOptions{}),
 		fusedReq(x, Init),          // wins: x to TARGET_PENDING, debited once
 		fusedReq(x, Init),          // a racing driver: lost
@@ -304,16 +312,15 @@ func TestFusedLostInOneBatch(t *testing.T) {
 		&batchReq{kind: kindCAS, reqID: z.ReqID, from: Init, to: SourcePending}, // a CAS of another driver moves z first
 		fusedReq(z, Init), // lost
 		fusedReq(w, SourcePending),
-		fundingReq(OpWithdraw, x.ReqID, 7, usdt, 100), // a repeat of x's withdraw alone: the fused outcome
 	)
 	type want struct {
 		won   bool
-		out   Outcome
+		out   model.Outcome
 		state State
 		cas   int
 	}
-	for i, w := range []want{{true, ok(), TargetPending, 3}, {}, {}, {}, {won: true}, {},
-		{true, fail(CodeInsufficientBalance), Failed, 1}, {out: ok()}} {
+	for i, w := range []want{{true, model.OK(), TargetPending, 3}, {}, {}, {}, {won: true}, {},
+		{true, model.Fail(model.CodeInsufficientBalance), Failed, 1}} {
 		a := got[i]
 		if a.err != nil || a.won != w.won || a.out != w.out || a.state != w.state || a.cas != w.cas {
 			t.Errorf("request %d: %+v, want %+v", i, a, w)
@@ -321,6 +328,13 @@ func TestFusedLostInOneBatch(t *testing.T) {
 	}
 	if b := h.fundingBalance(7, usdt); b != 900 {
 		t.Fatalf("balance %d, want 900", b)
+	}
+	// A repeat of x's withdraw alone, in a later batch: the fused outcome.
+	if rep := oneBatch(t, stoppedBatcher(t, h, BatchOptions{}), repeatReq(h.get(x.ReqID), model.OpWithdraw)); rep[0].out != model.OK() {
+		t.Fatalf("repeat of x's withdraw: %+v, want the recorded SUCCESS", rep[0])
+	}
+	if b := h.fundingBalance(7, usdt); b != 900 {
+		t.Fatalf("balance %d after the repeat, want 900", b)
 	}
 	for _, c := range []struct {
 		tr         Transfer
@@ -350,7 +364,7 @@ func TestFusedRacingDrivers(t *testing.T) {
 			type flow struct {
 				name          string
 				first         UserID
-				from, to      AccountType
+				from, to      model.AccountType
 				setup         func(u UserID)
 				want          State
 				path          string // as recorded
@@ -359,22 +373,22 @@ func TestFusedRacingDrivers(t *testing.T) {
 				transfer      []Transfer
 			}
 			flows := []*flow{
-				{name: "ok F->S", first: 1, from: AccountFunding, to: AccountSpot, want: Committed, path: fusedCommittedFS, fsm: pathCommitted,
+				{name: "ok F->S", first: 1, from: model.AccountFunding, to: model.AccountSpot, want: Committed, path: fusedCommittedFS, fsm: pathCommitted,
 					setup: func(u UserID) { h.deposit(u, usdt, 1000) }, funding: 900, spot: 100},
-				{name: "ok S->F", first: 11, from: AccountSpot, to: AccountFunding, want: Committed, path: fusedCommittedSF, fsm: pathCommitted,
+				{name: "ok S->F", first: 11, from: model.AccountSpot, to: model.AccountFunding, want: Committed, path: fusedCommittedSF, fsm: pathCommitted,
 					setup: func(u UserID) { h.deposit(u, usdt, 1000); h.spot.Credit(u, usdt, 1000) }, funding: 1100, spot: 900},
-				{name: "insufficient", first: 21, from: AccountFunding, to: AccountSpot, want: Failed, path: fusedFailedFS, fsm: pathFailed,
+				{name: "insufficient", first: 21, from: model.AccountFunding, to: model.AccountSpot, want: Failed, path: fusedFailedFS, fsm: pathFailed,
 					setup: func(u UserID) { h.deposit(u, usdt, 50) }, funding: 50},
-				{name: "disabled SPOT target", first: 41, from: AccountFunding, to: AccountSpot, want: RolledBack,
+				{name: "disabled SPOT target", first: 41, from: model.AccountFunding, to: model.AccountSpot, want: RolledBack,
 					path: fusedRolledBackFS, fsm: pathRolledBack, setup: func(u UserID) {
 						h.deposit(u, usdt, 1000)
-						h.spot.SetStatus(u, Disabled)
+						h.spot.SetStatus(u, model.Disabled)
 					}, funding: 1000},
-				{name: "disabled FUNDING target", first: 51, from: AccountSpot, to: AccountFunding, want: RolledBack,
+				{name: "disabled FUNDING target", first: 51, from: model.AccountSpot, to: model.AccountFunding, want: RolledBack,
 					path: fusedRolledBackSF, fsm: pathRolledBack, setup: func(u UserID) {
 						h.deposit(u, usdt, 1000)
 						h.spot.Credit(u, usdt, 1000)
-						if err := h.funding.SetStatus(ctx, u, usdt, Disabled); err != nil {
+						if err := h.funding.SetStatus(ctx, u, usdt, model.Disabled); err != nil {
 							t.Fatal(err)
 						}
 					}, funding: 1000, spot: 1000},
@@ -439,29 +453,29 @@ func TestFusedRacingDrivers(t *testing.T) {
 // ledger conserved.
 func TestFusedRecoversEveryState(t *testing.T) {
 	type scenario struct {
-		from    AccountType
+		from    model.AccountType
 		state   State
-		effects []Op // made before the crash (refusals included)
-		refuse  bool // the target refuses (disabled)
-		poor    bool // the source holds too little
+		effects []model.Op // made before the crash (refusals included)
+		refuse  bool       // the target refuses (disabled)
+		poor    bool       // the source holds too little
 		want    State
 	}
 	var all []scenario
-	for _, from := range []AccountType{AccountFunding, AccountSpot} {
+	for _, from := range []model.AccountType{model.AccountFunding, model.AccountSpot} {
 		all = append(all,
 			scenario{from: from, state: Init, want: Committed},
 			scenario{from: from, state: SourcePending, want: Committed},
-			scenario{from: from, state: SourcePending, effects: []Op{OpWithdraw}, want: Committed},
+			scenario{from: from, state: SourcePending, effects: []model.Op{model.OpWithdraw}, want: Committed},
 			scenario{from: from, state: SourcePending, poor: true, want: Failed},
-			scenario{from: from, state: SourcePending, effects: []Op{OpWithdraw}, poor: true, want: Failed},
-			scenario{from: from, state: SourceDone, effects: []Op{OpWithdraw}, want: Committed},
-			scenario{from: from, state: SourceDone, effects: []Op{OpWithdraw}, refuse: true, want: RolledBack},
-			scenario{from: from, state: TargetPending, effects: []Op{OpWithdraw}, want: Committed},
-			scenario{from: from, state: TargetPending, effects: []Op{OpWithdraw, OpDeposit}, want: Committed},
-			scenario{from: from, state: TargetPending, effects: []Op{OpWithdraw}, refuse: true, want: RolledBack},
-			scenario{from: from, state: TargetPending, effects: []Op{OpWithdraw, OpDeposit}, refuse: true, want: RolledBack},
-			scenario{from: from, state: Compensating, effects: []Op{OpWithdraw}, want: RolledBack},
-			scenario{from: from, state: Compensating, effects: []Op{OpWithdraw, OpRefund}, want: RolledBack},
+			scenario{from: from, state: SourcePending, effects: []model.Op{model.OpWithdraw}, poor: true, want: Failed},
+			scenario{from: from, state: SourceDone, effects: []model.Op{model.OpWithdraw}, want: Committed},
+			scenario{from: from, state: SourceDone, effects: []model.Op{model.OpWithdraw}, refuse: true, want: RolledBack},
+			scenario{from: from, state: TargetPending, effects: []model.Op{model.OpWithdraw}, want: Committed},
+			scenario{from: from, state: TargetPending, effects: []model.Op{model.OpWithdraw, model.OpDeposit}, want: Committed},
+			scenario{from: from, state: TargetPending, effects: []model.Op{model.OpWithdraw}, refuse: true, want: RolledBack},
+			scenario{from: from, state: TargetPending, effects: []model.Op{model.OpWithdraw, model.OpDeposit}, refuse: true, want: RolledBack},
+			scenario{from: from, state: Compensating, effects: []model.Op{model.OpWithdraw}, want: RolledBack},
+			scenario{from: from, state: Compensating, effects: []model.Op{model.OpWithdraw, model.OpRefund}, want: RolledBack},
 		)
 	}
 	h, _ := newFusedHarness(t, BatchOptions{})
@@ -479,23 +493,23 @@ func TestFusedRecoversEveryState(t *testing.T) {
 			t.Fatal(err)
 		}
 		user := UserID(100 + i)
-		to := AccountSpot
-		if sc.from == AccountSpot {
-			to = AccountFunding
+		to := model.AccountSpot
+		if sc.from == model.AccountSpot {
+			to = model.AccountFunding
 		}
 		{
 			fund, spot := Units(1000), Units(1000)
-			if sc.poor && sc.from == AccountFunding {
+			if sc.poor && sc.from == model.AccountFunding {
 				fund = 50
 			} else if sc.poor {
 				spot = 50
 			}
 			h.deposit(user, usdt, fund)
 			h.spot.Credit(user, usdt, spot)
-			if sc.refuse && to == AccountSpot {
-				h.spot.SetStatus(user, Disabled)
+			if sc.refuse && to == model.AccountSpot {
+				h.spot.SetStatus(user, model.Disabled)
 			} else if sc.refuse {
-				if err := h.funding.SetStatus(ctx, user, usdt, Disabled); err != nil {
+				if err := h.funding.SetStatus(ctx, user, usdt, model.Disabled); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -507,11 +521,11 @@ func TestFusedRecoversEveryState(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, op := range sc.effects {
-				side, target := Side(h.funding), Side(h.spot)
-				if sc.from == AccountSpot {
+				side, target := model.Side(h.funding), model.Side(h.spot)
+				if sc.from == model.AccountSpot {
 					side, target = h.spot, h.funding
 				}
-				if op == OpDeposit {
+				if op == model.OpDeposit {
 					side = target
 				}
 				call(ctx, side, op, tr) // the call made before the crash; a refusal is recorded too
@@ -528,12 +542,12 @@ func TestFusedRecoversEveryState(t *testing.T) {
 			t.Fatalf("%s: %s %v, want %s (%s)", name, got.State, err, m.sc.want, got.ErrorMessage)
 		}
 		fund, spot := Units(1000), Units(1000) // as seeded, and after FAILED or ROLLED_BACK
-		if m.sc.poor && m.sc.from == AccountFunding {
+		if m.sc.poor && m.sc.from == model.AccountFunding {
 			fund = 50
 		} else if m.sc.poor {
 			spot = 50
 		}
-		if m.sc.want == Committed && m.sc.from == AccountFunding {
+		if m.sc.want == Committed && m.sc.from == model.AccountFunding {
 			fund, spot = fund-100, spot+100
 		} else if m.sc.want == Committed {
 			fund, spot = fund+100, spot-100
@@ -545,8 +559,8 @@ func TestFusedRecoversEveryState(t *testing.T) {
 			t.Errorf("%s: path %s", name, p)
 		}
 	}
-	if st := h.coord.Stats(); st.Unknown.Load() != 0 || h.crit.n.Load() != 0 {
-		t.Fatalf("%d unknown outcomes, %d criticals", st.Unknown.Load(), h.crit.n.Load())
+	if st := h.coord.Stats(); st.Unknown.Load() != 0 || h.crit.N.Load() != 0 {
+		t.Fatalf("%d unknown outcomes, %d criticals", st.Unknown.Load(), h.crit.N.Load())
 	}
 	h.conserved(usdt)
 }
@@ -567,8 +581,8 @@ func TestFusedCreateRepeatedCID(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r, err := h.coord.Create(context.Background(), Caller{Authenticated: true, UserID: 9},
-					Request{From: dir[0], To: dir[1], Asset: "USDT", Amount: "0.0001", CID: cid})
+				r, err := h.coord.Create(context.Background(), model.Caller{Authenticated: true, UserID: 9},
+					model.Request{From: dir[0], To: dir[1], Asset: "USDT", Amount: "0.0001", CID: cid})
 				if err != nil {
 					t.Error(err)
 					return

@@ -3,7 +3,7 @@ package transfer
 // Test helpers: a throw-away migrated database per test (as in persist's
 // pg_helpers_test.go), a harness wiring a Coordinator on the one path
 // production runs (a Batcher, fused steps) over the real FUNDING adapter
-// (faults injected inside its transactions) and a FakeSpot (wrapped in
+// (faults injected inside its transactions) and a fakespot.Spot (wrapped in
 // Faulty), and the conservation check.
 
 import (
@@ -11,73 +11,37 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/ubscore/ubscore/persist"
+
 	"github.com/ubscore/ubscore/persist/pgtest"
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/testkit"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 )
 
 // migratedPool creates a throw-away database (see pgtest.NewDB), migrates
 // it and returns a pool on it, closed when the test ends.
-func migratedPool(t testing.TB) *pgxpool.Pool { return migratedPoolAt(t, pgtest.NewDB(t), 32) }
+func migratedPool(t testing.TB) *pgxpool.Pool { return testkit.MigratedPool(t, pgtest.NewDB(t), 32) }
 
-// migratedPoolAt migrates the database at url and returns a pool of at most
-// maxConns on it, closed when the test ends.
-func migratedPoolAt(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := persist.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
+const usdt, btc = testkit.USDT, testkit.BTC
 
-const (
-	usdt AssetID = 1 // precision 6
-	btc  AssetID = 2 // precision 8
-)
+func lookupAsset(s string) (model.AssetConfig, bool) { return testkit.Lookup(s) }
 
-var testAssets = map[string]AssetConfig{
-	"USDT": {ID: usdt, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000, Status: AssetActive, InternalTransferEnabled: true},
-	"BTC":  {ID: btc, Symbol: "BTC", Precision: 8, MinTransfer: 1000, MaxTransfer: 100_000_000_000, Status: AssetActive, InternalTransferEnabled: true},
-}
-
-func lookupAsset(s string) (AssetConfig, bool) { a, ok := testAssets[s]; return a, ok }
-
-// critCounter is an slog handler counting records at LevelCritical or above.
-type critCounter struct{ n atomic.Int64 }
-
-func (h *critCounter) Enabled(context.Context, slog.Level) bool { return true }
-func (h *critCounter) Handle(_ context.Context, r slog.Record) error {
-	if r.Level >= LevelCritical {
-		h.n.Add(1)
-	}
-	return nil
-}
-func (h *critCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *critCounter) WithGroup(string) slog.Handler      { return h }
+func waitFor(t *testing.T, what string, cond func() bool) { t.Helper(); testkit.WaitFor(t, what, cond) }
 
 type harness struct {
 	t       *testing.T
 	pool    *pgxpool.Pool
 	store   *Store
 	funding *Funding
-	spot    *FakeSpot
-	fundF   *Faulty // FUNDING faults, injected inside the batch transactions (Batcher.SetFaults)
-	spotF   *Faulty // wraps spot: the coordinator's SPOT side
-	crit    *critCounter
+	spot    *fakespot.Spot
+	fundF   *transferfault.Faulty // FUNDING faults, injected inside the batch transactions (Batcher.SetFaults)
+	spotF   *transferfault.Faulty // wraps spot: the coordinator's SPOT side
+	crit    *testkit.CritCounter
 	coord   *Coordinator
 }
 
@@ -97,11 +61,11 @@ func newHarnessWith(t *testing.T, pool *pgxpool.Pool, opt BatchOptions) (*harnes
 	t.Helper()
 	b := NewBatcher(pool, opt)
 	h := &harness{t: t, pool: pool, store: NewStore(b), funding: NewFunding(b),
-		spot: NewFakeSpot(), crit: &critCounter{}, fundF: NewFaulty(nil)}
+		spot: fakespot.New(), crit: &testkit.CritCounter{}, fundF: transferfault.New(nil)}
 	b.SetFaults(h.fundF)
 	b.Start()
 	t.Cleanup(b.Close) // before the pool closes (cleanups run last-in first-out)
-	h.spotF = NewFaulty(h.spot)
+	h.spotF = transferfault.New(h.spot)
 	h.coord = h.newCoordinator(nil)
 	return h, b
 }
@@ -109,7 +73,7 @@ func newHarnessWith(t *testing.T, pool *pgxpool.Pool, opt BatchOptions) (*harnes
 // newCoordinator returns another coordinator on the same sides (a second
 // process, as far as the FSM can tell). mod may adjust its Config.
 func (h *harness) newCoordinator(mod func(*Config)) *Coordinator {
-	cfg := Config{Store: h.store, Funding: h.funding, Spot: h.spotF, Assets: lookupAsset,
+	cfg := Config{Store: h.store, Spot: h.spotF, Assets: lookupAsset,
 		MaxWait: 300 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond,
 		Logger: slog.New(h.crit)}
 	if mod != nil {
@@ -170,8 +134,8 @@ func (h *harness) conserved(asset AssetID) {
 // create runs a transfer request as user; fails the test on a refusal.
 func (h *harness) create(c *Coordinator, user UserID, from, to, asset, amount, cid string) Result {
 	h.t.Helper()
-	r, err := c.Create(context.Background(), Caller{Authenticated: true, UserID: user},
-		Request{From: from, To: to, Asset: asset, Amount: amount, CID: cid})
+	r, err := c.Create(context.Background(), model.Caller{Authenticated: true, UserID: user},
+		model.Request{From: from, To: to, Asset: asset, Amount: amount, CID: cid})
 	if err != nil {
 		h.t.Fatalf("create %s->%s %s %s: %v", from, to, amount, asset, err)
 	}
@@ -179,7 +143,7 @@ func (h *harness) create(c *Coordinator, user UserID, from, to, asset, amount, c
 }
 
 // insertAt stores a transfer directly in state st (a crash left it there).
-func (h *harness) insertAt(user UserID, from, to AccountType, asset AssetID, amount Units, st State) Transfer {
+func (h *harness) insertAt(user UserID, from, to model.AccountType, asset AssetID, amount Units, st State) Transfer {
 	h.t.Helper()
 	id, err := h.coord.ids.New()
 	if err != nil {
@@ -195,16 +159,4 @@ func (h *harness) insertAt(user UserID, from, to AccountType, asset AssetID, amo
 	}
 	tr.State = st
 	return tr
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // ErrDepositConflict: a tx_ref already recorded with other parameters.
@@ -16,7 +18,7 @@ var ErrDepositConflict = errors.New("transfer: deposit tx_ref reused with other 
 // the first deposit. credited=false: txRef was already applied.
 func (f *Funding) ExternalDeposit(ctx context.Context, txRef string, user UserID, asset AssetID, amount Units) (credited bool, err error) {
 	if txRef == "" || len(txRef) > 128 || user == 0 || asset == 0 || amount <= 0 {
-		return false, reject(CodeInvalidRequest, "bad deposit parameters")
+		return false, model.Reject(model.CodeInvalidRequest, "bad deposit parameters")
 	}
 	err = pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO funding_deposits (tx_ref, user_id, asset_id, amount)
@@ -51,7 +53,7 @@ func (f *Funding) ExternalDeposit(ctx context.Context, txRef string, user UserID
 }
 
 // SetStatus sets the status of the user's FUNDING row for asset.
-func (f *Funding) SetStatus(ctx context.Context, user UserID, asset AssetID, st AccountStatus) error {
+func (f *Funding) SetStatus(ctx context.Context, user UserID, asset AssetID, st model.AccountStatus) error {
 	tag, err := f.pool.Exec(ctx, `UPDATE balances_tb SET status = $3, version = version + 1, updated_at = now()
 		WHERE user_id = $1 AND asset_id = $2`, int64(user), int32(asset), string(st))
 	if err != nil {
@@ -63,12 +65,12 @@ func (f *Funding) SetStatus(ctx context.Context, user UserID, asset AssetID, st 
 	return nil
 }
 
-var _ AccountReader = (*Funding)(nil)
+var _ model.AccountReader = (*Funding)(nil)
 
 // AccountState reads the user's FUNDING account for asset, without locks
 // (validation only; the operation re-checks under FOR UPDATE), shared with
 // concurrent calls: one statement per batch (batch_read.go).
-func (f *Funding) AccountState(ctx context.Context, user UserID, asset AssetID) (AccountState, error) {
+func (f *Funding) AccountState(ctx context.Context, user UserID, asset AssetID) (model.AccountState, error) {
 	st, err := f.b.account(ctx, user, asset)
 	if err != nil {
 		return st, fmt.Errorf("transfer: funding account: %w", err)

@@ -14,6 +14,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // nthCommit matches the n-th COMMIT after it is armed.
@@ -48,8 +50,8 @@ func TestCreateFatalAfterCommitIsNotNothingHappened(t *testing.T) {
 				h.deposit(user, usdt, 10_000)
 				h.spot.Credit(user, usdt, 10_000)
 				proxy.FatalAfter(mode.match())
-				req := Request{From: c.from, To: c.to, Asset: "USDT", Amount: "0.004", CID: c.cid}
-				r, err := h.coord.Create(context.Background(), Caller{Authenticated: true, UserID: user}, req)
+				req := model.Request{From: c.from, To: c.to, Asset: "USDT", Amount: "0.004", CID: c.cid}
+				r, err := h.coord.Create(context.Background(), model.Caller{Authenticated: true, UserID: user}, req)
 				if !proxy.Fired() {
 					t.Fatalf("%s->%s cid %q: the FATAL was not injected", c.from, c.to, c.cid)
 				}
@@ -78,7 +80,7 @@ func TestCreateFatalAfterCommitIsNotNothingHappened(t *testing.T) {
 					t.Fatalf("%s->%s cid %q: funding %d spot %d, want %d %d (moved once)", c.from, c.to, c.cid, f, s, wantF, wantS)
 				}
 				if c.cid != "" { // a retry with the cid is the same transfer
-					r2, err := h.coord.Create(context.Background(), Caller{Authenticated: true, UserID: user}, req)
+					r2, err := h.coord.Create(context.Background(), model.Caller{Authenticated: true, UserID: user}, req)
 					if err != nil || !r2.Duplicate || r2.Transfer.ReqID != r.Transfer.ReqID {
 						t.Fatalf("retry with cid %q: %+v %v", c.cid, r2, err)
 					}

@@ -24,6 +24,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ubscore/ubscore/persist/pgtest"
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/testkit"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 )
 
 // TestOutageKillSessions is the short run (default suite): >= 10 outages.
@@ -41,13 +45,13 @@ func TestOutageKillSessionsLong(t *testing.T) {
 
 func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 	dbURL := pgtest.NewDB(t)
-	pool := migratedPoolAt(t, dbURL, 16)
+	pool := testkit.MigratedPool(t, dbURL, 16)
 	b := NewBatcher(pool, BatchOptions{})
 	b.Start()
 	t.Cleanup(b.Close)
 	h := &harness{t: t, pool: pool, store: NewStore(b), funding: NewFunding(b),
-		spot: NewFakeSpot(), crit: &critCounter{}}
-	h.spotF = NewFaulty(h.spot)
+		spot: fakespot.New(), crit: &testkit.CritCounter{}}
+	h.spotF = transferfault.New(h.spot)
 	timing := func(c *Config) {
 		c.MaxWait, c.CallTimeout, c.SettleWait, c.RetryBase, c.RetryMax = time.Second, time.Second, 3*time.Second,
 			5*time.Millisecond, 100*time.Millisecond
@@ -95,16 +99,16 @@ func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 				if (w+i)%3 != 0 {
 					c = second
 				}
-				req := Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: fmt.Sprintf("0.%06d", 1+rng.IntN(999))}
+				req := model.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: fmt.Sprintf("0.%06d", 1+rng.IntN(999))}
 				if i%2 == 1 {
 					req.From, req.To = "SPOT", "FUNDING"
 				}
 				if i%4 >= 2 {
 					req.CID = fmt.Sprintf("o-%d-%d", w, i)
 				}
-				r, err := c.Create(context.Background(), Caller{Authenticated: true, UserID: user}, req)
+				r, err := c.Create(context.Background(), model.Caller{Authenticated: true, UserID: user}, req)
 				a := answer{reqID: r.Transfer.ReqID, cid: req.CID, kind: "ok", err: err}
-				var refusal *Error
+				var refusal *model.Error
 				switch {
 				case errors.As(err, &refusal):
 					a.kind = "refused"
@@ -232,7 +236,7 @@ func runOutage(t *testing.T, length time.Duration, minOutages int64) {
 			continue
 		}
 		tr := h.get(x.reqID)
-		if tr.From == AccountFunding {
+		if tr.From == model.AccountFunding {
 			wantF[tr.UserID] -= tr.Amount
 			wantS[tr.UserID] += tr.Amount
 		} else {

@@ -13,6 +13,9 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 )
 
 // ageAll moves every transfer's updated_at into the past.
@@ -28,18 +31,18 @@ func TestCRA001to006_WorkerRecovers(t *testing.T) {
 	type crash struct {
 		id      string
 		state   State
-		effects []Op // adapter effects that happened before the crash
+		effects []model.Op // adapter effects that happened before the crash
 		want    State
 	}
 	crashes := []crash{
 		{"CRA-001 after INIT", Init, nil, Committed},
 		{"CRA-002 SOURCE_PENDING before call", SourcePending, nil, Committed},
-		{"CRA-003 SOURCE_PENDING after call", SourcePending, []Op{OpWithdraw}, Committed},
-		{"CRA-004 SOURCE_DONE", SourceDone, []Op{OpWithdraw}, Committed},
-		{"CRA-005 TARGET_PENDING before call", TargetPending, []Op{OpWithdraw}, Committed},
-		{"CRA-005 TARGET_PENDING after call", TargetPending, []Op{OpWithdraw, OpDeposit}, Committed},
-		{"CRA-006 COMPENSATING before refund", Compensating, []Op{OpWithdraw}, RolledBack},
-		{"CRA-006 COMPENSATING after refund", Compensating, []Op{OpWithdraw, OpRefund}, RolledBack},
+		{"CRA-003 SOURCE_PENDING after call", SourcePending, []model.Op{model.OpWithdraw}, Committed},
+		{"CRA-004 SOURCE_DONE", SourceDone, []model.Op{model.OpWithdraw}, Committed},
+		{"CRA-005 TARGET_PENDING before call", TargetPending, []model.Op{model.OpWithdraw}, Committed},
+		{"CRA-005 TARGET_PENDING after call", TargetPending, []model.Op{model.OpWithdraw, model.OpDeposit}, Committed},
+		{"CRA-006 COMPENSATING before refund", Compensating, []model.Op{model.OpWithdraw}, RolledBack},
+		{"CRA-006 COMPENSATING after refund", Compensating, []model.Op{model.OpWithdraw, model.OpRefund}, RolledBack},
 	}
 	h := newHarness(t)
 	ctx := context.Background()
@@ -51,27 +54,27 @@ func TestCRA001to006_WorkerRecovers(t *testing.T) {
 	}
 	var all []made
 	for i, c := range crashes {
-		for _, from := range []AccountType{AccountFunding, AccountSpot} {
+		for _, from := range []model.AccountType{model.AccountFunding, model.AccountSpot} {
 			user := UserID(100 + 2*i)
-			if from == AccountSpot {
+			if from == model.AccountSpot {
 				user++
 			}
-			to := AccountSpot
-			if from == AccountSpot {
-				to = AccountFunding
+			to := model.AccountSpot
+			if from == model.AccountSpot {
+				to = model.AccountFunding
 			}
 			h.deposit(user, usdt, 10_000)
 			h.spot.Credit(user, usdt, 10_000)
 			tr := h.insertAt(user, from, to, usdt, amount, c.state)
 			for _, op := range c.effects {
-				side, target := Side(h.funding), Side(h.spot)
-				if from == AccountSpot {
+				side, target := model.Side(h.funding), model.Side(h.spot)
+				if from == model.AccountSpot {
 					side, target = h.spot, h.funding
 				}
-				if op == OpDeposit {
+				if op == model.OpDeposit {
 					side = target
 				}
-				if o := call(ctx, side, op, tr); o.Kind != Success {
+				if o := call(ctx, side, op, tr); o.Kind != model.Success {
 					t.Fatalf("%s: setting up %s: %s", c.id, op, o)
 				}
 			}
@@ -96,7 +99,7 @@ func TestCRA001to006_WorkerRecovers(t *testing.T) {
 			continue
 		}
 		wantF, wantS := Units(10_000), Units(10_000)
-		if m.c.want == Committed && m.tr.From == AccountFunding {
+		if m.c.want == Committed && m.tr.From == model.AccountFunding {
 			wantF, wantS = 10_000-amount, 10_000+amount
 		} else if m.c.want == Committed {
 			wantF, wantS = 10_000+amount, 10_000-amount
@@ -116,16 +119,16 @@ type cancelKey struct{}
 // call number `at` of a transfer (the client went away / the process is
 // shutting down), optionally hiding that call's outcome behind a TIMEOUT.
 type abandoner struct {
-	Side
-	at     Op
+	model.Side
+	at     model.Op
 	hide   bool // report TIMEOUT after the effect
 	before bool // report TIMEOUT without the effect
 }
 
-func (a *abandoner) do(ctx context.Context, op Op, id string, u UserID, as AssetID, n Units) Outcome {
-	var o Outcome
+func (a *abandoner) do(ctx context.Context, op model.Op, id string, u UserID, as AssetID, n Units) model.Outcome {
+	var o model.Outcome
 	if op == a.at && a.before {
-		o = Outcome{Kind: Timeout}
+		o = model.Outcome{Kind: model.Timeout}
 	} else {
 		o = call(ctx, a.Side, op, Transfer{ReqID: id, UserID: u, Asset: as, Amount: n})
 	}
@@ -134,20 +137,20 @@ func (a *abandoner) do(ctx context.Context, op Op, id string, u UserID, as Asset
 			cancel()
 		}
 		if a.hide {
-			o = Outcome{Kind: Timeout}
+			o = model.Outcome{Kind: model.Timeout}
 		}
 	}
 	return o
 }
 
-func (a *abandoner) Withdraw(ctx context.Context, id string, u UserID, as AssetID, n Units) Outcome {
-	return a.do(ctx, OpWithdraw, id, u, as, n)
+func (a *abandoner) Withdraw(ctx context.Context, id string, u UserID, as AssetID, n Units) model.Outcome {
+	return a.do(ctx, model.OpWithdraw, id, u, as, n)
 }
-func (a *abandoner) Deposit(ctx context.Context, id string, u UserID, as AssetID, n Units) Outcome {
-	return a.do(ctx, OpDeposit, id, u, as, n)
+func (a *abandoner) Deposit(ctx context.Context, id string, u UserID, as AssetID, n Units) model.Outcome {
+	return a.do(ctx, model.OpDeposit, id, u, as, n)
 }
-func (a *abandoner) Refund(ctx context.Context, id string, u UserID, as AssetID, n Units) Outcome {
-	return a.do(ctx, OpRefund, id, u, as, n)
+func (a *abandoner) Refund(ctx context.Context, id string, u UserID, as AssetID, n Units) model.Outcome {
+	return a.do(ctx, model.OpRefund, id, u, as, n)
 }
 
 // TestCrashAbandonedCoordinator (FND-004, INV-004, IDP-004): seeded random
@@ -182,7 +185,7 @@ func TestCrashAbandonedCoordinator(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			from, to = "SPOT", "FUNDING"
 		}
-		ops := []Op{OpWithdraw, OpDeposit, OpRefund}
+		ops := []model.Op{model.OpWithdraw, model.OpDeposit, model.OpRefund}
 		ab := &abandoner{at: ops[rng.IntN(3)]}
 		switch rng.IntN(3) {
 		case 1:
@@ -191,21 +194,21 @@ func TestCrashAbandonedCoordinator(t *testing.T) {
 			ab.before = true
 		}
 		refuse := rng.IntN(4) == 0 // the target refuses explicitly: compensation
-		spot := NewFaulty(h.spot)
+		spot := transferfault.New(h.spot)
 		if refuse {
 			if to == "SPOT" {
-				spot.Inject(OpDeposit, FaultExplicitFail, 1)
+				spot.Inject(model.OpDeposit, model.FaultExplicitFail, 1)
 			} else {
-				h.fundF.Inject(OpDeposit, FaultExplicitFail, 1)
+				h.fundF.Inject(model.OpDeposit, model.FaultExplicitFail, 1)
 			}
 		}
 		// The chosen op's side abandons the request.
-		var ss Side = spot
-		onSource := ab.at != OpDeposit
+		var ss model.Side = spot
+		onSource := ab.at != model.OpDeposit
 		if (from == "FUNDING") == onSource {
-			f := FaultCrashAfter // the effect commits; its answer, and the request, are lost
+			f := model.FaultCrashAfter // the effect commits; its answer, and the request, are lost
 			if ab.before {
-				f = FaultCrashBefore
+				f = model.FaultCrashBefore
 			}
 			h.fundF.Inject(ab.at, f, 1)
 		} else {
@@ -215,8 +218,8 @@ func TestCrashAbandonedCoordinator(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		abandon = cancel
 		ctx = context.WithValue(ctx, cancelKey{}, cancel)
-		r, err := c.Create(ctx, Caller{Authenticated: true, UserID: u},
-			Request{From: from, To: to, Asset: "USDT", Amount: fmt.Sprintf("0.%06d", 1+rng.IntN(999_999))})
+		r, err := c.Create(ctx, model.Caller{Authenticated: true, UserID: u},
+			model.Request{From: from, To: to, Asset: "USDT", Amount: fmt.Sprintf("0.%06d", 1+rng.IntN(999_999))})
 		cancel()
 		h.fundF.Clear() // a fault the request did not reach is not left to the next one
 		if err != nil {
@@ -250,7 +253,7 @@ func TestCrashAbandonedCoordinator(t *testing.T) {
 		case tr.State == Failed && tr.ErrorMessage == msgNotRecorded: // died before its first COMMIT: nothing moved
 		case tr.State == Committed:
 			w := want[tr.UserID]
-			if tr.From == AccountFunding {
+			if tr.From == model.AccountFunding {
 				w[0], w[1] = w[0]-tr.Amount, w[1]+tr.Amount
 			} else {
 				w[0], w[1] = w[0]+tr.Amount, w[1]-tr.Amount
@@ -272,7 +275,7 @@ func TestCrashAbandonedCoordinator(t *testing.T) {
 func TestWorkerRun(t *testing.T) {
 	h := newHarness(t)
 	h.deposit(7, usdt, 10_000)
-	tr := h.insertAt(7, AccountFunding, AccountSpot, usdt, 500, SourcePending)
+	tr := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 500, SourcePending)
 	w := NewWorker(h.newCoordinator(nil), WorkerConfig{StaleAfter: 20 * time.Millisecond, Interval: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -297,17 +300,17 @@ func TestWorkerResumesInterruptedAtStart(t *testing.T) {
 		user := UserID(300 + i)
 		h.deposit(user, usdt, 10_000)
 		h.spot.Credit(user, usdt, 10_000)
-		left = append(left, h.insertAt(user, AccountFunding, AccountSpot, usdt, 500, st))
+		left = append(left, h.insertAt(user, model.AccountFunding, model.AccountSpot, usdt, 500, st))
 	}
 	// TARGET_PENDING after the deposit happened: the worker must not deposit twice.
-	if o := call(context.Background(), h.funding, OpWithdraw, left[3]); o.Kind != Success {
+	if o := call(context.Background(), h.funding, model.OpWithdraw, left[3]); o.Kind != model.Success {
 		t.Fatal(o)
 	}
-	if o := call(context.Background(), h.spot, OpDeposit, left[3]); o.Kind != Success {
+	if o := call(context.Background(), h.spot, model.OpDeposit, left[3]); o.Kind != model.Success {
 		t.Fatal(o)
 	}
 	for _, i := range []int{2, 4} { // SOURCE_DONE and TARGET_PENDING before the deposit: withdrawn
-		if o := call(context.Background(), h.funding, OpWithdraw, left[i]); o.Kind != Success {
+		if o := call(context.Background(), h.funding, model.OpWithdraw, left[i]); o.Kind != model.Success {
 			t.Fatal(o)
 		}
 	}
@@ -320,7 +323,7 @@ func TestWorkerResumesInterruptedAtStart(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if n := h.crit.n.Load(); n != 0 {
+	if n := h.crit.N.Load(); n != 0 {
 		t.Fatalf("%d CRITICAL alerts for transfers resumed at start", n)
 	}
 	for i := range left {

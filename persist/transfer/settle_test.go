@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ubscore/ubscore/persist/pgtest"
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/testkit"
 )
 
 // newProxiedHarness is newHarness on a pool that reaches the database
@@ -21,7 +23,7 @@ import (
 func newProxiedHarness(t *testing.T) (*harness, *pgtest.Proxy) {
 	t.Helper()
 	proxy := pgtest.NewProxy(t, pgtest.NewDB(t))
-	h := newHarnessOn(t, migratedPoolAt(t, proxy.URL(), 8))
+	h := newHarnessOn(t, testkit.MigratedPool(t, proxy.URL(), 8))
 	h.coord = h.newCoordinator(func(c *Config) { c.CallTimeout, c.SettleWait = time.Second, 300*time.Millisecond })
 	return h, proxy
 }
@@ -36,9 +38,9 @@ func TestCreateAnswersTheTransferWhenTheDatabaseDiesMidway(t *testing.T) {
 	h, proxy := newProxiedHarness(t)
 	h.deposit(7, usdt, 10_000)
 	h.spotF.Crash = proxy.Down // "crash" = the database connection dies, the process lives
-	h.spotF.Inject(OpDeposit, FaultCrashAfter, 1)
-	r, err := h.coord.Create(context.Background(), Caller{Authenticated: true, UserID: 7},
-		Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "0.004"})
+	h.spotF.Inject(model.OpDeposit, model.FaultCrashAfter, 1)
+	r, err := h.coord.Create(context.Background(), model.Caller{Authenticated: true, UserID: 7},
+		model.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "0.004"})
 	if err != nil {
 		t.Fatalf("Create answered an error for a transfer whose row exists: %v", err)
 	}
@@ -65,9 +67,9 @@ func TestCreateBeforeTheRowSaysNothingHappened(t *testing.T) {
 	h, proxy := newProxiedHarness(t)
 	h.deposit(7, usdt, 10_000)
 	proxy.Down()
-	_, err := h.coord.Create(context.Background(), Caller{Authenticated: true, UserID: 7},
-		Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "0.004", CID: "c-down"})
-	var te *Error
+	_, err := h.coord.Create(context.Background(), model.Caller{Authenticated: true, UserID: 7},
+		model.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "0.004", CID: "c-down"})
+	var te *model.Error
 	if err == nil || errors.As(err, &te) {
 		t.Fatalf("Create with the database away: %v, want a system error", err)
 	}
@@ -95,13 +97,13 @@ func TestSettleInsert(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Transfer{ReqID: id, CID: cid, UserID: 9, From: AccountFunding, To: AccountSpot, Asset: usdt, Amount: 500, State: Init}
+		return Transfer{ReqID: id, CID: cid, UserID: 9, From: model.AccountFunding, To: model.AccountSpot, Asset: usdt, Amount: 500, State: Init}
 	}
 
 	// Did not land: fenced, and the late insert can never commit.
 	tr := mk("")
 	r, _, err := h.coord.settleInsert(ctx, tr, lost)
-	if err != nil || r.Transfer.State != Failed || FailureCode(r.Transfer) != string(CodeSystemError) || r.Unconfirmed {
+	if err != nil || r.Transfer.State != Failed || FailureCode(r.Transfer) != string(model.CodeSystemError) || r.Unconfirmed {
 		t.Fatalf("fence: %+v %v", r, err)
 	}
 	if _, ins, err := h.store.Insert(ctx, tr); err == nil || ins {
@@ -143,7 +145,7 @@ func TestSettleInsert(t *testing.T) {
 	if r, _, err = h.coord.settleInsert(ctx, tr, fatal); err != nil || r.Transfer.ReqID != tr.ReqID || r.Transfer.State != Init {
 		t.Fatalf("FATAL after the insert committed: %+v %v, want the row", r, err)
 	}
-	if r, _, err = h.coord.settleInsert(ctx, mk(""), fatal); err != nil || r.Transfer.State != Failed || FailureCode(r.Transfer) != string(CodeSystemError) {
+	if r, _, err = h.coord.settleInsert(ctx, mk(""), fatal); err != nil || r.Transfer.State != Failed || FailureCode(r.Transfer) != string(model.CodeSystemError) {
 		t.Fatalf("FATAL, nothing landed: %+v %v, want fenced", r, err)
 	}
 

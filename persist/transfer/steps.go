@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // This file is spec 9.2's step(): one move of one transfer. Every state
@@ -27,7 +29,7 @@ func (c *Coordinator) step(ctx context.Context, t *Transfer) move {
 	// A step is not interrupted by its caller going away; it is bounded.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CallTimeout)
 	defer cancel()
-	st, found := StepAt(t.State, t.From.reversible())
+	st, found := StepAt(t.State, t.From.Reversible())
 	if !found {
 		return stayed // terminal: nothing to do
 	}
@@ -39,7 +41,7 @@ func (c *Coordinator) step(ctx context.Context, t *Transfer) move {
 // FUNDING call when st calls FUNDING, else by CAS before st's call.
 func (c *Coordinator) run(ctx context.Context, t *Transfer, st Step, carry []fuseCAS) move {
 	pre := append(carry, chainCAS(st.Pre, "", false)...)
-	if st.Side(t.From, t.To) == AccountFunding {
+	if st.Side(t.From, t.To) == model.AccountFunding {
 		// The transitions, the call and its outcome's transitions: ONE transaction.
 		return c.runFused(ctx, t, &fusePlan{at: t.State, pre: pre, op: st.Op,
 			ok: chainCAS(st.OK, "", false), fail: chainCAS(st.Fail, st.FailMsg, true)})
@@ -55,11 +57,11 @@ func (c *Coordinator) run(ctx context.Context, t *Transfer, st Step, carry []fus
 		return stayed
 	}
 	then := chainCAS(st.OK, "", false)
-	if o.Kind == ExplicitFail {
+	if o.Kind == model.ExplicitFail {
 		then = chainCAS(st.Fail, st.FailMsg+o.String(), false)
 	}
 	end := then[len(then)-1].to
-	if next, found := StepAt(end, t.From.reversible()); found && next.Side(t.From, t.To) == AccountFunding {
+	if next, found := StepAt(end, t.From.Reversible()); found && next.Side(t.From, t.To) == model.AccountFunding {
 		// The outcome is written with the next (FUNDING) call, in its
 		// transaction; should that fail, this call is repeated
 		// (idempotent: it answers its first outcome). A fresh bound.
@@ -90,7 +92,7 @@ func chainCAS(states []State, msg string, outcome bool) []fuseCAS {
 }
 
 // reached counts and logs a transfer that reached a terminal state.
-func (c *Coordinator) reached(t Transfer, o Outcome) {
+func (c *Coordinator) reached(t Transfer, o model.Outcome) {
 	switch t.State {
 	case Failed:
 		c.stats.Failed.Add(1)
@@ -144,7 +146,7 @@ func (c *Coordinator) cas(ctx context.Context, t *Transfer, to State, errMsg str
 
 // unknown handles an answer that says nothing certain: stay, count, alert,
 // retry later. Never compensate on it (2.3).
-func (c *Coordinator) unknown(ctx context.Context, t Transfer, op Op, o Outcome) {
+func (c *Coordinator) unknown(ctx context.Context, t Transfer, op model.Op, o model.Outcome) {
 	c.stats.Unknown.Add(1)
 	msg := string(op) + ": " + o.String()
 	if t.State == Compensating {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // Transfer is one row of transfers_tb.
@@ -16,7 +18,7 @@ type Transfer struct {
 	TransferID   int64  // numeric id shown by the API
 	CID          string // client idempotency key; "" = none
 	UserID       UserID
-	From, To     AccountType
+	From, To     model.AccountType
 	Asset        AssetID
 	Amount       Units // asset units, > 0
 	State        State
@@ -59,7 +61,7 @@ func scanTransfer(row pgx.Row) (Transfer, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Transfer{}, ErrNotFound
 	}
-	t.UserID, t.Asset, t.From, t.To = UserID(user), AssetID(asset), AccountType(from), AccountType(to)
+	t.UserID, t.Asset, t.From, t.To = UserID(user), AssetID(asset), model.AccountType(from), model.AccountType(to)
 	return t, err
 }
 

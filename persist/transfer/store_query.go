@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // MaxListPageSize is the largest page List returns.
@@ -18,7 +20,7 @@ const MaxListPageSize = 100
 // are read in one snapshot, so they agree.
 func (s *Store) List(ctx context.Context, user UserID, page, size int) (ts []Transfer, total int64, err error) {
 	if page < 1 || size < 1 || size > MaxListPageSize {
-		return nil, 0, reject(CodeInvalidRequest, fmt.Sprintf("page must be >= 1 and size 1..%d", MaxListPageSize))
+		return nil, 0, model.Reject(model.CodeInvalidRequest, fmt.Sprintf("page must be >= 1 and size 1..%d", MaxListPageSize))
 	}
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(tx pgx.Tx) error {

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 func TestStoreList(t *testing.T) {
@@ -17,9 +19,9 @@ func TestStoreList(t *testing.T) {
 	ctx := context.Background()
 	var ids []string // oldest first
 	for i := 0; i < 5; i++ {
-		ids = append(ids, h.insertAt(7, AccountFunding, AccountSpot, usdt, Units(i+1), Init).ReqID)
+		ids = append(ids, h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, Units(i+1), Init).ReqID)
 	}
-	h.insertAt(8, AccountFunding, AccountSpot, usdt, 99, Init)
+	h.insertAt(8, model.AccountFunding, model.AccountSpot, usdt, 99, Init)
 	// created_at: 10 s apart, except the last two share one instant (tie-break by transfer_id).
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i, id := range ids {
@@ -56,8 +58,8 @@ func TestStoreList(t *testing.T) {
 	}
 	for _, bad := range [][2]int{{0, 10}, {-1, 10}, {1, 0}, {1, MaxListPageSize + 1}} {
 		_, _, err := h.store.List(ctx, 7, bad[0], bad[1])
-		var e *Error
-		if !errors.As(err, &e) || e.Code != CodeInvalidRequest {
+		var e *model.Error
+		if !errors.As(err, &e) || e.Code != model.CodeInvalidRequest {
 			t.Errorf("page %d size %d: %v, want INVALID_REQUEST", bad[0], bad[1], err)
 		}
 	}
@@ -78,10 +80,10 @@ func TestStoreDailyUsage(t *testing.T) {
 		{usdt, 800, Init},
 		{btc, 500, Committed}, // counted, other asset
 	} {
-		h.insertAt(7, AccountFunding, AccountSpot, tr.asset, tr.amount, tr.st)
+		h.insertAt(7, model.AccountFunding, model.AccountSpot, tr.asset, tr.amount, tr.st)
 	}
-	old := h.insertAt(7, AccountFunding, AccountSpot, usdt, 1000, Committed) // yesterday
-	h.insertAt(8, AccountFunding, AccountSpot, usdt, 2000, Committed)        // another user
+	old := h.insertAt(7, model.AccountFunding, model.AccountSpot, usdt, 1000, Committed) // yesterday
+	h.insertAt(8, model.AccountFunding, model.AccountSpot, usdt, 2000, Committed)        // another user
 	if _, err := h.pool.Exec(ctx, `UPDATE transfers_tb SET created_at = now() - interval '2 hours' WHERE req_id = $1`,
 		old.ReqID); err != nil {
 		t.Fatal(err)
@@ -127,7 +129,7 @@ func TestCIDIndexOnlyCoversCIDs(t *testing.T) {
 	t.Cleanup(b.Close)
 	for _, s := range []*Store{h.store, NewStore(b)} { // two processes' Stores
 		mk := func(user UserID, cid string) (Transfer, bool) {
-			tr := Transfer{ReqID: newID(t, h), CID: cid, UserID: user, From: AccountFunding, To: AccountSpot, Asset: usdt, Amount: 1}
+			tr := Transfer{ReqID: newID(t, h), CID: cid, UserID: user, From: model.AccountFunding, To: model.AccountSpot, Asset: usdt, Amount: 1}
 			got, inserted, err := s.Insert(ctx, tr)
 			if err != nil {
 				t.Fatal(err)

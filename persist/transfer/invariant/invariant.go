@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer"
 	"math/big"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // This file is the conservation check of spec 7.2 (MON-003), exact to the
@@ -115,7 +117,7 @@ type AssetBalance struct {
 type Anomaly struct {
 	ReqID   string
 	Asset   transfer.AssetID
-	From    transfer.AccountType
+	From    model.AccountType
 	State   transfer.State // in the Postgres snapshot
 	Funding SpotOps        // FUNDING operations applied (Postgres snapshot)
 	Spot    SpotOps        // SPOT operations applied (core read)

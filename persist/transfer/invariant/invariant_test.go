@@ -12,8 +12,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"github.com/ubscore/ubscore/persist/transfer"
-	"github.com/ubscore/ubscore/persist/transfer/transfertest"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
@@ -21,6 +19,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/testkit"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
+	"github.com/ubscore/ubscore/persist/transfer/transfertest"
 )
 
 // checkOK runs CheckInvariant over every asset and fails unless it is OK.
@@ -90,15 +95,15 @@ func TestInvariantAfterNormalFailedRolledBack(t *testing.T) {
 		{"commit F->S", func() transfer.Result { return h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "2.5", "") }, transfer.Committed},
 		{"commit S->F", func() transfer.Result { return h.Create(h.Coord, 7, "SPOT", "FUNDING", "BTC", "3", "") }, transfer.Committed},
 		{"source refuses", func() transfer.Result {
-			h.FundF.Inject(transfer.OpWithdraw, transfer.FaultExplicitFail, 1)
+			h.FundF.Inject(model.OpWithdraw, model.FaultExplicitFail, 1)
 			return h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "1", "")
 		}, transfer.Failed},
 		{"target refuses, F->S rolled back", func() transfer.Result {
-			h.SpotF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
+			h.SpotF.Inject(model.OpDeposit, model.FaultExplicitFail, 1)
 			return h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "1", "")
 		}, transfer.RolledBack},
 		{"target refuses, S->F rolled back", func() transfer.Result {
-			h.FundF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
+			h.FundF.Inject(model.OpDeposit, model.FaultExplicitFail, 1)
 			return h.Create(h.Coord, 7, "SPOT", "FUNDING", "USDT", "0.5", "")
 		}, transfer.RolledBack},
 	} {
@@ -152,26 +157,26 @@ func TestInvariantStuckInFlight(t *testing.T) {
 	// applied is never durable); the SPOT deposit stays unknown.
 	ids = append(ids, stuck("F->S TARGET_PENDING, withdraw answer lost", 7, "FUNDING", "SPOT",
 		func() {
-			h.FundF.Inject(transfer.OpWithdraw, transfer.FaultTimeoutAfterEffect, 1)
-			h.SpotF.Inject(transfer.OpDeposit, transfer.FaultUnknown, -1)
+			h.FundF.Inject(model.OpWithdraw, model.FaultTimeoutAfterEffect, 1)
+			h.SpotF.Inject(model.OpDeposit, model.FaultUnknown, -1)
 		}, "1", 1_000_000, transfer.TargetPending, 1_000_000))
 	ids = append(ids, stuck("S->F SOURCE_PENDING", 8, "SPOT", "FUNDING",
-		func() { h.SpotF.Inject(transfer.OpWithdraw, transfer.FaultTimeoutAfterEffect, -1) }, "2", 2_000_000, transfer.SourcePending, 3_000_000))
+		func() { h.SpotF.Inject(model.OpWithdraw, model.FaultTimeoutAfterEffect, -1) }, "2", 2_000_000, transfer.SourcePending, 3_000_000))
 	// SOURCE_PENDING before the withdraw: nothing moved.
 	ids = append(ids, stuck("F->S SOURCE_PENDING, not applied", 7, "FUNDING", "SPOT",
-		func() { h.FundF.Inject(transfer.OpWithdraw, transfer.FaultNetworkError, -1) }, "4", 4_000_000, transfer.SourcePending, 3_000_000))
+		func() { h.FundF.Inject(model.OpWithdraw, model.FaultNetworkError, -1) }, "4", 4_000_000, transfer.SourcePending, 3_000_000))
 	// TARGET_PENDING, deposit not applied / applied.
 	ids = append(ids, stuck("F->S TARGET_PENDING", 7, "FUNDING", "SPOT",
-		func() { h.SpotF.Inject(transfer.OpDeposit, transfer.FaultUnknown, -1) }, "8", 8_000_000, transfer.TargetPending, 11_000_000))
+		func() { h.SpotF.Inject(model.OpDeposit, model.FaultUnknown, -1) }, "8", 8_000_000, transfer.TargetPending, 11_000_000))
 	// The FUNDING deposit's COMMIT whose answer was lost: it committed
 	// COMMITTED with it (TARGET_PENDING with the deposit applied is never
 	// durable on the fused path).
 	ids = append(ids, stuck("S->F deposit answer lost", 8, "SPOT", "FUNDING",
-		func() { h.FundF.Inject(transfer.OpDeposit, transfer.FaultTimeoutAfterEffect, -1) }, "16", 16_000_000, transfer.Committed, 11_000_000))
+		func() { h.FundF.Inject(model.OpDeposit, model.FaultTimeoutAfterEffect, -1) }, "16", 16_000_000, transfer.Committed, 11_000_000))
 	// COMPENSATING, refund not applied.
 	ids = append(ids, stuck("S->F COMPENSATING", 8, "SPOT", "FUNDING", func() {
-		h.FundF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
-		h.SpotF.Inject(transfer.OpRefund, transfer.FaultPending, -1)
+		h.FundF.Inject(model.OpDeposit, model.FaultExplicitFail, 1)
+		h.SpotF.Inject(model.OpRefund, model.FaultPending, -1)
 	}, "32", 32_000_000, transfer.Compensating, 43_000_000))
 	// Every stuck transfer finishes: nothing in flight, still exact.
 	for _, id := range ids {
@@ -192,10 +197,10 @@ func TestInvariantMovingBetweenReads(t *testing.T) {
 	h.Deposit(8, usdt, 1)
 	h.Spot.Credit(8, usdt, 100_000_000)
 	// Two transfers stuck before their effects, then released after C.
-	h.SpotF.Inject(transfer.OpDeposit, transfer.FaultNetworkError, -1)
+	h.SpotF.Inject(model.OpDeposit, model.FaultNetworkError, -1)
 	a := h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "1", "").Transfer // TARGET_PENDING, deposit not applied
 	h.SpotF.Clear()
-	h.SpotF.Inject(transfer.OpWithdraw, transfer.FaultNetworkError, -1)
+	h.SpotF.Inject(model.OpWithdraw, model.FaultNetworkError, -1)
 	b := h.Create(h.Coord, 8, "SPOT", "FUNDING", "USDT", "2", "").Transfer // SOURCE_PENDING, withdraw not applied
 	h.SpotF.Clear()
 	if a.State != transfer.TargetPending || b.State != transfer.SourcePending {
@@ -221,7 +226,7 @@ func TestInvariantMovingBetweenReads(t *testing.T) {
 	}
 	h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "4", "")
 	h.Create(h.Coord, 8, "SPOT", "FUNDING", "USDT", "8", "")
-	h.FundF.Inject(transfer.OpDeposit, transfer.FaultNetworkError, -1)
+	h.FundF.Inject(model.OpDeposit, model.FaultNetworkError, -1)
 	if r := h.Create(h.Coord, 8, "SPOT", "FUNDING", "USDT", "16", ""); r.Transfer.State != transfer.TargetPending {
 		t.Fatalf("state %s", r.Transfer.State)
 	}
@@ -240,7 +245,7 @@ func TestInvariantMovingBetweenReads(t *testing.T) {
 
 // slowSpot widens the race windows around the core read.
 type slowSpot struct {
-	*transfer.FakeSpot
+	*fakespot.Spot
 	rnd *lockedRand
 }
 
@@ -257,7 +262,7 @@ func (l *lockedRand) IntN(n int) int {
 
 func (s slowSpot) SpotSnapshot(ctx context.Context, ids []string) (SpotSnapshot, error) {
 	time.Sleep(time.Duration(s.rnd.IntN(1000)) * time.Microsecond)
-	snap, err := FakeSpotReader{s.FakeSpot}.SpotSnapshot(ctx, ids)
+	snap, err := FakeSpotReader{s.Spot}.SpotSnapshot(ctx, ids)
 	time.Sleep(time.Duration(s.rnd.IntN(1000)) * time.Microsecond)
 	return snap, err
 }
@@ -282,12 +287,12 @@ func TestInvariantConcurrent(t *testing.T) {
 		h.Spot.Credit(u, usdt, 1_000_000_000)
 		h.Spot.Credit(u, btc, 1_000_000_000)
 	}
-	spot := slowSpot{FakeSpot: h.Spot, rnd: rnd}
+	spot := slowSpot{Spot: h.Spot, rnd: rnd}
 	perUser := 30
 	if testing.Short() {
 		perUser = 10
 	}
-	faults := []transfer.Fault{transfer.FaultExplicitFail, transfer.FaultTimeoutAfterEffect, transfer.FaultTimeoutBeforeEffect, transfer.FaultUnknown}
+	faults := []model.Fault{model.FaultExplicitFail, model.FaultTimeoutAfterEffect, model.FaultTimeoutBeforeEffect, model.FaultUnknown}
 	var done atomic.Bool
 	var wg sync.WaitGroup
 	for u := transfer.UserID(1); u <= users; u++ {
@@ -296,10 +301,10 @@ func TestInvariantConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < perUser; i++ {
 				if rnd.IntN(4) == 0 { // a fault for whichever transfer calls next
-					side := []*transfer.Faulty{h.FundF, h.SpotF}[rnd.IntN(2)]
-					op, f := []transfer.Op{transfer.OpWithdraw, transfer.OpDeposit, transfer.OpRefund}[rnd.IntN(3)], faults[rnd.IntN(len(faults))]
-					if op == transfer.OpRefund && f == transfer.FaultExplicitFail {
-						f = transfer.FaultUnknown // a refused refund would stay COMPENSATING forever
+					side := []*transferfault.Faulty{h.FundF, h.SpotF}[rnd.IntN(2)]
+					op, f := []model.Op{model.OpWithdraw, model.OpDeposit, model.OpRefund}[rnd.IntN(3)], faults[rnd.IntN(len(faults))]
+					if op == model.OpRefund && f == model.FaultExplicitFail {
+						f = model.FaultUnknown // a refused refund would stay COMPENSATING forever
 					}
 					side.Inject(op, f, 1)
 				}
@@ -308,9 +313,9 @@ func TestInvariantConcurrent(t *testing.T) {
 					from, to = to, from
 				}
 				asset := []string{"USDT", "BTC"}[rnd.IntN(2)]
-				_, err := h.Coord.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: u},
-					transfer.Request{From: from, To: to, Asset: asset, Amount: "0.0" + itoa(int64(1+rnd.IntN(9)))})
-				var e *transfer.Error
+				_, err := h.Coord.Create(context.Background(), model.Caller{Authenticated: true, UserID: u},
+					model.Request{From: from, To: to, Asset: asset, Amount: "0.0" + itoa(int64(1+rnd.IntN(9)))})
+				var e *model.Error
 				if err != nil && !errors.As(err, &e) {
 					t.Error(err)
 					return
@@ -389,14 +394,14 @@ func TestInvariantConcurrent(t *testing.T) {
 func TestInvariantFreezesTransfersDuringSpotRead(t *testing.T) {
 	h := transfertest.New(t)
 	h.Deposit(7, usdt, 1_000_000)
-	h.SpotF.Inject(transfer.OpDeposit, transfer.FaultNetworkError, -1)
+	h.SpotF.Inject(model.OpDeposit, model.FaultNetworkError, -1)
 	tr := h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "0.1", "").Transfer
 	var insertErr, casErr error
 	probe := spotFunc(func(ctx context.Context, ids []string) (SpotSnapshot, error) {
 		pctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		_, _, insertErr = h.Store.Insert(pctx, transfer.Transfer{ReqID: h.NewID(), UserID: 7, From: transfer.AccountFunding,
-			To: transfer.AccountSpot, Asset: usdt, Amount: 1})
+		_, _, insertErr = h.Store.Insert(pctx, transfer.Transfer{ReqID: h.NewID(), UserID: 7, From: model.AccountFunding,
+			To: model.AccountSpot, Asset: usdt, Amount: 1})
 		_, casErr = h.Store.Transition(pctx, tr.ReqID, transfer.TargetPending, transfer.Compensating, "")
 		return FakeSpotReader{h.Spot}.SpotSnapshot(ctx, ids)
 	})
@@ -477,13 +482,13 @@ func TestInvariantViolationRolledBackAndDeposited(t *testing.T) {
 	h := transfertest.New(t)
 	ctx := context.Background()
 	h.Deposit(7, usdt, 5_000_000)
-	h.SpotF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
+	h.SpotF.Inject(model.OpDeposit, model.FaultExplicitFail, 1)
 	tr := h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "2", "").Transfer
 	if tr.State != transfer.RolledBack {
 		t.Fatalf("state %s", tr.State)
 	}
 	checkOK(h)
-	if o := h.Spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != transfer.Success { // behind the FSM's back
+	if o := h.Spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != model.Success { // behind the FSM's back
 		t.Fatalf("deposit %s", o)
 	}
 	rep, err := CheckInvariant(ctx, h.Pool, FakeSpotReader{h.Spot}, []transfer.AssetID{usdt})
@@ -499,14 +504,14 @@ func TestInvariantAnomalyWhileMoving(t *testing.T) {
 	h := transfertest.New(t)
 	ctx := context.Background()
 	h.Deposit(7, usdt, 5_000_000)
-	h.SpotF.Inject(transfer.OpDeposit, transfer.FaultExplicitFail, 1)
-	h.FundF.Inject(transfer.OpRefund, transfer.FaultNetworkError, -1)
+	h.SpotF.Inject(model.OpDeposit, model.FaultExplicitFail, 1)
+	h.FundF.Inject(model.OpRefund, model.FaultNetworkError, -1)
 	tr := h.Create(h.Coord, 7, "FUNDING", "SPOT", "USDT", "2", "").Transfer
 	if tr.State != transfer.Compensating {
 		t.Fatalf("state %s", tr.State)
 	}
 	wantInFlight(t, checkOK(h), usdt, 2_000_000, 2_000_000)
-	if o := h.Spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != transfer.Success {
+	if o := h.Spot.Deposit(ctx, tr.ReqID, 7, usdt, tr.Amount); o.Kind != model.Success {
 		t.Fatalf("deposit %s", o)
 	}
 	rep, err := CheckInvariant(ctx, h.Pool, FakeSpotReader{h.Spot}, nil)
@@ -542,11 +547,11 @@ func TestInvariantCheckErrors(t *testing.T) {
 	ok, _ := NewInvariantMonitor(MonitorConfig{Pool: h.Pool, Spot: FakeSpotReader{h.Spot}, Interval: time.Hour})
 	ran := make(chan error, 1)
 	go func() { ran <- ok.Run(ctx) }()
-	transfertest.WaitFor(t, "first check", func() bool { _, _, have := ok.Last(); return have })
+	testkit.WaitFor(t, "first check", func() bool { _, _, have := ok.Last(); return have })
 	cancel()
 	if err := <-ran; !errors.Is(err, context.Canceled) {
 		t.Fatalf("run: %v", err)
 	}
 }
 
-const usdt, btc = transfertest.USDT, transfertest.BTC
+const usdt, btc = testkit.USDT, testkit.BTC

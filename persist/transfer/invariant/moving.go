@@ -4,6 +4,7 @@ import (
 	"math/big"
 
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // movingTransfer is a transfer CheckInvariant accounts for one by one, as
@@ -13,15 +14,15 @@ type movingTransfer struct {
 	transferID int64
 	asset      transfer.AssetID
 	amount     transfer.Units // asset units
-	from, to   transfer.AccountType
+	from, to   model.AccountType
 	state      transfer.State
 	funding    SpotOps // FUNDING operations applied (SUCCESS records in P)
 }
 
 // side returns the flags of account type t: FUNDING's from P, SPOT's from
 // the core read C.
-func (m movingTransfer) side(t transfer.AccountType, spot SpotOps) SpotOps {
-	if t == transfer.AccountFunding {
+func (m movingTransfer) side(t model.AccountType, spot SpotOps) SpotOps {
+	if t == model.AccountFunding {
 		return m.funding
 	}
 	return spot
@@ -67,8 +68,8 @@ func (m movingTransfer) check(spot SpotOps) string {
 		return wrong
 	}
 	w, d, r := m.ops(spot)
-	srcInP := m.from == transfer.AccountFunding // withdraw and refund read in P
-	dstInP := m.to == transfer.AccountFunding   // deposit read in P
+	srcInP := m.from == model.AccountFunding // withdraw and refund read in P
+	dstInP := m.to == model.AccountFunding   // deposit read in P
 	st := m.state
 	switch {
 	case !st.Valid():
@@ -94,7 +95,7 @@ func (m movingTransfer) check(spot SpotOps) string {
 // wrongSide reports an operation recorded on the side it never happens on
 // (a withdraw or refund on the target, a deposit on the source).
 func (m movingTransfer) wrongSide(spot SpotOps) string {
-	for _, t := range [...]transfer.AccountType{transfer.AccountFunding, transfer.AccountSpot} {
+	for _, t := range [...]model.AccountType{model.AccountFunding, model.AccountSpot} {
 		f := m.side(t, spot)
 		if t != m.from && (f.Withdrawn || f.Refunded) {
 			return "withdraw or refund applied on the target " + string(t)

@@ -10,41 +10,43 @@ package invariant
 
 import (
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer"
 	"testing"
+
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // fsmEvent is one step of an execution: a state change or an applied operation.
 type fsmEvent struct {
 	cas transfer.State // 0 with op set: an operation
-	op  transfer.Op
+	op  model.Op
 }
 
 var fsmPaths = map[string][]fsmEvent{
-	"commit":   {{cas: transfer.SourcePending}, {op: transfer.OpWithdraw}, {cas: transfer.SourceDone}, {cas: transfer.TargetPending}, {op: transfer.OpDeposit}, {cas: transfer.Committed}},
+	"commit":   {{cas: transfer.SourcePending}, {op: model.OpWithdraw}, {cas: transfer.SourceDone}, {cas: transfer.TargetPending}, {op: model.OpDeposit}, {cas: transfer.Committed}},
 	"failed":   {{cas: transfer.SourcePending}, {cas: transfer.Failed}},
-	"rollback": {{cas: transfer.SourcePending}, {op: transfer.OpWithdraw}, {cas: transfer.SourceDone}, {cas: transfer.TargetPending}, {cas: transfer.Compensating}, {op: transfer.OpRefund}, {cas: transfer.RolledBack}},
+	"rollback": {{cas: transfer.SourcePending}, {op: model.OpWithdraw}, {cas: transfer.SourceDone}, {cas: transfer.TargetPending}, {cas: transfer.Compensating}, {op: model.OpRefund}, {cas: transfer.RolledBack}},
 }
 
 type observation struct {
-	from          transfer.AccountType
+	from          model.AccountType
 	state         transfer.State
 	funding, spot SpotOps
 }
 
-func setOp(o *SpotOps, op transfer.Op) {
+func setOp(o *SpotOps, op model.Op) {
 	switch op {
-	case transfer.OpWithdraw:
+	case model.OpWithdraw:
 		o.Withdrawn = true
-	case transfer.OpDeposit:
+	case model.OpDeposit:
 		o.Deposited = true
-	case transfer.OpRefund:
+	case model.OpRefund:
 		o.Refunded = true
 	}
 }
 
 // effects replays events: each side's flags and balance change (asset units).
-func effects(events []fsmEvent, from, to transfer.AccountType, amount int64) (state transfer.State, funding, spot SpotOps, fundDelta, spotDelta int64) {
+func effects(events []fsmEvent, from, to model.AccountType, amount int64) (state transfer.State, funding, spot SpotOps, fundDelta, spotDelta int64) {
 	for _, e := range events {
 		if e.op == "" {
 			state = e.cas
@@ -52,12 +54,12 @@ func effects(events []fsmEvent, from, to transfer.AccountType, amount int64) (st
 		}
 		side, delta := from, amount
 		switch e.op {
-		case transfer.OpWithdraw:
+		case model.OpWithdraw:
 			delta = -amount
-		case transfer.OpDeposit:
+		case model.OpDeposit:
 			side = to
 		}
-		if side == transfer.AccountFunding {
+		if side == model.AccountFunding {
 			setOp(&funding, e.op)
 			fundDelta += delta
 		} else {
@@ -79,10 +81,10 @@ func allSpotOps() []SpotOps {
 func TestMovingTransferAgainstModel(t *testing.T) {
 	const amount = 1_000
 	legal := map[observation]bool{}
-	for _, from := range []transfer.AccountType{transfer.AccountFunding, transfer.AccountSpot} {
-		to := transfer.AccountSpot
-		if from == transfer.AccountSpot {
-			to = transfer.AccountFunding
+	for _, from := range []model.AccountType{model.AccountFunding, model.AccountSpot} {
+		to := model.AccountSpot
+		if from == model.AccountSpot {
+			to = model.AccountFunding
 		}
 		for name, path := range fsmPaths {
 			for i := 0; i <= len(path); i++ { // the core read C after i events
@@ -102,10 +104,10 @@ func TestMovingTransferAgainstModel(t *testing.T) {
 			}
 		}
 	}
-	for _, from := range []transfer.AccountType{transfer.AccountFunding, transfer.AccountSpot} {
-		to := transfer.AccountSpot
-		if from == transfer.AccountSpot {
-			to = transfer.AccountFunding
+	for _, from := range []model.AccountType{model.AccountFunding, model.AccountSpot} {
+		to := model.AccountSpot
+		if from == model.AccountSpot {
+			to = model.AccountFunding
 		}
 		for _, st := range transfer.AllStates {
 			for _, f := range allSpotOps() {

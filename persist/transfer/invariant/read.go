@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer"
 	"math/big"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // The two Postgres reads of CheckInvariant (see invariant.go for why they
@@ -155,7 +157,7 @@ func readMoving(ctx context.Context, tx pgx.Tx, asked []string, mark int64) ([]m
 			&m.funding.Withdrawn, &m.funding.Deposited, &m.funding.Refunded); err != nil {
 			return nil, err
 		}
-		m.asset, m.from, m.to = transfer.AssetID(asset), transfer.AccountType(from), transfer.AccountType(to)
+		m.asset, m.from, m.to = transfer.AssetID(asset), model.AccountType(from), model.AccountType(to)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {

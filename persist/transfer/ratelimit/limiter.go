@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ubscore/ubscore/persist/transfer"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // The rate limits of spec 1.5.6 (P2) and their bookkeeping limits.
@@ -29,8 +31,8 @@ const (
 // DefaultLimits are the spec's limits: 10 requests per second, 100
 // transfers per day, and no daily amount limit (the spec leaves daily_limit
 // to configuration; set DailyAmount to enforce one).
-func DefaultLimits() transfer.RateLimits {
-	return transfer.RateLimits{PerSecond: SpecPerSecond, PerDay: SpecPerDay}
+func DefaultLimits() model.RateLimits {
+	return model.RateLimits{PerSecond: SpecPerSecond, PerDay: SpecPerDay}
 }
 
 // UsageReader reads a user's transfers since a moment (*transfer.Store implements it).
@@ -42,7 +44,7 @@ type UsageReader interface {
 type Config struct {
 	// Limits must be the Coordinator's Config.Limits: a zero field is a
 	// disabled limit, whose usage is then neither tracked nor read.
-	Limits transfer.RateLimits
+	Limits model.RateLimits
 	// AmountLimited are the assets with their own daily amount limit
 	// (AssetConfig.DailyAmountLimit): their daily amount is read even when
 	// Limits.DailyAmount is 0.
@@ -130,9 +132,9 @@ func New(cfg Config) (*Limiter, error) {
 }
 
 // Rate returns the user's usage before this request, counting the request.
-func (r *Limiter) Rate(ctx context.Context, user transfer.UserID, asset transfer.AssetID) transfer.RateState {
+func (r *Limiter) Rate(ctx context.Context, user transfer.UserID, asset transfer.AssetID) model.RateState {
 	now := r.cfg.Now()
-	var st transfer.RateState
+	var st model.RateState
 	if r.cfg.Limits.PerSecond > 0 {
 		st.RequestsLastSecond = r.countRequest(user, int64(now.Sub(r.epoch)))
 	}

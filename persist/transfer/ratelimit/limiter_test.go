@@ -10,12 +10,15 @@ package ratelimit
 import (
 	"context"
 	"errors"
-	"github.com/ubscore/ubscore/persist/transfer"
-	"github.com/ubscore/ubscore/persist/transfer/transfertest"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/testkit"
+	"github.com/ubscore/ubscore/persist/transfer/transfertest"
 )
 
 // fakeClock is an injectable Now.
@@ -46,26 +49,26 @@ func newLimiter(t *testing.T, cfg Config) *Limiter {
 }
 
 func TestDefaultRateLimits(t *testing.T) {
-	if l := DefaultLimits(); l != (transfer.RateLimits{PerSecond: 10, PerDay: 100}) {
+	if l := DefaultLimits(); l != (model.RateLimits{PerSecond: 10, PerDay: 100}) {
 		t.Fatalf("%+v", l)
 	}
 }
 
 func TestRatePerSecondSlidingWindow(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	lim := transfer.RateLimits{PerSecond: 10}
+	lim := model.RateLimits{PerSecond: 10}
 	r := newLimiter(t, Config{Limits: lim, Now: clk.Now})
 	ctx := context.Background()
 	for i := 0; i < 10; i++ {
 		st := r.Rate(ctx, 7, usdt)
-		if st.RequestsLastSecond != i || transfer.CheckRate(1, st, lim) != nil {
+		if st.RequestsLastSecond != i || model.CheckRate(1, st, lim) != nil {
 			t.Fatalf("request %d: %+v refused", i+1, st)
 		}
 	}
 	// The 11th in the same second is refused, and so is every retry: each call counts.
 	for i := 0; i < 3; i++ {
 		clk.Advance(100 * time.Millisecond)
-		if e := transfer.CheckRate(1, r.Rate(ctx, 7, usdt), lim); e == nil || e.Code != transfer.CodeRateLimitExceeded {
+		if e := model.CheckRate(1, r.Rate(ctx, 7, usdt), lim); e == nil || e.Code != model.CodeRateLimitExceeded {
 			t.Fatalf("retry %d: %v, want RATE_LIMIT_EXCEEDED", i, e)
 		}
 	}
@@ -97,7 +100,7 @@ func TestRatePerSecondSlidingWindow(t *testing.T) {
 
 func TestRateBoundedMemory(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	r := newLimiter(t, Config{Limits: transfer.RateLimits{PerSecond: 2}, Now: clk.Now, IdleAfter: 3 * time.Second, MaxTrackedUsers: 3})
+	r := newLimiter(t, Config{Limits: model.RateLimits{PerSecond: 2}, Now: clk.Now, IdleAfter: 3 * time.Second, MaxTrackedUsers: 3})
 	ctx := context.Background()
 	for u := transfer.UserID(1); u <= 3; u++ {
 		r.Rate(ctx, u, usdt)
@@ -120,10 +123,10 @@ func TestRateBoundedMemory(t *testing.T) {
 		t.Fatalf("tracked %d after everyone else idled, want 1", r.Tracked())
 	}
 	for _, bad := range []Config{
-		{Limits: transfer.RateLimits{PerSecond: -1}},
-		{Limits: transfer.RateLimits{PerSecond: MaxRatePerSecond + 1}},
-		{Limits: transfer.RateLimits{PerDay: 1}}, // no Usage
-		{Limits: transfer.RateLimits{PerSecond: 1}, IdleAfter: time.Millisecond},
+		{Limits: model.RateLimits{PerSecond: -1}},
+		{Limits: model.RateLimits{PerSecond: MaxRatePerSecond + 1}},
+		{Limits: model.RateLimits{PerDay: 1}}, // no Usage
+		{Limits: model.RateLimits{PerSecond: 1}, IdleAfter: time.Millisecond},
 	} {
 		if _, err := New(bad); err == nil {
 			t.Errorf("%+v accepted", bad)
@@ -137,26 +140,26 @@ func TestRateBoundedMemory(t *testing.T) {
 func TestRateDailyLimits(t *testing.T) {
 	h := transfertest.New(t)
 	clk := &fakeClock{t: time.Now()}
-	lim := transfer.RateLimits{PerSecond: 10, PerDay: 3, DailyAmount: 2_500_000}
+	lim := model.RateLimits{PerSecond: 10, PerDay: 3, DailyAmount: 2_500_000}
 	r := newLimiter(t, Config{Limits: lim, Usage: h.Store, Now: clk.Now})
 	c := h.NewCoordinator(func(cfg *transfer.Config) { cfg.Rate, cfg.Limits = r.Rate, lim })
 	h.Deposit(7, usdt, 100_000_000)
 	h.Deposit(7, btc, 100_000_000)
-	refused := func(amount, asset string, want transfer.Code) {
+	refused := func(amount, asset string, want model.Code) {
 		t.Helper()
-		_, err := c.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: 7},
-			transfer.Request{From: "FUNDING", To: "SPOT", Asset: asset, Amount: amount})
-		var e *transfer.Error
+		_, err := c.Create(context.Background(), model.Caller{Authenticated: true, UserID: 7},
+			model.Request{From: "FUNDING", To: "SPOT", Asset: asset, Amount: amount})
+		var e *model.Error
 		if !errors.As(err, &e) || e.Code != want {
 			t.Fatalf("%s %s: %v, want %s", amount, asset, err, want)
 		}
 	}
 	h.Create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
 	h.Create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
-	refused("1", "USDT", transfer.CodeDailyAmountExceeded)  // 2 + 1 > 2.5
-	h.Create(c, 7, "FUNDING", "SPOT", "BTC", "0.01", "")    // amount is per asset
-	refused("0.5", "USDT", transfer.CodeDailyLimitExceeded) // a 4th transfer
-	clk.Advance(48 * time.Hour)                             // a later UTC day: its midnight is after every transfer so far
+	refused("1", "USDT", model.CodeDailyAmountExceeded)  // 2 + 1 > 2.5
+	h.Create(c, 7, "FUNDING", "SPOT", "BTC", "0.01", "") // amount is per asset
+	refused("0.5", "USDT", model.CodeDailyLimitExceeded) // a 4th transfer
+	clk.Advance(48 * time.Hour)                          // a later UTC day: its midnight is after every transfer so far
 	h.Create(c, 7, "FUNDING", "SPOT", "USDT", "2.5", "")
 	if n := h.FundingBalance(7, usdt); n != 100_000_000-4_500_000 {
 		t.Fatalf("funding %d", n)
@@ -168,26 +171,26 @@ func TestRateDailyLimits(t *testing.T) {
 func TestRateAssetDailyAmount(t *testing.T) {
 	h := transfertest.New(t)
 	clk := &fakeClock{t: time.Now()}
-	lim := transfer.RateLimits{} // no global limits at all
+	lim := model.RateLimits{} // no global limits at all
 	r := newLimiter(t, Config{Limits: lim, Usage: h.Store, Now: clk.Now, AmountLimited: map[transfer.AssetID]bool{usdt: true}})
-	usdtLimited := transfertest.Assets["USDT"]
+	usdtLimited := testkit.Assets["USDT"]
 	usdtLimited.DailyAmountLimit = 2_000_000 // 2 USDT per day
 	c := h.NewCoordinator(func(cfg *transfer.Config) {
 		cfg.Rate, cfg.Limits = r.Rate, lim
-		cfg.Assets = func(s string) (transfer.AssetConfig, bool) {
+		cfg.Assets = func(s string) (model.AssetConfig, bool) {
 			if s == "USDT" {
 				return usdtLimited, true
 			}
-			return transfertest.Lookup(s)
+			return testkit.Lookup(s)
 		}
 	})
 	h.Deposit(7, usdt, 100_000_000)
 	h.Deposit(7, btc, 100_000_000)
 	h.Create(c, 7, "FUNDING", "SPOT", "USDT", "1.5", "")
-	_, err := c.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: 7},
-		transfer.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "0.6"})
-	var e *transfer.Error
-	if !errors.As(err, &e) || e.Code != transfer.CodeDailyAmountExceeded {
+	_, err := c.Create(context.Background(), model.Caller{Authenticated: true, UserID: 7},
+		model.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "0.6"})
+	var e *model.Error
+	if !errors.As(err, &e) || e.Code != model.CodeDailyAmountExceeded {
 		t.Fatalf("1.5 + 0.6 > 2 USDT: %v", err)
 	}
 	h.Create(c, 7, "FUNDING", "SPOT", "USDT", "0.5", "") // exactly 2
@@ -205,9 +208,9 @@ func TestRatePerSecondThroughCoordinator(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		h.Create(c, 7, "FUNDING", "SPOT", "USDT", "1", "")
 	}
-	_, err := c.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: 7},
-		transfer.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1"})
-	if e, ok := err.(*transfer.Error); !ok || e.Code != transfer.CodeRateLimitExceeded {
+	_, err := c.Create(context.Background(), model.Caller{Authenticated: true, UserID: 7},
+		model.Request{From: "FUNDING", To: "SPOT", Asset: "USDT", Amount: "1"})
+	if e, ok := err.(*model.Error); !ok || e.Code != model.CodeRateLimitExceeded {
 		t.Fatalf("11th request: %v", err)
 	}
 	clk.Advance(time.Second)
@@ -247,15 +250,15 @@ func (h *levelCounter) WithGroup(string) slog.Handler      { return h }
 func TestRateFailsOpen(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)}
 	logs := &levelCounter{}
-	lim := transfer.RateLimits{PerSecond: 2, PerDay: 1, DailyAmount: 1}
+	lim := model.RateLimits{PerSecond: 2, PerDay: 1, DailyAmount: 1}
 	r := newLimiter(t, Config{Limits: lim, Usage: brokenUsage{}, Now: clk.Now, Logger: slog.New(logs)})
 	for i := 0; i < 2; i++ {
-		if st := r.Rate(context.Background(), 7, usdt); transfer.CheckRate(1, st, lim) != nil {
+		if st := r.Rate(context.Background(), 7, usdt); model.CheckRate(1, st, lim) != nil {
 			t.Fatalf("request %d refused: %+v", i, st)
 		}
 	}
 	for i := 0; i < 3; i++ {
-		if e := transfer.CheckRate(1, r.Rate(context.Background(), 7, usdt), lim); e == nil || e.Code != transfer.CodeRateLimitExceeded {
+		if e := model.CheckRate(1, r.Rate(context.Background(), 7, usdt), lim); e == nil || e.Code != model.CodeRateLimitExceeded {
 			t.Fatalf("3rd request: %v", e)
 		}
 	}
@@ -264,4 +267,4 @@ func TestRateFailsOpen(t *testing.T) {
 	}
 }
 
-const usdt, btc = transfertest.USDT, transfertest.BTC
+const usdt, btc = testkit.USDT, testkit.BTC

@@ -28,17 +28,17 @@ import (
 	"github.com/ubscore/ubscore/gateway"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/logging"
+	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/transfer"
 	"github.com/ubscore/ubscore/persist/transfer/invariant"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 	"github.com/ubscore/ubscore/persist/transfer/ratelimit"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 )
 
 // SpotCallTimeout is how long the SPOT adapter waits for the core's
 // durable answer before reporting TIMEOUT (the FSM then retries by req_id).
 const SpotCallTimeout = 5 * time.Second
-
-// Path names the one path the coordinator runs, as the start log shows it.
-const Path = "fused"
 
 // Config is what the service needs from the server; the comments give the
 // meaning of the server's flags.
@@ -48,7 +48,7 @@ type Config struct {
 	// Migrated is set once the migrations ran: until then every request
 	// answers SERVICE_UNAVAILABLE and nothing runs in the background.
 	Migrated *atomic.Bool
-	Assets   []transfer.AssetConfig // the transferable assets (--config)
+	Assets   []model.AssetConfig // the transferable assets (--config)
 	// PerSecond and PerDay are the per-user limits of spec 1.5.6
 	// (--transfer-rate-per-second, --transfer-per-day); 0 disables one.
 	PerSecond, PerDay int
@@ -78,7 +78,7 @@ type Service struct {
 	coord    *transfer.Coordinator
 	worker   *transfer.Worker
 	monitor  *invariant.InvariantMonitor
-	assets   map[string]transfer.AssetConfig
+	assets   map[string]model.AssetConfig
 	migrated *atomic.Bool
 	faults   *faultSet // nil without fault injection
 	periodic bool      // the monitor runs on its own
@@ -97,7 +97,7 @@ func New(cfg Config) (*Service, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	t := &Service{log: log, assets: map[string]transfer.AssetConfig{}, migrated: cfg.Migrated, jobs: cfg.Jobs}
+	t := &Service{log: log, assets: map[string]model.AssetConfig{}, migrated: cfg.Migrated, jobs: cfg.Jobs}
 	// Steps of concurrent transfers share transactions (one writer: with
 	// more, racing drivers' batches can deadlock and rerun).
 	t.batcher = transfer.NewBatcher(pool, transfer.BatchOptions{Writers: 1})
@@ -107,7 +107,7 @@ func New(cfg Config) (*Service, error) {
 		t.assets[a.Symbol] = a
 		assetIDs = append(assetIDs, a.ID)
 	}
-	var spotSide transfer.Side = NewSpotAdapter(pl, SpotCallTimeout)
+	var spotSide model.Side = NewSpotAdapter(pl, SpotCallTimeout)
 	if cfg.FaultInjection {
 		crash := func() {
 			logging.Critical(context.Background(), log, "fault injection: killing the process (crash test)")
@@ -116,14 +116,14 @@ func New(cfg Config) (*Service, error) {
 		}
 		// FUNDING faults are injected below the one path, inside the batch
 		// transactions (fused steps included); the SPOT side is wrapped.
-		f, s := transfer.NewFaulty(nil), transfer.NewFaulty(spotSide)
+		f, s := transferfault.New(nil), transferfault.New(spotSide)
 		f.Crash, s.Crash = crash, crash
 		t.batcher.SetFaults(f)
 		// What a previous process performed must never be refused by an
 		// injected explicit failure after a restart.
-		s.Performed = func(_ context.Context, op transfer.Op, reqID string) (bool, error) {
-			kind := map[transfer.Op]core.Kind{transfer.OpWithdraw: core.KindSpotWithdraw,
-				transfer.OpDeposit: core.KindSpotDeposit, transfer.OpRefund: core.KindSpotRefund}[op]
+		s.Performed = func(_ context.Context, op model.Op, reqID string) (bool, error) {
+			kind := map[model.Op]core.Kind{model.OpWithdraw: core.KindSpotWithdraw,
+				model.OpDeposit: core.KindSpotDeposit, model.OpRefund: core.KindSpotRefund}[op]
 			key, ok := core.KeyFrom(reqID)
 			if !ok {
 				return false, nil
@@ -139,14 +139,14 @@ func New(cfg Config) (*Service, error) {
 		spotSide = s
 		log.Warn("fault injection enabled: /admin/v1/faults can make adapters fail or kill the process")
 	}
-	limits := transfer.RateLimits{PerSecond: cfg.PerSecond, PerDay: cfg.PerDay}
+	limits := model.RateLimits{PerSecond: cfg.PerSecond, PerDay: cfg.PerDay}
 	amountLimited := map[core.AssetID]bool{}
 	for _, a := range t.assets {
 		if a.DailyAmountLimit > 0 {
 			amountLimited[a.ID] = true
 		}
 	}
-	var rate func(context.Context, core.UserID, core.AssetID) transfer.RateState
+	var rate func(context.Context, core.UserID, core.AssetID) model.RateState
 	if limits.PerSecond > 0 || limits.PerDay > 0 || len(amountLimited) > 0 {
 		rl, err := ratelimit.New(ratelimit.Config{Limits: limits, Usage: t.store, Logger: log,
 			AmountLimited: amountLimited})
@@ -155,14 +155,14 @@ func New(cfg Config) (*Service, error) {
 		}
 		rate = rl.Rate
 	}
-	coord, err := transfer.NewCoordinator(transfer.Config{Store: t.store, Funding: t.funding, Spot: spotSide,
-		Assets: func(sym string) (transfer.AssetConfig, bool) { a, ok := t.assets[sym]; return a, ok },
+	coord, err := transfer.NewCoordinator(transfer.Config{Store: t.store, Spot: spotSide,
+		Assets: func(sym string) (model.AssetConfig, bool) { a, ok := t.assets[sym]; return a, ok },
 		Rate:   rate, Limits: limits, Logger: log, OnCommit: cfg.OnCommit})
 	if err != nil {
 		return nil, err
 	}
 	t.coord = coord
-	log.Info("internal transfers", "path", Path, "fused", true, "fault_injection", cfg.FaultInjection,
+	log.Info("internal transfers", "fault_injection", cfg.FaultInjection,
 		"stale_after", cfg.StaleAfter.String())
 	t.worker = transfer.NewWorker(coord, transfer.WorkerConfig{StaleAfter: cfg.StaleAfter})
 	t.periodic = cfg.InvariantInterval > 0
@@ -191,12 +191,8 @@ func (t *Service) Start() {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		for !t.migrated.Load() {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
+		if !persist.WaitMigrated(ctx, t.migrated, 50*time.Millisecond) {
+			return
 		}
 		var jobs sync.WaitGroup
 		jobs.Go(func() { _ = t.worker.Run(ctx) })
@@ -221,19 +217,19 @@ func (t *Service) Close() {
 
 // errNotReady answers transfer requests before the migrations ran (the
 // server is ready for trading before Postgres is: it may be down).
-var errNotReady = &transfer.Error{Code: gateway.CodeServiceUnavailable, Message: "the transfer service is not ready (Postgres not reached yet); retry"}
+var errNotReady = &model.Error{Code: gateway.CodeServiceUnavailable, Message: "the transfer service is not ready (Postgres not reached yet); retry"}
 
-func (t *Service) AssetConfig(symbol string) (transfer.AssetConfig, bool) {
+func (t *Service) AssetConfig(symbol string) (model.AssetConfig, bool) {
 	a, ok := t.assets[symbol]
 	return a, ok
 }
 
-func (t *Service) Create(ctx context.Context, caller transfer.Caller, req transfer.Request) (transfer.Result, error) {
+func (t *Service) Create(ctx context.Context, caller model.Caller, req model.Request) (transfer.Result, error) {
 	if !t.migrated.Load() {
 		return transfer.Result{}, errNotReady
 	}
 	if t.monitor.Halted() {
-		return transfer.Result{}, &transfer.Error{Code: gateway.CodeTransfersHalted,
+		return transfer.Result{}, &model.Error{Code: gateway.CodeTransfersHalted,
 			Message: "internal transfers are halted after a conservation check failure; an operator must resume them"}
 	}
 	return t.coord.Create(ctx, caller, req)
@@ -253,7 +249,7 @@ func (t *Service) List(ctx context.Context, user core.UserID, page, size int) ([
 	return t.store.List(ctx, user, page, size)
 }
 
-func (t *Service) FundingBalances(ctx context.Context, user core.UserID) (map[core.AssetID]transfer.AccountState, error) {
+func (t *Service) FundingBalances(ctx context.Context, user core.UserID) (map[core.AssetID]model.AccountState, error) {
 	if !t.migrated.Load() {
 		return nil, errNotReady
 	}
@@ -267,7 +263,7 @@ func (t *Service) Deposit(ctx context.Context, txRef string, user core.UserID, a
 	return t.funding.ExternalDeposit(ctx, txRef, user, asset, amount)
 }
 
-func (t *Service) SetFundingStatus(ctx context.Context, user core.UserID, asset core.AssetID, st transfer.AccountStatus) error {
+func (t *Service) SetFundingStatus(ctx context.Context, user core.UserID, asset core.AssetID, st model.AccountStatus) error {
 	if !t.migrated.Load() {
 		return errNotReady
 	}
@@ -278,7 +274,7 @@ func (t *Service) SetFundingStatus(ctx context.Context, user core.UserID, asset 
 		err = t.funding.SetStatus(ctx, user, asset, st)
 	}
 	if errors.Is(err, transfer.ErrNotFound) {
-		return &transfer.Error{Code: transfer.CodeSourceAccountNotFound, Message: "no such FUNDING account"}
+		return &model.Error{Code: model.CodeSourceAccountNotFound, Message: "no such FUNDING account"}
 	}
 	return err
 }
@@ -403,21 +399,21 @@ func (r *spotReader) SpotSnapshot(_ context.Context, reqIDs []string) (invariant
 }
 
 // faultSet is gateway.FaultInjector over the two adapters' Faulty wrappers.
-type faultSet struct{ funding, spot *transfer.Faulty }
+type faultSet struct{ funding, spot *transferfault.Faulty }
 
-var faultModes = map[string]transfer.Fault{
-	"explicit_fail":         transfer.FaultExplicitFail,
-	"timeout_after_effect":  transfer.FaultTimeoutAfterEffect,
-	"timeout_before_effect": transfer.FaultTimeoutBeforeEffect,
-	"network_error":         transfer.FaultNetworkError,
-	"pending":               transfer.FaultPending,
-	"unknown":               transfer.FaultUnknown,
-	"crash_before":          transfer.FaultCrashBefore,
-	"crash_after":           transfer.FaultCrashAfter,
+var faultModes = map[string]model.Fault{
+	"explicit_fail":         model.FaultExplicitFail,
+	"timeout_after_effect":  model.FaultTimeoutAfterEffect,
+	"timeout_before_effect": model.FaultTimeoutBeforeEffect,
+	"network_error":         model.FaultNetworkError,
+	"pending":               model.FaultPending,
+	"unknown":               model.FaultUnknown,
+	"crash_before":          model.FaultCrashBefore,
+	"crash_after":           model.FaultCrashAfter,
 }
 
 func (f *faultSet) Inject(adapter, op, mode string, count int) error {
-	var a *transfer.Faulty
+	var a *transferfault.Faulty
 	switch adapter {
 	case "funding":
 		a = f.funding
@@ -426,8 +422,8 @@ func (f *faultSet) Inject(adapter, op, mode string, count int) error {
 	default:
 		return fmt.Errorf("adapter must be funding or spot")
 	}
-	o := transfer.Op(op)
-	if o != transfer.OpWithdraw && o != transfer.OpDeposit && o != transfer.OpRefund {
+	o := model.Op(op)
+	if o != model.OpWithdraw && o != model.OpDeposit && o != model.OpRefund {
 		return fmt.Errorf("op must be withdraw, deposit or refund")
 	}
 	m, ok := faultModes[mode]

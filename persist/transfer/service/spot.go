@@ -8,6 +8,7 @@ import (
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/journal"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // SpotAdapter is the SPOT side of internal transfers (transfer.Side) over
@@ -45,30 +46,30 @@ var explicitSpot = map[core.Code]bool{
 	core.CodeOverflow:              true,
 }
 
-func (a *SpotAdapter) Withdraw(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
+func (a *SpotAdapter) Withdraw(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) model.Outcome {
 	return a.do(ctx, core.KindSpotWithdraw, reqID, user, asset, amount)
 }
 
-func (a *SpotAdapter) Deposit(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
+func (a *SpotAdapter) Deposit(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) model.Outcome {
 	return a.do(ctx, core.KindSpotDeposit, reqID, user, asset, amount)
 }
 
-func (a *SpotAdapter) Refund(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) transfer.Outcome {
+func (a *SpotAdapter) Refund(ctx context.Context, reqID string, user transfer.UserID, asset transfer.AssetID, amount transfer.Units) model.Outcome {
 	return a.do(ctx, core.KindSpotRefund, reqID, user, asset, amount)
 }
 
-func (a *SpotAdapter) do(ctx context.Context, kind core.Kind, reqID string, user core.UserID, asset core.AssetID, amount core.Units) transfer.Outcome {
+func (a *SpotAdapter) do(ctx context.Context, kind core.Kind, reqID string, user core.UserID, asset core.AssetID, amount core.Units) model.Outcome {
 	key, ok := core.KeyFrom(reqID)
 	if !ok || amount <= 0 { // defense in depth: the coordinator validated already
-		return transfer.Outcome{Kind: transfer.Unknown, Code: "INVALID_REQUEST"}
+		return model.Outcome{Kind: model.Unknown, Code: "INVALID_REQUEST"}
 	}
 	c := core.Command{Kind: kind, User: user, Asset: asset, Amount: amount, Key: key}
 	r := journal.NewReply()
 	if _, err := a.pl.TrySubmit(&c, r); err != nil {
 		if errors.Is(err, journal.ErrBusy) {
-			return transfer.Outcome{Kind: transfer.Timeout, Code: "SYSTEM_BUSY"}
+			return model.Outcome{Kind: model.Timeout, Code: "SYSTEM_BUSY"}
 		}
-		return transfer.Outcome{Kind: transfer.Unknown, Code: err.Error()}
+		return model.Outcome{Kind: model.Unknown, Code: err.Error()}
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.pl.Wait(r) }()
@@ -77,21 +78,21 @@ func (a *SpotAdapter) do(ctx context.Context, kind core.Kind, reqID string, user
 	select {
 	case err := <-done:
 		if err != nil {
-			return transfer.Outcome{Kind: transfer.Unknown, Code: err.Error()}
+			return model.Outcome{Kind: model.Unknown, Code: err.Error()}
 		}
 	case <-t.C: // sequenced, maybe durable: the repeat by req_id will tell
-		return transfer.Outcome{Kind: transfer.Timeout}
+		return model.Outcome{Kind: model.Timeout}
 	case <-ctx.Done():
-		return transfer.Outcome{Kind: transfer.Timeout, Code: ctx.Err().Error()}
+		return model.Outcome{Kind: model.Timeout, Code: ctx.Err().Error()}
 	}
 	res := r.Result()
 	switch {
 	case res.Code == core.OK:
-		return transfer.Outcome{Kind: transfer.Success}
+		return model.Outcome{Kind: model.Success}
 	case explicitSpot[res.Code], recordedSpot[res.Code] && recorded(r.Events, res.Code):
-		return transfer.Outcome{Kind: transfer.ExplicitFail, Code: res.Code.String()}
+		return model.Outcome{Kind: model.ExplicitFail, Code: res.Code.String()}
 	default:
-		return transfer.Outcome{Kind: transfer.Unknown, Code: res.Code.String()}
+		return model.Outcome{Kind: model.Unknown, Code: res.Code.String()}
 	}
 }
 
@@ -113,21 +114,21 @@ func recorded(evs []core.Event, code core.Code) bool {
 // could not take a transfer now (halted, ops set or user table full), so
 // the transfer is refused before FUNDING moves. A user without an
 // account yet exists for deposits (the core creates it) but has nothing.
-func (a *SpotAdapter) AccountState(ctx context.Context, user transfer.UserID, asset transfer.AssetID) (transfer.AccountState, error) {
-	var st transfer.AccountState
+func (a *SpotAdapter) AccountState(ctx context.Context, user transfer.UserID, asset transfer.AssetID) (model.AccountState, error) {
+	var st model.AccountState
 	err := a.pl.Read(func(p *core.Processor) error {
 		status, exists := p.AccountStatusOf(user)
 		st.Exists = exists
-		st.Status = map[core.AccountStatus]transfer.AccountStatus{core.Active: transfer.Active,
-			core.Frozen: transfer.Frozen, core.Disabled: transfer.Disabled}[status]
+		st.Status = map[core.AccountStatus]model.AccountStatus{core.Active: model.Active,
+			core.Frozen: model.Frozen, core.Disabled: model.Disabled}[status]
 		st.Available = p.BalanceOf(user, asset).Avail
 		switch {
 		case p.Halted():
-			st.Unavailable = transfer.CodeCoreHalted
+			st.Unavailable = model.CodeCoreHalted
 		case p.OpsFull():
-			st.Unavailable = transfer.CodeTooManyOps
+			st.Unavailable = model.CodeTooManyOps
 		case !p.CanCreateAccount(user):
-			st.Unavailable = transfer.CodeTooManyUsers
+			st.Unavailable = model.CodeTooManyUsers
 		}
 		return nil
 	})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/journal"
-	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/model"
 )
 
 // startSpot starts a pipeline with asset 1 (USDT, 6 decimals) installed
@@ -37,7 +37,7 @@ func TestSpotAdapter(t *testing.T) {
 	_, a := startSpot(t, core.Config{})
 	ctx := context.Background()
 	const user, usdt = core.UserID(5), core.AssetID(1)
-	want := func(what string, got transfer.Outcome, kind transfer.OutcomeKind, code string) {
+	want := func(what string, got model.Outcome, kind model.OutcomeKind, code string) {
 		t.Helper()
 		if got.Kind != kind || (code != "" && got.Code != code) {
 			t.Fatalf("%s: %v, want %v(%s)", what, got, kind, code)
@@ -50,21 +50,21 @@ func TestSpotAdapter(t *testing.T) {
 		}
 		return st.Available
 	}
-	want("deposit", a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100), transfer.Success, "")
-	want("deposit repeat", a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100), transfer.Success, "")
+	want("deposit", a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100), model.Success, "")
+	want("deposit repeat", a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100), model.Success, "")
 	if b := bal(); b != 100 {
 		t.Fatalf("balance after a repeated deposit: %d, want 100", b)
 	}
-	want("withdraw too much", a.Withdraw(ctx, "01JWD000000000000000000001", user, usdt, 1000), transfer.ExplicitFail, "INSUFFICIENT_BALANCE")
-	want("withdraw", a.Withdraw(ctx, "01JWD000000000000000000002", user, usdt, 60), transfer.Success, "")
-	want("refund", a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60), transfer.Success, "")
-	want("refund repeat", a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60), transfer.Success, "")
+	want("withdraw too much", a.Withdraw(ctx, "01JWD000000000000000000001", user, usdt, 1000), model.ExplicitFail, "INSUFFICIENT_BALANCE")
+	want("withdraw", a.Withdraw(ctx, "01JWD000000000000000000002", user, usdt, 60), model.Success, "")
+	want("refund", a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60), model.Success, "")
+	want("refund repeat", a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60), model.Success, "")
 	if b := bal(); b != 100 {
 		t.Fatalf("balance after withdraw + refund (repeated): %d, want 100", b)
 	}
-	want("refund without withdraw", a.Refund(ctx, "01JWD000000000000000000009", user, usdt, 5), transfer.ExplicitFail, "REFUND_WITHOUT_WITHDRAW")
+	want("refund without withdraw", a.Refund(ctx, "01JWD000000000000000000009", user, usdt, 5), model.ExplicitFail, "REFUND_WITHOUT_WITHDRAW")
 	st, err := a.AccountState(ctx, user, usdt)
-	if err != nil || !st.Exists || st.Status != transfer.Active {
+	if err != nil || !st.Exists || st.Status != model.Active {
 		t.Fatalf("account state %+v %v", st, err)
 	}
 	if st, _ := a.AccountState(ctx, 99, usdt); st.Exists || st.Available != 0 {
@@ -82,10 +82,10 @@ func TestSpec5_SpotAdapterWhileCoreHalted(t *testing.T) {
 	pl, a := startSpot(t, core.Config{AllowFaults: true})
 	ctx := context.Background()
 	const user, usdt = core.UserID(5), core.AssetID(1)
-	if o := a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100); o.Kind != transfer.Success {
+	if o := a.Deposit(ctx, "01JDEP00000000000000000001", user, usdt, 100); o.Kind != model.Success {
 		t.Fatal(o)
 	}
-	if o := a.Withdraw(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Success {
+	if o := a.Withdraw(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != model.Success {
 		t.Fatal(o)
 	}
 	r := journal.NewReply()
@@ -94,27 +94,27 @@ func TestSpec5_SpotAdapterWhileCoreHalted(t *testing.T) {
 		t.Fatalf("trip: %v %v", err, r.Result().Code)
 	}
 	for i := 0; i < 2; i++ {
-		if o := a.Deposit(ctx, "01JDEP00000000000000000003", user, usdt, 7); o.Kind != transfer.ExplicitFail || o.Code != "CORE_HALTED" {
+		if o := a.Deposit(ctx, "01JDEP00000000000000000003", user, usdt, 7); o.Kind != model.ExplicitFail || o.Code != "CORE_HALTED" {
 			t.Fatalf("deposit while halted (try %d): %v", i, o)
 		}
 	}
-	if o := a.Withdraw(ctx, "01JWD000000000000000000004", user, usdt, 7); o.Kind != transfer.ExplicitFail {
+	if o := a.Withdraw(ctx, "01JWD000000000000000000004", user, usdt, 7); o.Kind != model.ExplicitFail {
 		t.Fatalf("withdraw while halted: %v", o)
 	}
-	if o := a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Unknown || o.Code != "CORE_HALTED" {
+	if o := a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != model.Unknown || o.Code != "CORE_HALTED" {
 		t.Fatalf("refund while halted: %v", o)
 	}
-	if st, err := a.AccountState(ctx, user, usdt); err != nil || st.Unavailable != transfer.CodeCoreHalted {
+	if st, err := a.AccountState(ctx, user, usdt); err != nil || st.Unavailable != model.CodeCoreHalted {
 		t.Fatalf("account state %+v %v", st, err)
 	}
 	resume := core.Command{Kind: core.KindResumeCore, User: 1000}
 	if _, err := pl.Submit(&resume, r); err != nil || pl.Wait(r) != nil || r.Result().Code != core.OK {
 		t.Fatalf("resume: %v %v", err, r.Result().Code)
 	}
-	if o := a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != transfer.Success {
+	if o := a.Refund(ctx, "01JWD000000000000000000002", user, usdt, 60); o.Kind != model.Success {
 		t.Fatalf("refund after the resolution: %v", o)
 	}
-	if o := a.Deposit(ctx, "01JDEP00000000000000000003", user, usdt, 7); o.Kind != transfer.ExplicitFail {
+	if o := a.Deposit(ctx, "01JDEP00000000000000000003", user, usdt, 7); o.Kind != model.ExplicitFail {
 		t.Fatalf("the recorded refusal changed: %v", o)
 	}
 }

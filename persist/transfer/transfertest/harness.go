@@ -1,9 +1,10 @@
 // Package transfertest is a test harness over persist/transfer's exported
-// API for the packages beside it (invariant, ratelimit): a throw-away
-// migrated database, a Coordinator on the one path (a Batcher, fused
-// steps, FUNDING faults injected inside its transactions) and a FakeSpot
-// wrapped in Faulty. persist/transfer's own tests have theirs
-// (helpers_test.go: they cannot import this package).
+// API for the packages beside it (invariant, ratelimit): on a throw-away
+// migrated database (package testkit, with the test assets), a Coordinator
+// on the one path (a Batcher, fused steps, FUNDING faults injected inside
+// its transactions) and a fakespot.Spot wrapped in transferfault.Faulty.
+// persist/transfer's own internal tests cannot import this package (it
+// imports persist/transfer); their harness (helpers_test.go) shares testkit with it.
 package transfertest
 
 import (
@@ -11,45 +12,19 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ubscore/ubscore/persist"
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/persist/transfer"
+	"github.com/ubscore/ubscore/persist/transfer/fakespot"
+	"github.com/ubscore/ubscore/persist/transfer/model"
+	"github.com/ubscore/ubscore/persist/transfer/testkit"
+	"github.com/ubscore/ubscore/persist/transfer/transferfault"
 	"github.com/ubscore/ubscore/persist/transfer/ulid"
 )
-
-// The harness's assets.
-const (
-	USDT transfer.AssetID = 1 // precision 6
-	BTC  transfer.AssetID = 2 // precision 8
-)
-
-// Assets are the harness's asset configurations by symbol.
-var Assets = map[string]transfer.AssetConfig{
-	"USDT": {ID: USDT, Symbol: "USDT", Precision: 6, MinTransfer: 1, MaxTransfer: 1_000_000_000_000, Status: transfer.AssetActive, InternalTransferEnabled: true},
-	"BTC":  {ID: BTC, Symbol: "BTC", Precision: 8, MinTransfer: 1000, MaxTransfer: 100_000_000_000, Status: transfer.AssetActive, InternalTransferEnabled: true},
-}
-
-// Lookup is Config.Assets over Assets.
-func Lookup(s string) (transfer.AssetConfig, bool) { a, ok := Assets[s]; return a, ok }
-
-// CritCounter is an slog handler counting records at LevelCritical or above.
-type CritCounter struct{ N atomic.Int64 }
-
-func (h *CritCounter) Enabled(context.Context, slog.Level) bool { return true }
-func (h *CritCounter) Handle(_ context.Context, r slog.Record) error {
-	if r.Level >= transfer.LevelCritical {
-		h.N.Add(1)
-	}
-	return nil
-}
-func (h *CritCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *CritCounter) WithGroup(string) slog.Handler      { return h }
 
 // Harness is one test's transfer service parts.
 type Harness struct {
@@ -57,10 +32,10 @@ type Harness struct {
 	Pool    *pgxpool.Pool
 	Store   *transfer.Store
 	Funding *transfer.Funding
-	Spot    *transfer.FakeSpot
-	FundF   *transfer.Faulty // FUNDING faults, inside the batch transactions
-	SpotF   *transfer.Faulty // wraps Spot: the coordinator's SPOT side
-	Crit    *CritCounter
+	Spot    *fakespot.Spot
+	FundF   *transferfault.Faulty // FUNDING faults, inside the batch transactions
+	SpotF   *transferfault.Faulty // wraps Spot: the coordinator's SPOT side
+	Crit    *testkit.CritCounter
 	Coord   *transfer.Coordinator
 	IDs     *ulid.Gen
 }
@@ -68,21 +43,14 @@ type Harness struct {
 // New returns a Harness on a fresh database, closed when the test ends.
 func New(t *testing.T) *Harness {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := persist.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := testkit.MigratedPool(t, pgtest.NewDB(t), 32)
 	b := transfer.NewBatcher(pool, transfer.BatchOptions{})
 	h := &Harness{T: t, Pool: pool, Store: transfer.NewStore(b), Funding: transfer.NewFunding(b),
-		Spot: transfer.NewFakeSpot(), Crit: &CritCounter{}, FundF: transfer.NewFaulty(nil), IDs: ulid.NewGen()}
+		Spot: fakespot.New(), Crit: &testkit.CritCounter{}, FundF: transferfault.New(nil), IDs: ulid.NewGen()}
 	b.SetFaults(h.FundF)
 	b.Start()
 	t.Cleanup(b.Close) // before the pool closes
-	h.SpotF = transfer.NewFaulty(h.Spot)
+	h.SpotF = transferfault.New(h.Spot)
 	h.Coord = h.NewCoordinator(nil)
 	return h
 }
@@ -91,7 +59,7 @@ func New(t *testing.T) *Harness {
 // process, as far as the FSM can tell); mod may adjust its Config.
 func (h *Harness) NewCoordinator(mod func(*transfer.Config)) *transfer.Coordinator {
 	h.T.Helper()
-	cfg := transfer.Config{Store: h.Store, Funding: h.Funding, Spot: h.SpotF, Assets: Lookup,
+	cfg := transfer.Config{Store: h.Store, Spot: h.SpotF, Assets: testkit.Lookup,
 		MaxWait: 300 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond, Logger: slog.New(h.Crit)}
 	if mod != nil {
 		mod(&cfg)
@@ -146,22 +114,10 @@ func (h *Harness) Get(reqID string) transfer.Transfer {
 // Create runs a transfer request as user; fails the test on a refusal.
 func (h *Harness) Create(c *transfer.Coordinator, user transfer.UserID, from, to, asset, amount, cid string) transfer.Result {
 	h.T.Helper()
-	r, err := c.Create(context.Background(), transfer.Caller{Authenticated: true, UserID: user},
-		transfer.Request{From: from, To: to, Asset: asset, Amount: amount, CID: cid})
+	r, err := c.Create(context.Background(), model.Caller{Authenticated: true, UserID: user},
+		model.Request{From: from, To: to, Asset: asset, Amount: amount, CID: cid})
 	if err != nil {
 		h.T.Fatalf("create %s->%s %s %s: %v", from, to, amount, asset, err)
 	}
 	return r
-}
-
-// WaitFor polls cond until it holds or the deadline passes.
-func WaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -1,4 +1,4 @@
-package transfer
+package model
 
 import "context"
 
@@ -23,21 +23,21 @@ type AccountReader interface {
 // Side is one account type's adapter plus its account reader. FUNDING is
 // *Funding; SPOT is implemented over the core's idempotent SPOT_DEPOSIT /
 // SPOT_WITHDRAW / SPOT_REFUND commands (keyed by core.KeyFrom(req_id)) by
-// the server, and by FakeSpot in tests.
+// the server, and by fakespot.Spot in tests.
 type Side interface {
 	Adapter
 	AccountReader
 }
 
-// call dispatches op to a.
-func call(ctx context.Context, a Adapter, op Op, t Transfer) Outcome {
+// Call makes operation op of a.
+func Call(ctx context.Context, a Adapter, op Op, reqID string, user UserID, asset AssetID, amount Units) Outcome {
 	switch op {
 	case OpWithdraw:
-		return a.Withdraw(ctx, t.ReqID, t.UserID, t.Asset, t.Amount)
+		return a.Withdraw(ctx, reqID, user, asset, amount)
 	case OpDeposit:
-		return a.Deposit(ctx, t.ReqID, t.UserID, t.Asset, t.Amount)
+		return a.Deposit(ctx, reqID, user, asset, amount)
 	case OpRefund:
-		return a.Refund(ctx, t.ReqID, t.UserID, t.Asset, t.Amount)
+		return a.Refund(ctx, reqID, user, asset, amount)
 	}
-	return unknown("unknown op " + string(op))
+	return UnknownOutcome("unknown op " + string(op))
 }

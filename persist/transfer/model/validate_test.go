@@ -1,4 +1,4 @@
-package transfer
+package model
 
 // These tests prove the pre-validation returns the spec's exact code for
 // every check of 1.5.1-1.5.7 (ATK-001..010, BAL-001/004/005 at the
@@ -8,8 +8,10 @@ import (
 	"testing"
 )
 
+const btc AssetID = 2
+
 func okInputs() Inputs {
-	a := testAssets["BTC"]
+	a := AssetConfig{ID: btc, Symbol: "BTC", Precision: 8, MinTransfer: 1000, MaxTransfer: 100_000_000_000, Status: AssetActive, InternalTransferEnabled: true}
 	return Inputs{
 		Caller: Caller{Authenticated: true, UserID: 7},
 		Asset:  &a,
@@ -64,7 +66,7 @@ func TestValidateEveryCode(t *testing.T) {
 			in.Asset.DailyAmountLimit, in.Rate.AmountToday = 200_000_000, 50_000_000
 		}, ""},
 		{"asset daily amount, only global set", func(_ *Request, in *Inputs) { in.Limits.DailyAmount = 0; in.Asset.DailyAmountLimit = 100 }, CodeDailyAmountExceeded},
-		{"ATK-010 duplicate cid", func(r *Request, in *Inputs) { r.CID = "c1"; in.Duplicate = &Transfer{ReqID: "X"} }, CodeDuplicateRequest},
+		{"ATK-010 duplicate cid", func(r *Request, in *Inputs) { r.CID = "c1"; in.DuplicateOf = "X" }, CodeDuplicateRequest},
 		{"cid too long", func(r *Request, _ *Inputs) { r.CID = string(make([]byte, 65)) }, CodeInvalidRequest},
 		{"source missing", func(_ *Request, in *Inputs) { in.Source = AccountState{} }, CodeSourceAccountNotFound},
 		{"funding target missing", func(r *Request, in *Inputs) { r.From, r.To = "SPOT", "FUNDING"; in.Target = AccountState{} }, CodeTargetAccountNotFound},
@@ -118,7 +120,7 @@ func TestValidateOrder(t *testing.T) {
 		{CodeInvalidAsset, func(_ *Request, in *Inputs) { in.Asset = nil }},
 		{CodePrecisionOverflow, func(r *Request, _ *Inputs) { r.Amount = "1.123456789" }},
 		{CodeRateLimitExceeded, func(_ *Request, in *Inputs) { in.Rate.RequestsLastSecond = 50 }},
-		{CodeDuplicateRequest, func(r *Request, in *Inputs) { r.CID = "c"; in.Duplicate = &Transfer{ReqID: "X"} }},
+		{CodeDuplicateRequest, func(r *Request, in *Inputs) { r.CID = "c"; in.DuplicateOf = "X" }},
 		{CodeInsufficientBalance, func(_ *Request, in *Inputs) { in.Source.Available = 0 }},
 	}
 	// Apply breaks i..end (last first, so a field two breaks share keeps

@@ -1,4 +1,4 @@
-package transfer
+package model
 
 // AccountType is the kind of account a transfer moves between.
 type AccountType string
@@ -18,19 +18,10 @@ func (t AccountType) known() bool {
 // supported reports whether transfers to or from t are launched.
 func (t AccountType) supported() bool { return t == AccountFunding || t == AccountSpot }
 
-// reversible reports whether a debit of t can be refunded, so an explicit
+// Reversible reports whether a debit of t can be refunded, so an explicit
 // target failure may compensate (spec 2.2 "SOURCE REVERSIBLE?"). Both launched
 // sides can refund; anything else stays in TARGET_PENDING and retries.
-func (t AccountType) reversible() bool { return t == AccountFunding || t == AccountSpot }
-
-// transferType is transfers_tb.transfer_type / source_type: 1 when the
-// source is FUNDING, 2 when it is SPOT (spec 7.1).
-func transferType(from AccountType) int16 {
-	if from == AccountFunding {
-		return 1
-	}
-	return 2
-}
+func (t AccountType) Reversible() bool { return t == AccountFunding || t == AccountSpot }
 
 // AccountStatus is the status of a FUNDING balance row or a SPOT account.
 type AccountStatus string

@@ -1,4 +1,4 @@
-package transfer
+package model
 
 import "github.com/ubscore/ubscore/core"
 
@@ -59,4 +59,5 @@ func (e *Error) Error() string {
 	return "transfer: " + string(e.Code) + ": " + e.Message
 }
 
-func reject(c Code, msg string) *Error { return &Error{Code: c, Message: msg} }
+// Reject is the refusal of code c with msg.
+func Reject(c Code, msg string) *Error { return &Error{Code: c, Message: msg} }

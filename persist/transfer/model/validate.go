@@ -1,4 +1,4 @@
-package transfer
+package model
 
 // This file is the spec's security pre-validation (1.5.1-1.5.7) as pure
 // functions, in the order of 1.5.8. The gateway (layer 1) and the
@@ -75,44 +75,44 @@ type Checked struct {
 func CheckRequest(req Request, caller Caller, asset *AssetConfig, rate RateState, lim RateLimits) (Checked, *Error) {
 	// 1. Authentication.
 	if !caller.Authenticated || caller.UserID == 0 {
-		return Checked{}, reject(CodeUnauthorized, "no valid identity")
+		return Checked{}, Reject(CodeUnauthorized, "no valid identity")
 	}
 	// 2. Authorization: the body may not name another user (both accounts are
 	// then the caller's by construction: account ownership).
 	if req.UserID != 0 && req.UserID != caller.UserID {
-		return Checked{}, reject(CodeForbidden, "user_id does not match the token")
+		return Checked{}, Reject(CodeForbidden, "user_id does not match the token")
 	}
 	// 3. Request format.
 	if req.From == "" || req.To == "" {
-		return Checked{}, reject(CodeInvalidAccountType, "from and to are required")
+		return Checked{}, Reject(CodeInvalidAccountType, "from and to are required")
 	}
 	dec, ok := parseDecimal(req.Amount)
 	if !ok {
-		return Checked{}, reject(CodeInvalidAmount, "amount is not a decimal number")
+		return Checked{}, Reject(CodeInvalidAmount, "amount is not a decimal number")
 	}
 	if len(req.CID) > MaxCIDLen {
-		return Checked{}, reject(CodeInvalidRequest, "cid longer than 64 bytes")
+		return Checked{}, Reject(CodeInvalidRequest, "cid longer than 64 bytes")
 	}
 	// 4. Account types (1.5.2, in table order).
 	from, to := AccountType(req.From), AccountType(req.To)
 	if from == to {
-		return Checked{}, reject(CodeSameAccount, "from and to are the same account")
+		return Checked{}, Reject(CodeSameAccount, "from and to are the same account")
 	}
 	if !from.known() || !to.known() {
-		return Checked{}, reject(CodeInvalidAccountType, "account type must be FUNDING or SPOT")
+		return Checked{}, Reject(CodeInvalidAccountType, "account type must be FUNDING or SPOT")
 	}
 	if !from.supported() || !to.supported() {
-		return Checked{}, reject(CodeUnsupportedAccountType, "only FUNDING and SPOT are supported")
+		return Checked{}, Reject(CodeUnsupportedAccountType, "only FUNDING and SPOT are supported")
 	}
 	// 5. Asset (1.5.4).
 	if asset == nil || asset.ID == 0 {
-		return Checked{}, reject(CodeInvalidAsset, "unknown asset")
+		return Checked{}, Reject(CodeInvalidAsset, "unknown asset")
 	}
 	if asset.Status != AssetActive {
-		return Checked{}, reject(CodeAssetSuspended, "asset is not active")
+		return Checked{}, Reject(CodeAssetSuspended, "asset is not active")
 	}
 	if !asset.InternalTransferEnabled {
-		return Checked{}, reject(CodeTransferNotAllowed, "asset forbids internal transfers")
+		return Checked{}, Reject(CodeTransferNotAllowed, "asset forbids internal transfers")
 	}
 	// 6. Amount (1.5.3). OVERFLOW precedes the range checks: the value must
 	// be representable before it can be compared (ATK-006: u64::MAX+1 is
@@ -134,20 +134,20 @@ func CheckRequest(req Request, caller Caller, asset *AssetConfig, rate RateState
 
 func checkAmount(dec decimalAmount, asset *AssetConfig) (Units, *Error) {
 	if dec.neg || dec.zero() {
-		return 0, reject(CodeInvalidAmount, "amount must be > 0")
+		return 0, Reject(CodeInvalidAmount, "amount must be > 0")
 	}
 	if asset.Precision < 0 || asset.Precision > MaxPrecision || len(dec.fracPart) > asset.Precision {
-		return 0, reject(CodePrecisionOverflow, "more decimal places than the asset has")
+		return 0, Reject(CodePrecisionOverflow, "more decimal places than the asset has")
 	}
 	amount, ok := dec.units(asset.Precision, MaxTransferUnits)
 	if !ok {
-		return 0, reject(CodeOverflow, "amount out of range")
+		return 0, Reject(CodeOverflow, "amount out of range")
 	}
 	if amount < asset.MinTransfer {
-		return 0, reject(CodeAmountTooSmall, "below the minimum transfer amount")
+		return 0, Reject(CodeAmountTooSmall, "below the minimum transfer amount")
 	}
 	if asset.MaxTransfer > 0 && amount > asset.MaxTransfer {
-		return 0, reject(CodeAmountTooLarge, "above the maximum transfer amount")
+		return 0, Reject(CodeAmountTooLarge, "above the maximum transfer amount")
 	}
 	return amount, nil
 }
@@ -156,13 +156,13 @@ func checkAmount(dec decimalAmount, asset *AssetConfig) (Units, *Error) {
 // for a request of amount.
 func CheckRate(amount Units, rate RateState, lim RateLimits) *Error {
 	if lim.PerSecond > 0 && rate.RequestsLastSecond+1 > lim.PerSecond {
-		return reject(CodeRateLimitExceeded, "too many requests")
+		return Reject(CodeRateLimitExceeded, "too many requests")
 	}
 	if lim.PerDay > 0 && rate.TransfersToday+1 > lim.PerDay {
-		return reject(CodeDailyLimitExceeded, "too many transfers today")
+		return Reject(CodeDailyLimitExceeded, "too many transfers today")
 	}
 	if lim.DailyAmount > 0 && (amount > lim.DailyAmount || rate.AmountToday > lim.DailyAmount-amount) {
-		return reject(CodeDailyAmountExceeded, "daily amount exceeded")
+		return Reject(CodeDailyAmountExceeded, "daily amount exceeded")
 	}
 	return nil
 }
@@ -171,38 +171,38 @@ func CheckRate(amount Units, rate RateState, lim RateLimits) *Error {
 // target is created lazily; a FUNDING target must exist.
 func CheckAccounts(c Checked, source, target AccountState) *Error {
 	if source.Unavailable != "" {
-		return reject(source.Unavailable, string(c.From)+" cannot take transfers now")
+		return Reject(source.Unavailable, string(c.From)+" cannot take transfers now")
 	}
 	if target.Unavailable != "" {
-		return reject(target.Unavailable, string(c.To)+" cannot take transfers now")
+		return Reject(target.Unavailable, string(c.To)+" cannot take transfers now")
 	}
 	if !source.Exists {
-		return reject(CodeSourceAccountNotFound, "source account does not exist")
+		return Reject(CodeSourceAccountNotFound, "source account does not exist")
 	}
 	if c.To == AccountFunding && !target.Exists {
-		return reject(CodeTargetAccountNotFound, "FUNDING account does not exist")
+		return Reject(CodeTargetAccountNotFound, "FUNDING account does not exist")
 	}
 	switch source.Status {
 	case Frozen:
-		return reject(CodeAccountFrozen, "source account is frozen")
+		return Reject(CodeAccountFrozen, "source account is frozen")
 	case Disabled:
-		return reject(CodeAccountDisabled, "source account is disabled")
+		return Reject(CodeAccountDisabled, "source account is disabled")
 	}
 	if source.Available < c.Amount {
-		return reject(CodeInsufficientBalance, "source balance below amount")
+		return Reject(CodeInsufficientBalance, "source balance below amount")
 	}
 	return nil
 }
 
 // Inputs is everything Validate reads besides the request.
 type Inputs struct {
-	Caller    Caller
-	Asset     *AssetConfig // nil: unknown asset
-	Rate      RateState
-	Limits    RateLimits
-	Duplicate *Transfer // the transfer already holding this cid, if any
-	Source    AccountState
-	Target    AccountState
+	Caller      Caller
+	Asset       *AssetConfig // nil: unknown asset
+	Rate        RateState
+	Limits      RateLimits
+	DuplicateOf string // req_id of the transfer already holding this cid; "" if none
+	Source      AccountState
+	Target      AccountState
 }
 
 // Validate runs all nine steps of 1.5.8 in order. A duplicate cid (step 8)
@@ -212,8 +212,8 @@ func Validate(req Request, in Inputs) (Checked, *Error) {
 	if e != nil {
 		return Checked{}, e
 	}
-	if in.Duplicate != nil {
-		return c, reject(CodeDuplicateRequest, "cid already used by "+in.Duplicate.ReqID)
+	if in.DuplicateOf != "" {
+		return c, Reject(CodeDuplicateRequest, "cid already used by "+in.DuplicateOf)
 	}
 	if e := CheckAccounts(c, in.Source, in.Target); e != nil {
 		return Checked{}, e

@@ -1,4 +1,4 @@
-package transfer
+package model
 
 import "fmt"
 
@@ -38,9 +38,10 @@ func (o Outcome) String() string {
 	return o.Kind.String() + "(" + o.Code + ")"
 }
 
-func ok() Outcome                   { return Outcome{Kind: Success} }
-func fail(code Code) Outcome        { return Outcome{Kind: ExplicitFail, Code: string(code)} }
-func unknown(detail string) Outcome { return Outcome{Kind: Unknown, Code: detail} }
+// OK, Fail and UnknownOutcome build the answers of an adapter.
+func OK() Outcome                          { return Outcome{Kind: Success} }
+func Fail(code Code) Outcome               { return Outcome{Kind: ExplicitFail, Code: string(code)} }
+func UnknownOutcome(detail string) Outcome { return Outcome{Kind: Unknown, Code: detail} }
 
 // Op is an adapter operation; the string is transfer_operations.op.
 type Op string
