@@ -326,3 +326,36 @@ func TestQuorum(t *testing.T) {
 		t.Fatalf("log holds commands 1..%d, want 1..%d", n, seq-1)
 	}
 }
+
+// TestOpenConnectsToTheLeader: a Log opened with every node's URL ends on
+// the node that leads the stream (its appends then cross no route), and
+// appends as before; with the client's random pick of the first node, 4
+// opens all land there without the move with probability 1/81.
+func TestOpenConnectsToTheLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3-node cluster")
+	}
+	c := natstest.Start(t, 3)
+	ctx := context.Background()
+	for i := 0; i < 4; i++ {
+		l := open(t, c.URL(), fmt.Sprintf("n%d", i), 3)
+		info, err := l.stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			t.Fatalf("no stream leader: %+v", info.Cluster)
+		}
+		if got := l.nc.ConnectedServerName(); got != info.Cluster.Leader {
+			t.Fatalf("open %d: connected to %s, the stream's leader is %s", i, got, info.Cluster.Leader)
+		}
+		if i == 0 {
+			if err := l.Claim(ctx, 0, 0, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := appendWait(t, l, 1, cmdsFrom(1, 10, 50)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
