@@ -395,11 +395,24 @@ func msgID(epoch uint64, k Kind, seq core.Seq) string {
 // before it, so a refused or lost message makes every later one fail too
 // and the log never gets a hole. WaitStored tells when they are stored.
 // Safe beside WaitStored; one goroutine appends.
+//
+// Commands the log holds already (first <= the last one appended or
+// claimed) are skipped: a promoted standby's journaler may write, after
+// the promotion, commands it applied from the log before it (SubmitSequenced
+// returns before they are journaled), and a second copy after the epoch
+// marker would break the log's order for every follower. A gap (first
+// beyond the next command) is refused: the log would miss commands.
 func (l *Log) Append(first core.Seq, cmds [][]byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
 		return err
+	}
+	if first > l.sentUpTo+1 {
+		return fmt.Errorf("replication: append from command %d, but the log holds commands up to %d only (a gap)", first, l.sentUpTo)
+	}
+	if skip := int(min(uint64(l.sentUpTo+1-first), uint64(len(cmds)))); skip > 0 {
+		first, cmds = first+core.Seq(skip), cmds[skip:]
 	}
 	for len(cmds) > 0 {
 		n, size := 0, commandsOverhead
