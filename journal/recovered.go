@@ -63,13 +63,13 @@ func (pl *Pipeline) tripRecovered(rec *Recovered) error {
 // primary's trips, applied since, may have halted those markets, or an
 // operator resumed one after its repair); without one, the recovery's
 // violations are tripped as found (a trip of a halted market changes
-// nothing but its reason). Nothing if the recovery found nothing. ErrStandby
-// before the promotion.
+// nothing but its reason). Nothing if the recovery found nothing, or once
+// it has succeeded. ErrStandby before the promotion. One goroutine.
 func (pl *Pipeline) TripDeferred(ctx context.Context) error {
 	if pl.standby.Load() {
 		return ErrStandby
 	}
-	p := pl.deferredTrips.Swap(nil)
+	p := pl.deferredTrips.Load()
 	if p == nil {
 		return nil
 	}
@@ -79,9 +79,11 @@ func (pl *Pipeline) TripDeferred(ctx context.Context) error {
 	}
 	if len(open) == 0 {
 		pl.log.Info("journal: the violations recovery found on this standby are all halted now", "checked_seq", seq)
-		return nil
+	} else if err := pl.trip(ctx, core.ReasonRecoveryFailed, "recovery", seq, open); err != nil {
+		return err // kept: the promotion tried again trips what is still open then
 	}
-	return pl.trip(ctx, core.ReasonRecoveryFailed, "recovery", seq, open)
+	pl.deferredTrips.CompareAndSwap(p, nil)
+	return nil
 }
 
 // trip submits one KindBreakerTrip per market with open violations (0 =
