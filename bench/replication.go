@@ -60,6 +60,10 @@ type ReplicationResult struct {
 	// node the client picked (replication.Config.AnyNode: the behaviour
 	// before the connection moved to the stream's leader), alternating
 	// with the others in the same rounds.
+	// The median over the rounds of each round's own difference (its sync
+	// run beside its local run, adjacent in time): less moved by a machine
+	// whose load changes between rounds than the difference of medians.
+	P99DeltaPairedUs  float64 `json:"sync_minus_local_p99_paired_us"`
 	AnyNodeP99us      float64 `json:"sync_any_node_half_ack_p99_us"`
 	AnyNodeP99DeltaUs float64 `json:"sync_any_node_minus_local_p99_us"`
 	// Where the time goes at half load (sync, medians over the rounds):
@@ -173,6 +177,11 @@ func RunReplication(cfg ReplicationConfig) (ReplicationResult, error) {
 	res.P99DeltaUs = res.SyncP99us - res.LocalP99us
 	res.AnyNodeP99us = pick(anyHalf, func(r PipelineResult) float64 { return r.AckP99us })
 	res.AnyNodeP99DeltaUs = res.AnyNodeP99us - res.LocalP99us
+	paired := make([]float64, len(syncHalf))
+	for i := range syncHalf {
+		paired[i] = syncHalf[i].AckP99us - localHalf[i].AckP99us
+	}
+	res.P99DeltaPairedUs = math.Round(median(paired))
 	tpick := func(f func(replTimes) float64) float64 {
 		v := make([]float64, len(times))
 		for i, t := range times {

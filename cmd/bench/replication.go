@@ -40,6 +40,7 @@ func runReplication(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "nodes / replicas   %d\ncommands per run   %d\n"+
 		"closed loop        local %.0f cmd/s   sync %.0f cmd/s   sync/local %.3f (target >= 0.5)\n"+
 		"half load %.0f/s   ack p50 local %.0f us sync %.0f us   p99 local %.0f us sync %.0f us   delta %.0f us (target <= 2000)\n"+
+		"                   delta per round (its sync run beside its local run), median %.0f us\n"+
 		"                   sync on any node (not moved to the leader): p99 %.0f us, delta %.0f us\n"+
 		"sync, half load    log store p50 %.0f us p99 %.0f us; wait for the log after the fsync p50 %.0f us p99 %.0f us;\n"+
 		"                   group commit (send, write, fsync) p50 %.0f us p99 %.0f us; appends in flight p99 %.0f\n"+
@@ -47,7 +48,7 @@ func runReplication(args []string, stdout, stderr io.Writer) int {
 		"with a standby     %.0f cmd/s, lag max %.0f commands, caught up %.1f ms after the last ack\n"+
 		"NATS processes     %v; loadavg at the end %s\n",
 		res.Nodes, res.Commands, res.LocalRate, res.SyncRate, res.RateRatio, res.HalfRate,
-		res.LocalP50us, res.SyncP50us, res.LocalP99us, res.SyncP99us, res.P99DeltaUs,
+		res.LocalP50us, res.SyncP50us, res.LocalP99us, res.SyncP99us, res.P99DeltaUs, res.P99DeltaPairedUs,
 		res.AnyNodeP99us, res.AnyNodeP99DeltaUs,
 		res.StoreP50us, res.StoreP99us, res.LogWaitP50us, res.LogWaitP99us,
 		res.GroupCommitP50, res.GroupCommitP99, res.InFlightP99,
