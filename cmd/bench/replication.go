@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/ubscore/ubscore/bench"
+	"github.com/ubscore/ubscore/replication/natstest"
 )
 
 // runReplication is `bench replication`: durable throughput and ack latency
@@ -22,7 +23,8 @@ func runReplication(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Producers, "producers", 4, "producer goroutines")
 	fs.IntVar(&cfg.Rounds, "rounds", 3, "alternating local / sync runs per load (medians)")
 	fs.IntVar(&cfg.Nodes, "nodes", 3, "NATS nodes and stream replicas")
-	fs.BoolVar(&cfg.Procs, "nats-procs", false, "run the NATS nodes as nats-server processes (a real deployment's shape) instead of inside this process")
+	fs.BoolVar(&cfg.Procs, "nats-procs", natstest.Binary() != "",
+		"run the NATS nodes as nats-server processes (a deployment's shape: their own runtimes and CPU) instead of inside this process; on by default when a nats-server binary is found")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "workload seed")
 	fs.IntVar(&cfg.Workload.Users, "users", bench.DefaultUsers, "funded users")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
