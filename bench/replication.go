@@ -85,6 +85,11 @@ type ReplicationResult struct {
 	// the inverse ratio of these.
 	LocalCPUus float64 `json:"local_cpu_us_per_cmd"`
 	SyncCPUus  float64 `json:"sync_cpu_us_per_cmd"`
+	// Of SyncCPUus, the NATS processes' part (Procs only; 0 in process):
+	// what a deployment spends on other hosts. On this host the half load
+	// (LocalRate/2) asks HalfRate x SyncCPUus of the CPUs: near sync's
+	// own capacity when the nodes share them.
+	SyncNATSCPUus float64 `json:"sync_nats_cpu_us_per_cmd"`
 	// A closed-loop sync run with a standby (its own pipeline, in this
 	// process) following the log: its rate, the standby's largest lag
 	// (commands acknowledged by the primary, not yet durable on the
@@ -121,7 +126,7 @@ func RunReplication(cfg ReplicationConfig) (ReplicationResult, error) {
 	defer cluster.Shutdown()
 	r := &replRun{cfg: cfg, tmp: tmp, url: cluster.URL(), pids: cluster.PIDs()}
 	var local, sync, localHalf, syncHalf []PipelineResult
-	var localCPU, syncCPU []float64
+	var localCPU, syncCPU, natsCPU []float64
 	for i := 0; i < cfg.Rounds; i++ {
 		l, err := r.pipeline(0, false, false, false)
 		if err != nil {
@@ -132,12 +137,12 @@ func RunReplication(cfg ReplicationConfig) (ReplicationResult, error) {
 		if err != nil {
 			return ReplicationResult{}, err
 		}
-		syncCPU = append(syncCPU, r.cpuUs)
+		syncCPU, natsCPU = append(syncCPU, r.cpuUs), append(natsCPU, r.natsCPUus)
 		local, sync = append(local, l), append(sync, s)
 	}
 	res := ReplicationResult{Nodes: cfg.Nodes, Commands: cfg.Commands, Procs: cfg.Procs,
 		LocalRate: median(rates(local)), SyncRate: median(rates(sync)),
-		LocalCPUus: median(localCPU), SyncCPUus: median(syncCPU)}
+		LocalCPUus: median(localCPU), SyncCPUus: median(syncCPU), SyncNATSCPUus: median(natsCPU)}
 	res.RateRatio = res.SyncRate / res.LocalRate
 	sb, err := r.pipeline(0, true, true, false)
 	if err != nil {
@@ -272,6 +277,7 @@ type replRun struct {
 	lagMax    float64   // the last run's standby lag
 	catchUpMs float64
 	cpuUs     float64 // the last run's process CPU per command
+	natsCPUus float64 // the NATS processes' part of it
 }
 
 // pipeline runs the pipeline scenario once at rate (0: closed loop), with
@@ -282,8 +288,9 @@ func (r *replRun) pipeline(rate float64, sync, standby, anyNode bool) (res Pipel
 	nats0 := procsCPU(r.pids)
 	defer func() {
 		if cpu1, cerr := sampleCPU(os.Getpid()); cerr == nil && cpu0 != nil && err == nil {
-			ticks := cpu1.self - cpu0.self + procsCPU(r.pids) - nats0
-			r.cpuUs = float64(ticks) * 1e6 / userHZ / float64(r.cfg.Commands)
+			nats := procsCPU(r.pids) - nats0
+			per := func(ticks int64) float64 { return float64(ticks) * 1e6 / userHZ / float64(r.cfg.Commands) }
+			r.cpuUs, r.natsCPUus = per(cpu1.self-cpu0.self+nats), per(nats)
 		}
 	}()
 	r.n++

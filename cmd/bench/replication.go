@@ -46,7 +46,7 @@ func runReplication(args []string, stdout, stderr io.Writer) int {
 		"                   sync on any node (not moved to the leader): p99 %.0f us, delta %.0f us\n"+
 		"sync, half load    log store p50 %.0f us p99 %.0f us; wait for the log after the fsync p50 %.0f us p99 %.0f us;\n"+
 		"                   group commit (send, write, fsync) p50 %.0f us p99 %.0f us; appends in flight p99 %.0f\n"+
-		"cpu per command    local %.1f us   sync %.1f us (pipeline, NATS nodes, producers)\n"+
+		"cpu per command    local %.1f us   sync %.1f us (pipeline, NATS nodes, producers; the NATS processes' part %.1f us)\n"+
 		"with a standby     %.0f cmd/s, lag max %.0f commands, caught up %.1f ms after the last ack\n"+
 		"NATS processes     %v; loadavg at the end %s\n",
 		res.Nodes, res.Commands, res.LocalRate, res.SyncRate, res.RateRatio, res.HalfRate,
@@ -54,7 +54,7 @@ func runReplication(args []string, stdout, stderr io.Writer) int {
 		res.AnyNodeP99us, res.AnyNodeP99DeltaUs,
 		res.StoreP50us, res.StoreP99us, res.LogWaitP50us, res.LogWaitP99us,
 		res.GroupCommitP50, res.GroupCommitP99, res.InFlightP99,
-		res.LocalCPUus, res.SyncCPUus,
+		res.LocalCPUus, res.SyncCPUus, res.SyncNATSCPUus,
 		res.StandbyRunRate, res.StandbyLagMax, res.StandbyCatchUpMs, res.Procs, res.LoadAvg)
 	return exitOK
 }
