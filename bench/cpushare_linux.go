@@ -52,3 +52,15 @@ func readMachineStat() (busy, idle int64, err error) {
 	}
 	return parseMachineStat(b)
 }
+
+// procsCPU is the CPU ticks (user + system) the processes pids have used;
+// a process gone counts 0.
+func procsCPU(pids []int) int64 {
+	var t int64
+	for _, pid := range pids {
+		if _, v, err := readProcStat(strconv.Itoa(pid)); err == nil {
+			t += v
+		}
+	}
+	return t
+}

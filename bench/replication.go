@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,9 +33,14 @@ type ReplicationConfig struct {
 	Producers int
 	Rounds    int // alternating local / sync rounds (closed loop, then half load); 3 if 0
 	Nodes     int // NATS nodes and stream replicas; 3 if 0
-	Seed      uint64
-	Workload  Options
-	Logger    *slog.Logger
+	// Procs runs the NATS nodes as nats-server processes (natstest.RunProcs;
+	// a real deployment's shape: their own runtimes, their own GC) instead
+	// of servers inside this process. Their CPU is counted in the CPU per
+	// command.
+	Procs    bool
+	Seed     uint64
+	Workload Options
+	Logger   *slog.Logger
 }
 
 // ReplicationResult is the report (medians over the rounds).
@@ -47,11 +56,40 @@ type ReplicationResult struct {
 	SyncP50us  float64 `json:"sync_half_ack_p50_us"`
 	SyncP99us  float64 `json:"sync_half_ack_p99_us"`
 	P99DeltaUs float64 `json:"sync_minus_local_p99_us"` // target <= 2000
+	// The same half-load runs with the log's connection left on whichever
+	// node the client picked (replication.Config.AnyNode: the behaviour
+	// before the connection moved to the stream's leader), alternating
+	// with the others in the same rounds.
+	// The median over the rounds of each round's own difference (its sync
+	// run beside its local run, adjacent in time): less moved by a machine
+	// whose load changes between rounds than the difference of medians.
+	P99DeltaPairedUs  float64 `json:"sync_minus_local_p99_paired_us"`
+	AnyNodeP99us      float64 `json:"sync_any_node_half_ack_p99_us"`
+	AnyNodeP99DeltaUs float64 `json:"sync_any_node_minus_local_p99_us"`
+	// Where the time goes at half load (sync, medians over the rounds):
+	// an append's time from the journaler's send to the replication stage
+	// learning it is stored, the replication stage's wait for the log after
+	// the local fsync (what sync adds to an ack), and the journaler's group
+	// commit (send + local write + fsync).
+	StoreP50us     float64 `json:"sync_half_store_p50_us"`
+	StoreP99us     float64 `json:"sync_half_store_p99_us"`
+	LogWaitP50us   float64 `json:"sync_half_log_wait_p50_us"`
+	LogWaitP99us   float64 `json:"sync_half_log_wait_p99_us"`
+	GroupCommitP50 float64 `json:"sync_half_group_commit_p50_us"`
+	GroupCommitP99 float64 `json:"sync_half_group_commit_p99_us"`
+	InFlightP99    float64 `json:"sync_half_in_flight_p99"` // appends sent, not yet known stored, at each append
+	Procs          bool    `json:"nats_processes"`
+	LoadAvg        string  `json:"loadavg,omitempty"` // /proc/loadavg at the end
 	// The process's CPU (pipeline, NATS nodes, producers) per command,
 	// closed loop: on a saturated 2-core machine the rate ratio is about
 	// the inverse ratio of these.
 	LocalCPUus float64 `json:"local_cpu_us_per_cmd"`
 	SyncCPUus  float64 `json:"sync_cpu_us_per_cmd"`
+	// Of SyncCPUus, the NATS processes' part (Procs only; 0 in process):
+	// what a deployment spends on other hosts. On this host the half load
+	// (LocalRate/2) asks HalfRate x SyncCPUus of the CPUs: near sync's
+	// own capacity when the nodes share them.
+	SyncNATSCPUus float64 `json:"sync_nats_cpu_us_per_cmd"`
 	// A closed-loop sync run with a standby (its own pipeline, in this
 	// process) following the log: its rate, the standby's largest lag
 	// (commands acknowledged by the primary, not yet durable on the
@@ -77,47 +115,58 @@ func RunReplication(cfg ReplicationConfig) (ReplicationResult, error) {
 		return ReplicationResult{}, err
 	}
 	defer os.RemoveAll(tmp)
-	cluster, err := natstest.Run(cfg.Nodes, filepath.Join(tmp, "nats"))
+	run := natstest.Run
+	if cfg.Procs {
+		run = natstest.RunProcs
+	}
+	cluster, err := run(cfg.Nodes, filepath.Join(tmp, "nats"))
 	if err != nil {
 		return ReplicationResult{}, err
 	}
 	defer cluster.Shutdown()
-	r := &replRun{cfg: cfg, tmp: tmp, url: cluster.URL()}
+	r := &replRun{cfg: cfg, tmp: tmp, url: cluster.URL(), pids: cluster.PIDs()}
 	var local, sync, localHalf, syncHalf []PipelineResult
-	var localCPU, syncCPU []float64
+	var localCPU, syncCPU, natsCPU []float64
 	for i := 0; i < cfg.Rounds; i++ {
-		l, err := r.pipeline(0, false, false)
+		l, err := r.pipeline(0, false, false, false)
 		if err != nil {
 			return ReplicationResult{}, err
 		}
 		localCPU = append(localCPU, r.cpuUs)
-		s, err := r.pipeline(0, true, false)
+		s, err := r.pipeline(0, true, false, false)
 		if err != nil {
 			return ReplicationResult{}, err
 		}
-		syncCPU = append(syncCPU, r.cpuUs)
+		syncCPU, natsCPU = append(syncCPU, r.cpuUs), append(natsCPU, r.natsCPUus)
 		local, sync = append(local, l), append(sync, s)
 	}
-	res := ReplicationResult{Nodes: cfg.Nodes, Commands: cfg.Commands,
+	res := ReplicationResult{Nodes: cfg.Nodes, Commands: cfg.Commands, Procs: cfg.Procs,
 		LocalRate: median(rates(local)), SyncRate: median(rates(sync)),
-		LocalCPUus: median(localCPU), SyncCPUus: median(syncCPU)}
+		LocalCPUus: median(localCPU), SyncCPUus: median(syncCPU), SyncNATSCPUus: median(natsCPU)}
 	res.RateRatio = res.SyncRate / res.LocalRate
-	sb, err := r.pipeline(0, true, true)
+	sb, err := r.pipeline(0, true, true, false)
 	if err != nil {
 		return ReplicationResult{}, err
 	}
 	res.StandbyRunRate, res.StandbyLagMax, res.StandbyCatchUpMs = sb.CmdsPerSec, r.lagMax, r.catchUpMs
 	res.HalfRate = res.LocalRate / 2
+	var anyHalf []PipelineResult
+	var times []replTimes
 	for i := 0; i < cfg.Rounds; i++ {
-		l, err := r.pipeline(res.HalfRate, false, false)
+		l, err := r.pipeline(res.HalfRate, false, false, false)
 		if err != nil {
 			return ReplicationResult{}, err
 		}
-		s, err := r.pipeline(res.HalfRate, true, false)
+		s, err := r.pipeline(res.HalfRate, true, false, false)
 		if err != nil {
 			return ReplicationResult{}, err
 		}
-		localHalf, syncHalf = append(localHalf, l), append(syncHalf, s)
+		times = append(times, r.times)
+		a, err := r.pipeline(res.HalfRate, true, false, true)
+		if err != nil {
+			return ReplicationResult{}, err
+		}
+		localHalf, syncHalf, anyHalf = append(localHalf, l), append(syncHalf, s), append(anyHalf, a)
 	}
 	pick := func(rs []PipelineResult, f func(PipelineResult) float64) float64 {
 		v := make([]float64, len(rs))
@@ -131,6 +180,30 @@ func RunReplication(cfg ReplicationConfig) (ReplicationResult, error) {
 	res.SyncP50us = pick(syncHalf, func(r PipelineResult) float64 { return r.AckP50us })
 	res.SyncP99us = pick(syncHalf, func(r PipelineResult) float64 { return r.AckP99us })
 	res.P99DeltaUs = res.SyncP99us - res.LocalP99us
+	res.AnyNodeP99us = pick(anyHalf, func(r PipelineResult) float64 { return r.AckP99us })
+	res.AnyNodeP99DeltaUs = res.AnyNodeP99us - res.LocalP99us
+	paired := make([]float64, len(syncHalf))
+	for i := range syncHalf {
+		paired[i] = syncHalf[i].AckP99us - localHalf[i].AckP99us
+	}
+	res.P99DeltaPairedUs = math.Round(median(paired))
+	tpick := func(f func(replTimes) float64) float64 {
+		v := make([]float64, len(times))
+		for i, t := range times {
+			v[i] = f(t)
+		}
+		return math.Round(median(v))
+	}
+	res.StoreP50us = tpick(func(t replTimes) float64 { return quantile(t.store, 50) })
+	res.StoreP99us = tpick(func(t replTimes) float64 { return quantile(t.store, 99) })
+	res.LogWaitP50us = tpick(func(t replTimes) float64 { return quantile(t.wait, 50) })
+	res.LogWaitP99us = tpick(func(t replTimes) float64 { return quantile(t.wait, 99) })
+	res.GroupCommitP50 = tpick(func(t replTimes) float64 { return quantile(t.commit, 50) })
+	res.GroupCommitP99 = tpick(func(t replTimes) float64 { return quantile(t.commit, 99) })
+	res.InFlightP99 = tpick(func(t replTimes) float64 { return quantile(t.inFlight, 99) })
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		res.LoadAvg = strings.TrimSpace(string(b))
+	}
 	return res, nil
 }
 
@@ -142,23 +215,82 @@ func rates(rs []PipelineResult) []float64 {
 	return v
 }
 
+// quantile is the q-th percentile of v (0 if empty); it sorts v.
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sort.Float64s(v)
+	return v[min(len(v)-1, int(float64(len(v))*q/100))]
+}
+
+// replTimes are one sync run's timings, in µs (see ReplicationResult).
+type replTimes struct {
+	store, wait, commit, inFlight []float64
+}
+
+// timedLog is the Replicator of a measured run: the Log, timing its
+// appends (journaler) and waits (replication stage).
+type timedLog struct {
+	*replication.Log
+	mu      sync.Mutex
+	pending []timedAppend // appended, not yet seen stored, in order
+	times   replTimes
+}
+
+type timedAppend struct {
+	last core.Seq
+	at   time.Time
+}
+
+func (t *timedLog) Append(first core.Seq, cmds [][]byte) error {
+	t.mu.Lock()
+	t.pending = append(t.pending, timedAppend{first + core.Seq(len(cmds)) - 1, time.Now()})
+	t.times.inFlight = append(t.times.inFlight, float64(len(t.pending)))
+	t.mu.Unlock()
+	return t.Log.Append(first, cmds)
+}
+
+func (t *timedLog) WaitStored(ctx context.Context, seq core.Seq) error {
+	t0 := time.Now()
+	err := t.Log.WaitStored(ctx, seq)
+	now := time.Now()
+	t.mu.Lock()
+	t.times.wait = append(t.times.wait, float64(now.Sub(t0).Microseconds()))
+	n := 0
+	for n < len(t.pending) && t.pending[n].last <= seq {
+		t.times.store = append(t.times.store, float64(now.Sub(t.pending[n].at).Microseconds()))
+		n++
+	}
+	t.pending = t.pending[n:]
+	t.mu.Unlock()
+	return err
+}
+
 // replRun is one RunReplication's state.
 type replRun struct {
 	cfg       ReplicationConfig
 	tmp, url  string
-	n         int     // runs so far (names the data dirs and streams)
-	lagMax    float64 // the last run's standby lag
+	pids      []int     // the NATS nodes' processes (Procs)
+	times     replTimes // the last sync run's
+	n         int       // runs so far (names the data dirs and streams)
+	lagMax    float64   // the last run's standby lag
 	catchUpMs float64
 	cpuUs     float64 // the last run's process CPU per command
+	natsCPUus float64 // the NATS processes' part of it
 }
 
 // pipeline runs the pipeline scenario once at rate (0: closed loop), with
-// sync replication if sync, and a standby following it if standby.
-func (r *replRun) pipeline(rate float64, sync, standby bool) (res PipelineResult, err error) {
+// sync replication if sync (its Log on any node if anyNode), and a standby
+// following it if standby.
+func (r *replRun) pipeline(rate float64, sync, standby, anyNode bool) (res PipelineResult, err error) {
 	cpu0, _ := sampleCPU(os.Getpid())
+	nats0 := procsCPU(r.pids)
 	defer func() {
 		if cpu1, cerr := sampleCPU(os.Getpid()); cerr == nil && cpu0 != nil && err == nil {
-			r.cpuUs = float64(cpu1.self-cpu0.self) * 1e6 / userHZ / float64(r.cfg.Commands)
+			nats := procsCPU(r.pids) - nats0
+			per := func(ticks int64) float64 { return float64(ticks) * 1e6 / userHZ / float64(r.cfg.Commands) }
+			r.cpuUs, r.natsCPUus = per(cpu1.self-cpu0.self+nats), per(nats)
 		}
 	}()
 	r.n++
@@ -174,7 +306,7 @@ func (r *replRun) pipeline(rate float64, sync, standby bool) (res PipelineResult
 	stream := fmt.Sprintf("UBS_BENCH_%d", r.n)
 	open := func(node string) (*replication.Log, error) {
 		return replication.Open(ctx, replication.Config{URL: r.url, Stream: stream, Subject: "ubs.bench." + stream,
-			Replicas: r.cfg.Nodes, Node: node, Logger: r.cfg.Logger})
+			Replicas: r.cfg.Nodes, Node: node, Logger: r.cfg.Logger, AnyNode: anyNode})
 	}
 	defer r.deleteStream(stream)
 	primary, err := open("primary")
@@ -185,9 +317,15 @@ func (r *replRun) pipeline(rate float64, sync, standby bool) (res PipelineResult
 	if err := primary.Claim(ctx, 0, 0, 1); err != nil {
 		return PipelineResult{}, err
 	}
-	pc.Journal.Replicator = primary
+	tl := &timedLog{Log: primary}
+	pc.Journal.Replicator = tl
 	if !standby {
-		return RunPipeline(pc)
+		pc.Journal.OnJournalBatch = func(_ int, d time.Duration) {
+			tl.times.commit = append(tl.times.commit, float64(d.Microseconds())) // journaler goroutine only
+		}
+		res, err = RunPipeline(pc)
+		r.times = tl.times
+		return res, err
 	}
 	// The standby: its own pipeline following the log.
 	sbLog, err := open("standby")

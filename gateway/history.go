@@ -192,6 +192,20 @@ func (h *History) Apply(c *core.Command, evs []core.Event) {
 	}
 }
 
+// FromStart tells History it applies the venue's commands from seq 1 (its
+// warm-up, or the commands it is given, begin there): every order and trade
+// is known here, so the floors start at 1 instead of at the first order
+// and trade seen (a standby without the archive then knows its history is
+// complete until its Window evicts). Call it before any Apply.
+func (h *History) FromStart() {
+	if !h.floorSet {
+		h.floor, h.floorSet = 1, true
+	}
+	if !h.mine.floorSet {
+		h.mine.floor, h.mine.floorSet = 1, true
+	}
+}
+
 // Seed tracks the orders resting in p that History does not know yet (call
 // it once after recovery, under the same exclusive access as Apply). Their
 // earlier fills are unknown: FillsTruncated is set when Filled > 0.

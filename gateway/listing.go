@@ -256,6 +256,14 @@ func (s *Server) orderHistory(q *HistoryQuery, st *reqState) *APIError {
 	if s.archive == nil { // History's records only, in id order
 		slices.SortFunc(st.recs, func(a, b OrderRecord) int { return cmpDesc(uint64(a.ID), uint64(b.ID)) })
 		st.recs = st.recs[:min(len(st.recs), q.Limit)]
+		// A standby: the page reaches below History's complete part (a
+		// short page, or one ending on a seeded record below the floor),
+		// where the primary's archive has the orders it lacks.
+		full := len(st.recs) == q.Limit && uint64(st.recs[len(st.recs)-1].ID) >= uint64(fl.Order)
+		if s.standbyReads() && !full && min(q.Before, uint64(fl.Order)) > 1 {
+			return s.primaryOnly("order history older than this node's in-memory window (orders below id " +
+				strconv.FormatUint(uint64(fl.Order), 10) + ")")
+		}
 		return nil
 	}
 	below := min(q.Before, uint64(fl.Order))
@@ -331,6 +339,9 @@ func (s *Server) myTrades(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 			return Unavailable(CodeServiceUnavailable, "the trade archive is unavailable; retry")
 		}
 		st.utrades = ts
+	} else if s.standbyReads() && len(st.utrades) < q.Limit && below > 1 {
+		return s.primaryOnly("trade history older than this node's in-memory window (trades below id " +
+			strconv.FormatUint(fl.Trade, 10) + ")")
 	}
 	var lm listMarkets
 	var bin []core.MarketID

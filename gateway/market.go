@@ -154,7 +154,16 @@ func (s *Server) balances(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 	// FUNDING lives in Postgres: when it cannot be read, SPOT is still
 	// served, with "funding": null and the reason beside.
 	var funding map[core.AssetID]model.AccountState
-	fundingErr := false
+	fundingErr := ""
+	// A standby has no FUNDING ledger (Postgres, the primary's): each
+	// "funding" is null and "funding_error" NOT_PRIMARY, never an absent
+	// field a client would read as "no FUNDING account". Its SPOT trails
+	// the primary's: beside the primary's FUNDING it could show the money
+	// of an internal transfer in both accounts.
+	standby := s.transfers == nil && s.standbyReads()
+	if standby {
+		fundingErr = CodeNotPrimary
+	}
 	if s.transfers != nil {
 		c, cancel := context.WithTimeout(context.Background(), fundingReadTimeout)
 		var ferr error
@@ -162,7 +171,7 @@ func (s *Server) balances(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		cancel()
 		if ferr != nil {
 			s.log.Warn("gateway: funding balances unavailable", "user_id", uint64(user), "err", ferr)
-			fundingErr = true
+			fundingErr = "FUNDING_UNAVAILABLE"
 		}
 	}
 	b := append(st.out[:0], `{"balances":[`...)
@@ -177,9 +186,9 @@ func (s *Server) balances(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		b = append(b, `,"frozen":`...)
 		b = appendUnitsStr(b, int64(bal[a.ID].Frozen), a.Scale)
 		b = append(b, '}')
-		if s.transfers != nil {
+		if s.transfers != nil || standby {
 			b = append(b, `,"funding":`...)
-			if fundingErr {
+			if fundingErr != "" {
 				b = append(b, "null"...)
 			} else {
 				f := funding[a.ID]
@@ -193,8 +202,10 @@ func (s *Server) balances(ctx *fasthttp.RequestCtx, st *reqState) *APIError {
 		b = append(b, '}')
 	}
 	b = append(b, ']')
-	if fundingErr {
-		b = append(b, `,"funding_error":"FUNDING_UNAVAILABLE"`...)
+	if fundingErr != "" {
+		b = append(b, `,"funding_error":"`...)
+		b = append(b, fundingErr...)
+		b = append(b, '"')
 	}
 	st.out = append(b, '}')
 	s.reply(ctx, st, http.StatusOK)

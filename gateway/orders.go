@@ -257,6 +257,9 @@ func (s *Server) lookupOrder(st *reqState, id core.OrderID) (bool, *APIError) {
 	if err != nil {
 		return false, s.backendError(err)
 	}
+	if !known && s.standbyReads() {
+		return false, s.primaryOnly("an order older than this node's in-memory window")
+	}
 	if !known && s.archive != nil {
 		// Before the archive reaches archiveSeq, its "not found" proves
 		// nothing: the order may have finished in a command it has not

@@ -80,6 +80,27 @@ func (s *Server) notPrimary(ctx *fasthttp.RequestCtx) *APIError {
 	return Unavailable(CodeNotPrimary, msg)
 }
 
+// standbyReads tells whether this node is a standby serving reads from its
+// own state alone: a replica, not the primary, without the archive (a
+// standby has no Postgres: docs/replication.md, "A standby and Postgres").
+// What only the primary's Postgres holds — history older than History's
+// window, FUNDING balances — it answers as the primary's (primaryOnly).
+func (s *Server) standbyReads() bool {
+	return s.replica != nil && s.archive == nil && !s.replica.Primary()
+}
+
+// primaryOnly is the answer of a standby to a read only the primary's
+// Postgres answers: 503 NOT_PRIMARY naming the primary. Nothing partial is
+// served instead: a page without the older part, or a "not found" for an
+// order the archive holds, would be a wrong answer, not a short one.
+func (s *Server) primaryOnly(what string) *APIError {
+	msg := what + " is served by the primary, from its Postgres: a standby answers from its own state only"
+	if a := s.replica.PrimaryAddr(); a != "" {
+		msg += "; the primary is at " + a
+	}
+	return Unavailable(CodeNotPrimary, msg)
+}
+
 // writes tells whether an HTTP method may change state.
 func writes(method []byte) bool {
 	switch string(method) {

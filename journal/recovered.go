@@ -37,11 +37,53 @@ func (pl *Pipeline) Recoveries() uint64 { return pl.recoveries.Load() }
 // verification after recovery, and the core for balance-level damage, with
 // reason RECOVERY_FAILED: journaled, so the next recovery replays the halt
 // instead of finding the damage open again. Everything else serves.
+//
+// A standby issues no command (Submit would be refused, and Start failed
+// with it: every replicated node starts as a standby): it keeps what it
+// found for TripDeferred and follows the primary's commands, whose own
+// recovery or periodic check halts the same markets in the same state.
 func (pl *Pipeline) tripRecovered(rec *Recovered) error {
 	if len(rec.Open) == 0 {
 		return nil
 	}
+	if pl.standby.Load() {
+		open := append([]core.Violation(nil), rec.Open...)
+		pl.deferredTrips.Store(&open)
+		logging.Critical(context.Background(), pl.log, "journal: recovery found invariant violations on a standby: not tripping "+
+			"(a standby follows the primary's commands; this node trips what is still open if it becomes the primary)",
+			"recovered_seq", rec.Proc.LastSeq(), "violations", describeViolations(rec.Open))
+		return nil
+	}
 	return pl.trip(context.Background(), core.ReasonRecoveryFailed, "recovery", rec.Proc.LastSeq(), rec.Open)
+}
+
+// TripDeferred is, on a pipeline started as a standby and promoted since,
+// its recovery's breaker trips (reason RECOVERY_FAILED) for what is still
+// open: with a read view, the current state is checked again (the old
+// primary's trips, applied since, may have halted those markets, or an
+// operator resumed one after its repair); without one, the recovery's
+// violations are tripped as found (a trip of a halted market changes
+// nothing but its reason). Nothing if the recovery found nothing, or once
+// it has succeeded. ErrStandby before the promotion. One goroutine.
+func (pl *Pipeline) TripDeferred(ctx context.Context) error {
+	if pl.standby.Load() {
+		return ErrStandby
+	}
+	p := pl.deferredTrips.Load()
+	if p == nil {
+		return nil
+	}
+	open, seq := *p, pl.recovery.Seq
+	if pl.view != nil {
+		seq, open, _, _ = pl.checkView(ctx)
+	}
+	if len(open) == 0 {
+		pl.log.Info("journal: the violations recovery found on this standby are all halted now", "checked_seq", seq)
+	} else if err := pl.trip(ctx, core.ReasonRecoveryFailed, "recovery", seq, open); err != nil {
+		return err // kept: the promotion tried again trips what is still open then
+	}
+	pl.deferredTrips.CompareAndSwap(p, nil)
+	return nil
 }
 
 // trip submits one KindBreakerTrip per market with open violations (0 =

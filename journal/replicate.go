@@ -165,6 +165,9 @@ type repState struct {
 	standby   atomic.Bool
 	repCtx    context.Context // Wait's context: ends replicateCloseGrace after Close begins
 	repCancel context.CancelFunc
+	// deferredTrips: what a standby's recovery found open and did not trip
+	// (tripRecovered), for TripDeferred after a promotion.
+	deferredTrips atomic.Pointer[[]core.Violation]
 }
 
 // IterateWAL calls fn for every durable command from seq from on (its WAL

@@ -326,3 +326,81 @@ func TestQuorum(t *testing.T) {
 		t.Fatalf("log holds commands 1..%d, want 1..%d", n, seq-1)
 	}
 }
+
+// TestOpenConnectsToTheLeader: a Log opened with every node's URL ends on
+// the node that leads the stream (its appends then cross no route), and
+// appends as before; with the client's random pick of the first node, 4
+// opens all land there without the move with probability 1/81.
+func TestOpenConnectsToTheLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3-node cluster")
+	}
+	c := natstest.Start(t, 3)
+	ctx := context.Background()
+	for i := 0; i < 4; i++ {
+		l := open(t, c.URL(), fmt.Sprintf("n%d", i), 3)
+		info, err := l.stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			t.Fatalf("no stream leader: %+v", info.Cluster)
+		}
+		if got := l.nc.ConnectedServerName(); got != info.Cluster.Leader {
+			t.Fatalf("open %d: connected to %s, the stream's leader is %s", i, got, info.Cluster.Leader)
+		}
+		if i == 0 {
+			if err := l.Claim(ctx, 0, 0, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := appendWait(t, l, 1, cmdsFrom(1, 10, 50)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestAppendSkipsWhatTheLogHolds: a batch that begins with commands the
+// log holds already (a promoted standby journaling, after its claim, what
+// it applied from the log before it) appends only the rest; a batch past
+// the next command (a gap) is refused and appends nothing.
+func TestAppendSkipsWhatTheLogHolds(t *testing.T) {
+	c := natstest.Start(t, 1)
+	w := open(t, c.URL(), "a", 1)
+	ctx := context.Background()
+	if err := w.Claim(ctx, 0, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendWait(t, w, 1, cmdsFrom(1, 10, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendWait(t, w, 4, cmdsFrom(4, 4, 20)); err != nil { // 4..7: all held
+		t.Fatal(err)
+	}
+	if err := appendWait(t, w, 6, cmdsFrom(6, 9, 20)); err != nil { // 6..14: 11..14 are new
+		t.Fatal(err)
+	}
+	if err := w.Append(16, cmdsFrom(16, 2, 20)); err == nil {
+		t.Fatal("an append past the next command (15) was taken")
+	}
+	last, _, err := w.Tail(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := readAll(t, w, last)
+	n := core.Seq(0)
+	for _, r := range recs[1:] {
+		if r.Kind != KindCommands || r.Seq != n+1 {
+			t.Fatalf("a record from command %d after command %d", r.Seq, n)
+		}
+		for i, cmd := range r.Commands {
+			if want := fmt.Sprintf("cmd-%d:", r.Seq+core.Seq(i)); !bytes.HasPrefix(cmd, []byte(want)) {
+				t.Fatalf("command %d: %q, want %s...", r.Seq+core.Seq(i), cmd, want)
+			}
+		}
+		n = r.Last()
+	}
+	if n != 14 || len(recs) != 3 || w.Appended() != 14 {
+		t.Fatalf("the log holds commands 1..%d in %d records (appended %d), want 1..14 in 3", n, len(recs), w.Appended())
+	}
+}

@@ -18,6 +18,7 @@ type Applier interface {
 	SubmitSequenced(cmds []core.Command) error
 	DurableSeq() core.Seq
 	Promote(rep journal.Replicator)
+	TripDeferred(ctx context.Context) error // after Promote: what the recovery found open as a standby
 	IterateWAL(from core.Seq, fn func(seq core.Seq, payload []byte) error) error
 }
 
@@ -330,6 +331,11 @@ func (s *Standby) Promote(ctx context.Context, sync bool) (epoch uint64, err err
 			s.pl.Promote(s.log)
 		} else {
 			s.pl.Promote(nil)
+		}
+		// The primary now: it trips what its recovery found open as a
+		// standby (which issues no command), as a primary's start does.
+		if err := s.pl.TripDeferred(ctx); err != nil {
+			return 0, fmt.Errorf("replication: the recovery's breaker trips: %w", err)
 		}
 		return epoch, nil
 	}

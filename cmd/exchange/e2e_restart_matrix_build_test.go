@@ -36,6 +36,12 @@ func rmBuild(t *testing.T) *rmVenue {
 		haltedSpot: "ETH-USDT", binary: rmBinary}
 	v.flags = append([]string{"--enable-fault-injection", "--core-check-interval", "200ms", "--invariant-interval", "0",
 		"--p2p-hold", "1h", "--transfer-stale-after", "1s", "--transfer-rate-per-second", "0", "--transfer-per-day", "0"}, chain...)
+	// A replicated primary (sync, on the machine's NATS): every restart of
+	// the matrix is one of a replicated primary, which reads the log to its
+	// end and claims it again before it serves.
+	if repl, ok := systemReplication(t, "matrix"); ok {
+		v.flags, v.replicated = append(v.flags, repl("matrix")...), true
+	}
 	d := v.start()
 	t.Logf("first start (migrations included): ready %v after the process start", d.Round(time.Millisecond))
 	if d > maxReady {

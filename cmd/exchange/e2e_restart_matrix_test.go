@@ -49,7 +49,7 @@ func TestRestartMatrix(t *testing.T) {
 	v := rmBuild(t)
 	t.Logf("venue built in %v (seq %v)", time.Since(began).Round(time.Millisecond), v.s.metric("ubs_durable_seq"))
 	for _, leg := range []string{"SIGKILL", "SIGTERM"} {
-		stopHash := ""
+		stopHash, epoch := "", v.epoch
 		if leg == "SIGKILL" {
 			v.s.Kill()
 		} else {
@@ -67,6 +67,13 @@ func TestRestartMatrix(t *testing.T) {
 		if recovered != offline || (leg == "SIGTERM" && stopHash != recovered) {
 			t.Errorf("%s: state hash logged at the stop %q, computed offline %s, recovered at the start %s: want all equal",
 				leg, stopHash, offline, recovered)
+		}
+		if v.replicated { // the restarted node claimed the log again, as the primary
+			st := replicationStatus(t, v.s)
+			if st.Role != "primary" || st.Fenced || st.Epoch <= epoch || st.Seq < uint64(v.s.metric("ubs_durable_seq")) {
+				t.Errorf("%s: replication status %+v after the restart (epoch before %d, durable seq %v)", leg, st, epoch, v.s.metric("ubs_durable_seq"))
+			}
+			t.Logf("%s: the replicated primary claimed the log again: epoch %d -> %d, log at command %d", leg, epoch, st.Epoch, st.Seq)
 		}
 		v.check(leg)
 	}
@@ -119,8 +126,12 @@ type rmVenue struct {
 	dir   string
 	pg    string
 	flags []string
-	node  *anviltest.Node
-	admin string
+	// replicated: the venue runs as a replicated primary (sync, R=1 on
+	// the machine's NATS); epoch is its claim's epoch at the last start.
+	replicated bool
+	epoch      uint64
+	node       *anviltest.Node
+	admin      string
 
 	orders  map[uint64]rmOrder // every order answered 200: id -> what the last answer said
 	refused []rmRefused        // orders answered with an error: they must not exist
@@ -169,6 +180,9 @@ func (v *rmVenue) start() time.Duration {
 	v.s.waitReady(60 * time.Second)
 	d := time.Since(t0)
 	v.admin = v.s.token(1000, true)
+	if v.replicated {
+		v.epoch = replicationStatus(v.t, v.s).Epoch
+	}
 	return d
 }
 

@@ -154,7 +154,8 @@ func TestReplicationEndToEnd(t *testing.T) {
 	}
 	for u := uint64(1); u <= 8; u++ {
 		ba, bb := a.replDo("GET", "/api/v1/balances", a.token(u, false), nil), b.replDo("GET", "/api/v1/balances", b.token(u, false), nil)
-		if ba.status != 200 || bb.status != 200 || spotOf(t, ba.body) != spotOf(t, bb.body) { // FUNDING: the primary's Postgres only
+		if ba.status != 200 || bb.status != 200 || spotOf(t, ba.body) != spotOf(t, bb.body) || // FUNDING: the primary's Postgres only
+			!bytes.Contains(bb.body, []byte(`"funding_error":"NOT_PRIMARY"`)) || bytes.Contains(ba.body, []byte(`funding_error`)) {
 			t.Fatalf("user %d balances: primary %d %s, standby %d %s", u, ba.status, ba.body, bb.status, bb.body)
 		}
 	}

@@ -115,7 +115,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = pl.Close()
 		return err
 	}
-	if err := warmHistory(ctx, pl, hist, prot.Breakers, log); err != nil {
+	if err := warmHistory(ctx, pl, hist, prot.Breakers, standby, log); err != nil {
 		cerr := pl.Close()
 		if ctx.Err() != nil { // SIGTERM during start-up: a graceful stop
 			log.Info("exchange: shutting down during start-up", "cause", context.Cause(ctx).Error())
@@ -342,10 +342,13 @@ func waitServing(ctx context.Context, pl *journal.Pipeline, node *replication.No
 // still found after it; then it adds the orders resting in the core that the
 // replayed part did not see placed. It runs before any request: nothing else
 // touches hist yet.
-func warmHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, brk *gateway.BreakerLog, log *slog.Logger) error {
+func warmHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, brk *gateway.BreakerLog, standby bool, log *slog.Logger) error {
 	// Up to the recovered seq: everything after it (recovery's own breaker
 	// trips) went through the read view's OnView already.
 	target := pl.Recovery().Seq
+	if standby && target == 0 { // every command comes through OnView, from seq 1
+		hist.FromStart()
+	}
 	if target > 0 {
 		f, err := pl.NewFollower(1)
 		var gone *journal.HistoryGoneError
@@ -356,6 +359,11 @@ func warmHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.Histor
 			return fmt.Errorf("history warm-up: %w", err)
 		}
 		from := f.NextSeq()
+		// A standby, which has no archive, knows its history is complete
+		// when it replays from seq 1 (gateway.History.FromStart).
+		if standby && from == 1 {
+			hist.FromStart()
+		}
 		for f.NextSeq() <= target {
 			if err := ctx.Err(); err != nil { // SIGTERM during a long warm-up
 				return err

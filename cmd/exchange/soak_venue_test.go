@@ -32,6 +32,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -138,6 +139,7 @@ type soak struct {
 	deposits    []map[string]any // the bodies of deposits answered credited
 	adjusts     []map[string]any // the bodies of adjustments answered 200
 	gone        bool             // a request met no process: the restart's stop is under way
+	standby     *e2eServer       // the replicated primary's standby (nil: no NATS here)
 	logFile     *os.File         // UBS_SOAK_LOG: every operation, for a rerun's study
 	ws          *svWS            // the WebSocket streams' client (soak_venue_ws_test.go)
 }
@@ -247,8 +249,19 @@ func (v *soak) setup() {
 		"--p2p-hold", "300ms", "--transfer-stale-after", "1s", "--transfer-rate-per-second", "0", "--transfer-per-day", "0"}, chain...)
 	v.flags[len(v.flags)-1] = fmt.Sprint("venue-soak-", v.seed)
 	v.natsSetup()
+	// The primary replicates its log (sync, R=1 on the machine's NATS,
+	// reached directly: the NATS outages cut the publisher's proxy only);
+	// a standby follows it from the first start to the end.
+	repl, replicated := systemReplication(t, "soak")
+	if replicated {
+		v.flags = append(v.flags, repl("soak-a")...)
+	}
 	v.started = time.Now()
 	d := v.start()
+	if replicated {
+		sb := append(append(append([]string{}, v.flags...), repl("soak-b")...), "--role", "standby")
+		v.standby = e2eStart(t, t.TempDir(), "", sb...)
+	}
 	defer func() { v.started = time.Now() }() // the run's clock starts once the venue is set up
 	t.Logf("first start (migrations included): ready %v", d.Round(time.Millisecond))
 	_, h, _ := v.call("GET", "/api/v1/health/matching", 0, nil)
@@ -488,6 +501,7 @@ func (v *soak) finish() {
 		v.contra++
 		t.Errorf("at the end: state hash logged at the stop %s, offline %s", stopHash, off)
 	}
+	v.checkStandby(stopHash)
 	e2eConverged(t, v.dir, v.pg)
 	v.checkPostgresPositions()
 	r := append([]time.Duration{0}, v.ready...) // [0]: none at all
@@ -509,6 +523,56 @@ func (v *soak) finish() {
 		v.seed, time.Since(v.started).Round(time.Second), v.n, strings.Join(kinds, " "), strings.Join(evs, " "),
 		v.acked, v.lost, v.contra, r[0].Round(time.Millisecond), r[len(r)/2].Round(time.Millisecond),
 		r[len(r)-1].Round(time.Millisecond), len(v.ready))
+}
+
+// checkStandby: the standby applied everything the stopped primary did, its
+// state hash checks against the primary's (every 200 commands) all passed,
+// and it stops at the primary's last seq with the primary's state hash.
+func (v *soak) checkStandby(primaryHash string) {
+	t := v.t
+	if v.standby == nil {
+		return
+	}
+	last := stoppedSeq(t, v.s.Logs())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a, err := v.standby.replTry("GET", "/api/v1/depth/BTC-USDT", v.standby.token(9, false), nil)
+		if err == nil && a.status == 200 && a.seq >= last {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the standby did not reach the primary's last seq %d within 30 s: %+v %v", last, a, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st := replicationStatus(t, v.standby)
+	if st.Role != "standby" || st.Diverged || st.HashChecks == 0 {
+		v.contra++
+		t.Errorf("standby at the end: %+v, want a standby that compared state hashes and never diverged", st)
+	}
+	v.standby.stopWith(syscall.SIGTERM)
+	sbHash, sbSeq := rmLogHash(t, v.standby.Logs(), "exchange: stopped"), stoppedSeq(t, v.standby.Logs())
+	if sbHash != primaryHash || sbSeq != last {
+		v.contra++
+		t.Errorf("standby stopped at seq %d with state hash %s; the primary at %d with %s", sbSeq, sbHash, last, primaryHash)
+	}
+	t.Logf("standby: followed %d restarts of the primary, %d state hash checks, stopped at seq %d with the primary's state hash",
+		v.events["restart SIGKILL"]+v.events["restart SIGTERM"], st.HashChecks, sbSeq)
+}
+
+// stoppedSeq is the seq of the "exchange: stopped" log record.
+func stoppedSeq(t *testing.T, logs string) uint64 {
+	t.Helper()
+	for _, line := range strings.Split(logs, "\n") {
+		var rec map[string]any
+		if strings.Contains(line, "exchange: stopped") && json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "exchange: stopped" {
+			if n, ok := rec["seq"].(float64); ok {
+				return uint64(n)
+			}
+		}
+	}
+	t.Fatalf("no log record \"exchange: stopped\" with a seq:\n%s", logs)
+	return 0
 }
 
 // quiesce ends what the run left open before the end's checks: a fault's

@@ -7,6 +7,7 @@ package natstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -108,6 +109,28 @@ func StartProcs(t testing.TB, n int) *Cluster {
 	}
 	t.Cleanup(c.Shutdown)
 	return c
+}
+
+// RunProcs is StartProcs outside a test: n nats-server processes storing
+// under dir; the caller calls Shutdown.
+func RunProcs(n int, dir string) (*Cluster, error) {
+	bin := Binary()
+	if bin == "" {
+		return nil, errors.New("natstest: no nats-server binary (set NATS_SERVER)")
+	}
+	return run(n, dir, bin)
+}
+
+// PIDs are the running nodes' process ids (none for servers in this
+// process).
+func (c *Cluster) PIDs() []int {
+	var pids []int
+	for _, p := range c.procs {
+		if p != nil {
+			pids = append(pids, p.Process.Pid)
+		}
+	}
+	return pids
 }
 
 // URL is a client URL listing every node (a client fails over among them).
