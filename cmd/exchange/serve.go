@@ -249,7 +249,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	scfg.P2P = p2p
 	if p2p != nil && pool != nil { // the retention: only with the sink's p2p_transfers to answer for what the core forgets
 		p2p.Archive = &persist.P2PArchive{Pool: pool, Timeout: archive.Timeout, Ready: migrated.Load, Persisted: sink.PersistedSeqCached}
-		stopP2P = gateway.StartP2PRetention(scfg.Backend, cfg.P2PRetention, p2p.Archive.PersistedSeq, stop, log)
+		stopP2P = gateway.StartP2PRetention(scfg.Backend, cfg.P2PRetention, p2p.Archive.PersistedSeq, stop, p2pm, log)
 	}
 	srv := gateway.NewServer(scfg)
 	hs := srv.HTTPServer()
