@@ -104,3 +104,56 @@ func (pl *Pipeline) lastSnapSeen() core.Seq {
 	}
 	return s
 }
+
+// TestStateFollowerSerializesOncePerSeq (issue 39 review): when the hash
+// hook, a periodic snapshot and a StateHashAt request all fall on one seq,
+// the state follower serializes its replica there once and all three use
+// it (it serialized three times); the hashes agree with the snapshot
+// written.
+func TestStateFollowerSerializesOncePerSeq(t *testing.T) {
+	const at = 10
+	pl, err := Start(Config{Dir: t.TempDir(), Logger: quietLog(), SnapshotEvery: at, TruncateLimit: keepAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	hooked := make(chan string, 4)
+	pl.SetStateHashHook(at, func(seq core.Seq, hash string) {
+		if seq == at {
+			hooked <- hash
+		}
+	})
+	// the request is with the follower (received: the channel is
+	// unbuffered) before the commands come, so it waits there for seq 10
+	req := stateReq{kind: reqHash, seq: at, reply: make(chan stateRes, 1)}
+	select {
+	case pl.stateReqs <- req:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the state follower took no request")
+	}
+	runAll(t, pl, setupCmds()[:at])
+	var res stateRes
+	select {
+	case res = <-req.reply:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer at seq 10")
+	}
+	if res.err != nil || res.seq != at {
+		t.Fatalf("answer %+v", res)
+	}
+	hook := <-hooked
+	deadline := time.Now().Add(10 * time.Second)
+	for pl.StateStats().Snapshots < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot at seq %d: %+v", at, pl.StateStats())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	base := *pl.baseSnap.Load()
+	if st := pl.StateStats(); st.Serialized != 1 || st.Seq != at {
+		t.Fatalf("the replica was serialized %d times at seq %d, want once", st.Serialized, st.Seq)
+	}
+	if want := core.StateHashOf(base); res.hash != want || hook != want {
+		t.Fatal("the hashes at seq 10 differ from the snapshot written there")
+	}
+}
