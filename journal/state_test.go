@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -155,5 +156,60 @@ func TestStateFollowerSerializesOncePerSeq(t *testing.T) {
 	}
 	if want := core.StateHashOf(base); res.hash != want || hook != want {
 		t.Fatal("the hashes at seq 10 differ from the snapshot written there")
+	}
+}
+
+// TestStartWarmUp: Config.WarmUp runs during Start after recovery (its
+// report and the durable seq are the recovered ones, a follower replays the
+// WAL up to there) and Start waits for it; its error fails Start, which
+// leaves the data dir to a later Start.
+func TestStartWarmUp(t *testing.T) {
+	dir := t.TempDir()
+	pl, err := Start(Config{Dir: dir, Logger: quietLog(), ReadView: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := setupCmds()
+	runAll(t, pl, cmds)
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := core.Seq(len(cmds))
+	var replayed, durable, recovered core.Seq
+	warm := func(pl *Pipeline) error {
+		recovered, durable = pl.Recovery().Seq, pl.DurableSeq()
+		f, err := pl.NewFollower(1)
+		if err != nil {
+			return err
+		}
+		for f.NextSeq() <= recovered {
+			recs, err := f.Next(context.Background(), 1000)
+			if err != nil {
+				return err
+			}
+			replayed += core.Seq(len(recs))
+		}
+		return nil
+	}
+	pl, err = Start(Config{Dir: dir, Logger: quietLog(), ReadView: true, WarmUp: warm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recovered != want || durable != want || replayed != want {
+		t.Fatalf("warm-up saw recovered seq %d, durable %d, replayed %d; want %d", recovered, durable, replayed, want)
+	}
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("warm-up failed")
+	if _, err := Start(Config{Dir: dir, Logger: quietLog(), ReadView: true, WarmUp: func(*Pipeline) error { return boom }}); !errors.Is(err, boom) {
+		t.Fatalf("Start with a failing warm-up: %v", err)
+	}
+	pl, err = Start(Config{Dir: dir, Logger: quietLog(), ReadView: true})
+	if err != nil {
+		t.Fatalf("a start after the failed one: %v", err)
+	}
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

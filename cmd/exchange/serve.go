@@ -107,6 +107,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 
 	pub := publish.NewFollower(cfg.Publish, ret, m.Reg, m.DurableSeq, log)
+	// The order history's replay of the WAL runs inside journal.Start, in
+	// parallel with the restores of the replicas (issue 39: restart at scale).
+	var warmErr error
+	jc.WarmUp = func(pl *journal.Pipeline) error {
+		if warmErr = replayHistory(ctx, pl, hist, prot.Breakers, log); ctx.Err() != nil {
+			return nil // SIGTERM during the warm-up: a graceful stop below
+		}
+		return warmErr
+	}
 	pl, err := journal.Start(jc)
 	if err != nil {
 		return err
@@ -118,7 +127,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = pl.Close()
 		return err
 	}
-	if err := warmHistory(ctx, pl, hist, prot.Breakers, log); err != nil {
+	if err := seedHistory(ctx, pl, hist, warmErr); err != nil {
 		cerr := pl.Close()
 		if ctx.Err() != nil { // SIGTERM during start-up: a graceful stop
 			log.Info("exchange: shutting down during start-up", "cause", context.Cause(ctx).Error())
@@ -341,39 +350,50 @@ func waitServing(ctx context.Context, pl *journal.Pipeline, node *replication.No
 	}
 }
 
-// warmHistory rebuilds the gateway's History (finished orders, fills, recent
-// trades) from the WAL still on disk, so orders answered before a restart are
-// still found after it; then it adds the orders resting in the core that the
-// replayed part did not see placed. It runs before any request: nothing else
-// touches hist yet.
-func warmHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, brk *gateway.BreakerLog, log *slog.Logger) error {
-	// Up to the recovered seq: everything after it (recovery's own breaker
-	// trips) went through the read view's OnView already.
+// replayHistory rebuilds the HTTP History (and the breakers' log) from the
+// WAL still on disk up to the recovered seq: journal.Config.WarmUp, run
+// during journal.Start beside the replicas' restores. Everything after that
+// seq (recovery's own breaker trips) goes through the read view's OnView.
+func replayHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, brk *gateway.BreakerLog, log *slog.Logger) error {
 	target := pl.Recovery().Seq
-	if target > 0 {
-		f, err := pl.NewFollower(1)
-		var gone *journal.HistoryGoneError
-		if errors.As(err, &gone) {
-			f, err = pl.NewFollower(gone.Earliest)
+	if target == 0 {
+		return nil
+	}
+	f, err := pl.NewFollower(1)
+	var gone *journal.HistoryGoneError
+	if errors.As(err, &gone) {
+		f, err = pl.NewFollower(gone.Earliest)
+	}
+	if err != nil {
+		return fmt.Errorf("history warm-up: %w", err)
+	}
+	from := f.NextSeq()
+	for f.NextSeq() <= target {
+		if err := ctx.Err(); err != nil { // SIGTERM during a long warm-up
+			return err
 		}
+		recs, err := f.Next(ctx, int(min(4096, target-f.NextSeq()+1)))
 		if err != nil {
 			return fmt.Errorf("history warm-up: %w", err)
 		}
-		from := f.NextSeq()
-		for f.NextSeq() <= target {
-			if err := ctx.Err(); err != nil { // SIGTERM during a long warm-up
-				return err
-			}
-			recs, err := f.Next(ctx, int(min(4096, target-f.NextSeq()+1)))
-			if err != nil {
-				return fmt.Errorf("history warm-up: %w", err)
-			}
-			for _, r := range recs {
-				hist.Apply(r.Cmd, r.Events)
-				brk.Replay(r.Cmd, r.Events)
-			}
+		for _, r := range recs {
+			hist.Apply(r.Cmd, r.Events)
+			brk.Replay(r.Cmd, r.Events)
 		}
-		log.Info("exchange: history rebuilt from the WAL", "from_seq", from, "to_seq", target)
+	}
+	log.Info("exchange: history rebuilt from the WAL", "from_seq", from, "to_seq", target)
+	return nil
+}
+
+// seedHistory ends the warm-up once journal.Start has returned: warmErr is
+// replayHistory's outcome (a SIGTERM during it is ctx's error), then the
+// History is seeded from the read view (the open orders).
+func seedHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, warmErr error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if warmErr != nil {
+		return warmErr
 	}
 	return pl.Read(func(p *core.Processor) error { hist.Seed(p); return nil })
 }
