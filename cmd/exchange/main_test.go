@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -189,29 +188,5 @@ func TestStartupLogsNoSecrets(t *testing.T) {
 				t.Fatal("a secret file was generated although a secret was given")
 			}
 		})
-	}
-}
-
-// TestStartupGC: GOGC is raised while the exchange starts and set back by
-// the restore (once, however often called); an operator's GOGC is kept.
-func TestStartupGC(t *testing.T) {
-	t.Setenv("GOGC", "")
-	prev := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(prev)
-	restore := startupGC()
-	if got := debug.SetGCPercent(startupGCPercent); got != startupGCPercent {
-		t.Fatalf("GOGC %d during start-up, want %d", got, startupGCPercent)
-	}
-	restore()
-	debug.SetGCPercent(77) // a later change is not undone by a second restore
-	restore()
-	if got := debug.SetGCPercent(100); got != 77 {
-		t.Fatalf("GOGC %d after the restore, want 77", got)
-	}
-	t.Setenv("GOGC", "50")
-	debug.SetGCPercent(50)
-	startupGC()()
-	if got := debug.SetGCPercent(100); got != 50 {
-		t.Fatalf("the operator's GOGC became %d", got)
 	}
 }

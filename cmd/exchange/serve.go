@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,8 +53,6 @@ const (
 // ring, fsync, snapshot (Pipeline.Close), let the sink catch up briefly,
 // close Postgres.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	restoreGC := startupGC()
-	defer restoreGC()
 	reg, err := gateway.NewRegistry(cfg.Instruments.Assets, cfg.Instruments.Markets)
 	if err != nil {
 		return err
@@ -277,7 +274,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(gateway.NewDeadlineListener(ln, 0)) }()
 	serving.Store(true)
-	restoreGC()
 	log.Info("exchange: serving", "http", ln.Addr().String(), "durable_seq", pl.DurableSeq(), "ready", ready())
 
 	runErr := waitServing(ctx, pl, node, httpErr, log)
@@ -396,23 +392,4 @@ func seedHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.Histor
 		return warmErr
 	}
 	return pl.Read(func(p *core.Processor) error { hist.Seed(p); return nil })
-}
-
-// startupGCPercent is the GC's GOGC while the exchange starts (see startupGC).
-const startupGCPercent = 400
-
-// startupGC raises GOGC to startupGCPercent until the returned function is
-// called (once serving; idempotent). While the exchange starts — recovery,
-// the two replicas restored from the snapshot, the history warm-up — its
-// heap only grows, and at the default 100 the GC keeps marking that growing
-// heap: at 1M accounts and 1M orders, 400 cut the CPU time to
-// /health/ready by 5-9 % (docs/state-at-scale.md). An operator's GOGC is
-// left alone.
-func startupGC() (restore func()) {
-	if os.Getenv("GOGC") != "" {
-		return func() {}
-	}
-	prev := debug.SetGCPercent(startupGCPercent)
-	var once sync.Once
-	return func() { once.Do(func() { debug.SetGCPercent(prev) }) }
 }
