@@ -189,3 +189,39 @@ func gatherValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// TestRunRounds: the timers' shared loop runs a round every tick, again at
+// once while the round answers true (a full batch), and stops with ctx.
+func TestRunRounds(t *testing.T) {
+	const every = 300 * time.Millisecond // the bounds below leave 150 ms for this machine's pauses
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls []time.Time
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runRounds(ctx, every, func() bool {
+			calls = append(calls, time.Now())
+			switch len(calls) {
+			case 1, 2: // a backlog: the next two rounds come at once
+				return true
+			case 4:
+				cancel()
+			}
+			return false
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("runRounds did not stop with its context")
+	}
+	if len(calls) != 4 {
+		t.Fatalf("%d rounds, want 4", len(calls))
+	}
+	if d := calls[2].Sub(calls[0]); d >= every {
+		t.Fatalf("the rounds after a full one waited %v (want at once, not a tick of %v)", d, every)
+	}
+	if d := calls[3].Sub(calls[2]); d < every/2 {
+		t.Fatalf("a round after a partial one came after %v (want the next tick, %v)", d, every)
+	}
+}
