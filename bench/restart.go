@@ -18,8 +18,10 @@ import (
 // transfers, active binary markets — as a snapshot at the WAL's last seq,
 // and the time journal.Start takes on it with the read view and the state
 // follower, as the exchange starts (recovery: snapshot load, full check;
-// then the two replicas). The HTTP server, Postgres and the order history's
-// warm-up are not in it.
+// then the two replicas). With RestartConfig.Exchange it then starts the
+// real exchange binary on that data dir and times the whole restart, from
+// process start to /health/ready 200 (restart_exchange.go): the pipeline's
+// part, the order history's warm-up and HTTP (Postgres only if given).
 
 // RestartConfig configures RunRestart.
 type RestartConfig struct {
@@ -30,6 +32,14 @@ type RestartConfig struct {
 	Markets  int          // spot markets, <= 200
 	Pending  int          // PENDING transfers (a day's hold)
 	Binary   int          // active binary markets
+	// Exchange, if set, is the path of an exchange binary: after the
+	// pipeline's start, RunRestart starts it on the data dir (with a config
+	// file of the state's instruments and ExchangeArgs) and times process
+	// start to GET /health/ready 200 (the whole restart: recovery, the
+	// replicas, the history warm-up, HTTP), then stops it with SIGTERM.
+	Exchange     string
+	ExchangeArgs []string  // e.g. --pg-url URL (default --pg-url none)
+	Progress     io.Writer // the exchange's log lines, each with its time since the process start (nil: none)
 }
 
 // RestartResult is what RunRestart measured.
@@ -40,12 +50,36 @@ type RestartResult struct {
 	Recovery      time.Duration // of which the recovery (snapshot load, replay, full check)
 	Close         time.Duration
 	Seq           core.Seq
+	// With Config.Exchange: process start to /health/ready 200, and the
+	// time since the process start of the exchange's start-up log lines
+	// (Parts: message -> time, first occurrence).
+	Ready    time.Duration
+	ReadyCPU time.Duration // the exchange's CPU time (user + system) at ready
+	Parts    []ReadyPart
+}
+
+// ReadyPart is one start-up log line of the exchange and when it came.
+type ReadyPart struct {
+	Msg  string
+	At   time.Duration
+	Took string // the line's "took" field, if any
 }
 
 func (r RestartResult) String() string {
-	return fmt.Sprintf("build %v  snapshot %.1f MB  start %v (recovery %v, replicas %v)  close %v  seq %d",
+	s := fmt.Sprintf("build %v  snapshot %.1f MB  start %v (recovery %v, replicas %v)  close %v  seq %d",
 		r.Build.Round(time.Millisecond), float64(r.SnapshotBytes)/(1<<20), r.Start.Round(time.Millisecond),
 		r.Recovery.Round(time.Millisecond), (r.Start - r.Recovery).Round(time.Millisecond), r.Close.Round(time.Millisecond), r.Seq)
+	if r.Ready > 0 {
+		s += fmt.Sprintf("\nexchange: process start to /health/ready 200: %v (CPU time by then %v)", r.Ready.Round(time.Millisecond),
+			r.ReadyCPU.Round(10*time.Millisecond))
+		for _, p := range r.Parts {
+			s += fmt.Sprintf("\n  %8v  %s", p.At.Round(time.Millisecond), p.Msg)
+			if p.Took != "" {
+				s += " (took " + p.Took + ")"
+			}
+		}
+	}
+	return s
 }
 
 // RunRestart builds cfg.Dir and measures a start on it.
@@ -67,9 +101,13 @@ func RunRestart(cfg RestartConfig) (RestartResult, error) {
 		seq     core.Seq
 		bad     error
 	)
+	// Command times end now (not at DefaultTime): the PENDING transfers
+	// (a day's hold) are then not due when the exchange starts on the data
+	// dir, which would execute all of them right after ready.
+	t0ns := time.Now().UnixNano() - int64(10*time.Second)
 	apply := func(c core.Command) {
 		seq++
-		c.Seq, c.Time = seq, DefaultTime+int64(seq)
+		c.Seq, c.Time = seq, t0ns+int64(seq)
 		evs := p.Apply(&c)
 		if r := evs[len(evs)-1]; r.Code != core.OK && bad == nil {
 			bad = fmt.Errorf("bench: restart: seq %d %v: %v", seq, c.Kind, r.Code)
@@ -140,5 +178,9 @@ func RunRestart(cfg RestartConfig) (RestartResult, error) {
 	}
 	err = pl.Close()
 	res.Close = time.Since(t2)
+	if err != nil || cfg.Exchange == "" {
+		return res, err
+	}
+	res.Ready, res.ReadyCPU, res.Parts, err = startExchange(cfg, cfg.Markets)
 	return res, err
 }

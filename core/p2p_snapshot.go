@@ -81,14 +81,17 @@ func (p *Processor) readP2P(r *rbuf, ver uint8) error {
 		if ver >= 5 {
 			u.forgot, u.forgotMax = r.uv(), r.uv()
 		}
-		_, dupH := s.byHandle[u.Handle]
-		_, dupID := s.byID[u.ID]
+		// One map operation each, not a lookup and then an insert: a
+		// duplicate leaves the map's length unchanged (and fails the
+		// restore, so what it overwrote does not matter).
+		nh, nid := len(s.byHandle), len(s.byID)
+		s.byHandle[u.Handle] = int32(len(s.users))
+		s.byID[u.ID] = int32(len(s.users))
+		dupH, dupID := len(s.byHandle) == nh, len(s.byID) == nid
 		if r.err != nil || dupH || dupID || !ValidP2PHandle(u.Handle) || u.Initial < 0 || (u.forgot == 0) != (u.forgotMax == 0) ||
 			u.Asset == 0 || u.Asset > MaxAssets || !p.assets[u.Asset].configured || p.accountIdx(u.ID) < 0 {
 			return ErrSnapshot
 		}
-		s.byHandle[u.Handle] = int32(len(s.users))
-		s.byID[u.ID] = int32(len(s.users))
 		s.users = append(s.users, u)
 		p.assets[u.Asset].adjusted += u.Initial
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"context"
 	"math"
 	"net/http"
 	"slices"
@@ -289,14 +290,23 @@ func (s *Server) awaitArchive(seq core.Seq) *APIError { return s.awaitSeq(s.arch
 
 // awaitSeq waits until persisted() reaches seq (bounded by archiveWait).
 func (s *Server) awaitSeq(persisted func() core.Seq, seq core.Seq) *APIError {
-	deadline := time.Now().Add(s.archiveWait)
+	if !awaitPersisted(context.Background(), persisted, seq, s.archiveWait) {
+		return Unavailable(CodeServiceUnavailable, "older history is still being written to the archive; retry")
+	}
+	return nil
+}
+
+// awaitPersisted waits until persisted() reaches seq, at most wait (and
+// not past ctx); it reports whether it did.
+func awaitPersisted(ctx context.Context, persisted func() core.Seq, seq core.Seq, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
 	for persisted() < seq {
-		if time.Now().After(deadline) {
-			return Unavailable(CodeServiceUnavailable, "older history is still being written to the archive; retry")
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return nil
+	return true
 }
 
 // GET /api/v1/my-trades?market=&start_time=&end_time=&limit=&cursor=:

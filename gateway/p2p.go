@@ -115,10 +115,14 @@ func appendP2PError(dst []byte, e *APIError, now time.Time) []byte {
 	return append(dst, '}')
 }
 
-// appendTime appends unix ns as a quoted ISO 8601 UTC time.
+// appendTime appends unix ns as a quoted ISO 8601 UTC time, in whole
+// microseconds: what p2p_transfers (timestamptz) keeps, so a transfer reads
+// the same from the core and, once the retention made the core forget it,
+// from Postgres (before, the core's answers had nanoseconds and the
+// archive's the same times truncated).
 func appendTime(dst []byte, ns int64) []byte {
 	dst = append(dst, '"')
-	dst = time.Unix(0, ns).UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = time.Unix(0, ns-ns%1000).UTC().AppendFormat(dst, time.RFC3339Nano)
 	return append(dst, '"')
 }
 

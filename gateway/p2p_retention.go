@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -32,35 +33,33 @@ const P2PForgetBatch = 20_000
 const DefaultP2PRetention = 24 * time.Hour
 
 // P2PRetentionObserver hears about every forget submitted: how many
-// transfers it forgot, and a failure (nil when none).
+// transfers it forgot, and a failure (nil when none; ErrP2PArchiveBehind
+// when the archive had not persisted them in time and nothing was
+// submitted).
 type P2PRetentionObserver func(forgotten int, err error)
+
+// ErrP2PArchiveBehind: the archive (the sink's p2p_transfers) has not
+// persisted the view's seq within the round's wait, so the core keeps its
+// finished transfers until a later round (they are not forgotten before
+// Postgres holds them).
+var ErrP2PArchiveBehind = errors.New("p2p: the archive has not persisted the transfers to forget yet")
 
 // RunP2PRetention runs until ctx ends. persisted is the archive's persisted seq.
 func RunP2PRetention(ctx context.Context, b Backend, retention, every time.Duration, persisted func() core.Seq,
 	obs P2PRetentionObserver) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	runRounds(ctx, every, func() bool {
+		n, err := P2PForgetStep(ctx, b, time.Now().Add(-retention).UnixNano(), persisted, every)
+		if obs != nil && (n > 0 || err != nil) {
+			obs(n, err)
 		}
-		for ctx.Err() == nil {
-			n, err := P2PForgetStep(ctx, b, time.Now().Add(-retention).UnixNano(), persisted, every)
-			if obs != nil && (n > 0 || err != nil) {
-				obs(n, err)
-			}
-			if err != nil || n < P2PForgetBatch {
-				break
-			}
-		}
-	}
+		return err == nil && n >= P2PForgetBatch
+	})
 }
 
 // P2PForgetStep forgets up to about P2PForgetBatch transfers finished at or
 // before before, once the archive holds them (waiting at most wait for
-// it), and returns how many the core forgot.
+// it), and returns how many the core forgot. When the archive is still
+// behind after wait it submits nothing and returns ErrP2PArchiveBehind.
 func P2PForgetStep(ctx context.Context, b Backend, before int64, persisted func() core.Seq, wait time.Duration) (int, error) {
 	var cutoff int64
 	var seq core.Seq
@@ -71,12 +70,11 @@ func P2PForgetStep(ctx context.Context, b Backend, before int64, persisted func(
 	}); err != nil || cutoff == 0 {
 		return 0, err
 	}
-	deadline := time.Now().Add(wait)
-	for persisted() < seq { // the archive must hold them before the core lets go
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return 0, nil // the sink lags: the next round tries again
+	if !awaitPersisted(ctx, persisted, seq, wait) { // the archive must hold them before the core lets go
+		if ctx.Err() != nil {
+			return 0, nil // stopping
 		}
-		time.Sleep(10 * time.Millisecond)
+		return 0, fmt.Errorf("%w (at seq %d, the view at %d)", ErrP2PArchiveBehind, persisted(), seq)
 	}
 	res, err := b.SubmitResult(&core.Command{Kind: core.KindP2PForget, Price: core.Price(cutoff)})
 	if err != nil {
@@ -88,18 +86,59 @@ func P2PForgetStep(ctx context.Context, b Backend, before int64, persisted func(
 	return int(res.Qty), nil
 }
 
+// p2pRetentionLogEvery bounds the retention's warnings: a sink that lags
+// (or a busy core) would otherwise log one every round.
+const p2pRetentionLogEvery = time.Minute
+
+// logLimiter lets one line through per interval and counts the others.
+type logLimiter struct {
+	every   time.Duration
+	last    time.Time // of the last line let through (zero: none yet)
+	dropped int       // since it
+}
+
+// allow reports whether a line may be logged at now, and how many were
+// held back since the last one (reset when it allows).
+func (l *logLimiter) allow(now time.Time) (bool, int) {
+	if !l.last.IsZero() && now.Sub(l.last) < l.every {
+		l.dropped++
+		return false, 0
+	}
+	d := l.dropped
+	l.last, l.dropped = now, 0
+	return true, d
+}
+
 // StartP2PRetention runs RunP2PRetention in the background, every tenth of
-// the retention (between 100 ms and a minute), logging what it forgets. It
-// returns a stop function that also calls next (the service's other stop).
-func StartP2PRetention(b Backend, retention time.Duration, persisted func() core.Seq, next func(), log *slog.Logger) func() {
+// the retention (between 100 ms and a minute), logging what it forgets and
+// (at most once a minute) why it could not; pm (may be nil) counts the
+// rounds put off because the archive lags. It returns a stop function that
+// also calls next (the service's other stop).
+func StartP2PRetention(b Backend, retention time.Duration, persisted func() core.Seq, next func(), pm *P2PMetrics, log *slog.Logger) func() {
 	every := min(max(retention/10, 100*time.Millisecond), time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		lim := logLimiter{every: p2pRetentionLogEvery}
 		RunP2PRetention(ctx, b, retention, every, persisted, func(n int, err error) {
 			if err != nil {
-				log.Warn("p2p: forgetting finished transfers failed; retrying later", "err", err)
+				behind := errors.Is(err, ErrP2PArchiveBehind)
+				if pm != nil {
+					if behind {
+						pm.forgetBehind.Inc()
+					} else {
+						pm.forgetErrs.Inc()
+					}
+				}
+				if ok, held := lim.allow(time.Now()); ok {
+					if behind {
+						log.Warn("p2p: finished transfers past the retention are kept: the archive lags; retrying later",
+							"err", err, "wait", every, "like_it_since_last_line", held)
+					} else {
+						log.Warn("p2p: forgetting finished transfers failed; retrying later", "err", err, "like_it_since_last_line", held)
+					}
+				}
 				return
 			}
 			log.Info("p2p: the core forgot finished transfers past the retention", "transfers", n, "retention", retention)

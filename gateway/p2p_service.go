@@ -57,6 +57,10 @@ type P2PMetrics struct {
 	perTick   prometheus.Histogram // transfers executed per tick
 	tickTime  prometheus.Histogram // seconds, submit to answer
 
+	forgotten    prometheus.Counter // finished transfers the core forgot (KindP2PForget, counted on the view)
+	forgetBehind prometheus.Counter // retention rounds put off: the archive had not persisted them
+	forgetErrs   prometheus.Counter // retention rounds that failed otherwise (busy or stopped core)
+
 	// byStatus caches transfers' children (WithLabelValues hashes the
 	// label on every call: once per transfer event); view goroutine only.
 	byStatus [core.P2PCancelled + 1]prometheus.Counter
@@ -75,6 +79,11 @@ func NewP2PMetrics(reg prometheus.Registerer, read func(func(*core.Processor)) b
 		tickErrs:  f.NewCounter(prometheus.CounterOpts{Name: "ubs_p2p_tick_errors_total", Help: "Execution ticks that could not be submitted (busy or stopped core)."}),
 		perTick:   f.NewHistogram(prometheus.HistogramOpts{Name: "ubs_p2p_tick_executed", Help: "Transfers executed per tick.", Buckets: prometheus.ExponentialBuckets(1, 4, 9)}),
 		tickTime:  f.NewHistogram(prometheus.HistogramOpts{Name: "ubs_p2p_tick_duration_seconds", Help: "Tick duration, sequenced to answered.", Buckets: tickBuckets}),
+		forgotten: f.NewCounter(prometheus.CounterOpts{Name: "ubs_p2p_forgotten_total",
+			Help: "Finished user-to-user transfers the core forgot past --p2p-retention (history serves them from p2p_transfers)."}),
+		forgetBehind: f.NewCounter(prometheus.CounterOpts{Name: "ubs_p2p_forget_deferred_total",
+			Help: "Retention rounds that forgot nothing because the archive (p2p_transfers) had not persisted the transfers yet (alert when it keeps growing: the core keeps every finished transfer)."}),
+		forgetErrs: f.NewCounter(prometheus.CounterOpts{Name: "ubs_p2p_forget_errors_total", Help: "Retention rounds whose forget could not be submitted or was refused."}),
 	}
 	stats := func(get func(core.P2PStats) float64) func() float64 {
 		return func() float64 {
@@ -87,6 +96,10 @@ func NewP2PMetrics(reg prometheus.Registerer, read func(func(*core.Processor)) b
 		f.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn)
 	}
 	gaugeFunc("ubs_p2p_pending", "User-to-user transfers PENDING now.", stats(func(s core.P2PStats) float64 { return float64(s.Pending) }))
+	gaugeFunc("ubs_p2p_retained", "User-to-user transfers the core holds now (PENDING and finished ones not yet forgotten).",
+		stats(func(s core.P2PStats) float64 { return float64(s.Transfers) }))
+	gaugeFunc("ubs_p2p_retained_finished", "Finished user-to-user transfers the core holds now (what the retention may forget).",
+		stats(func(s core.P2PStats) float64 { return float64(s.Finished) }))
 	gaugeFunc("ubs_p2p_oldest_pending_age_seconds", "Age of the PENDING transfer due first (0 = none).", stats(func(s core.P2PStats) float64 {
 		if s.Pending == 0 {
 			return 0
@@ -118,6 +131,12 @@ func (pm *P2PMetrics) transferCounter(st core.P2PStatus) prometheus.Counter {
 // INFO for completions and cancels, WARN for failures), on the view goroutine.
 func (pm *P2PMetrics) OnView(log *slog.Logger, scale uint8) func(c *core.Command, evs []core.Event) {
 	return func(c *core.Command, evs []core.Event) {
+		if c.Kind == core.KindP2PForget && len(evs) > 0 {
+			if r := &evs[len(evs)-1]; r.Kind == core.EvResult && r.Code == core.OK {
+				pm.forgotten.Add(float64(r.Qty))
+			}
+			return
+		}
 		for i := range evs {
 			e := &evs[i]
 			switch e.Kind {

@@ -24,6 +24,33 @@ type P2PTickObserver func(executed int, d time.Duration, err error)
 // tick executes it, so the first tick after a restart does. It returns when
 // ctx ends.
 func RunP2PTicker(ctx context.Context, b Backend, every time.Duration, obs P2PTickObserver) {
+	runRounds(ctx, every, func() bool {
+		now := time.Now().UnixNano()
+		due := false
+		if err := b.Read(func(p *core.Processor, _ *History) error {
+			next, ok := p.P2PNextDue()
+			due = ok && next <= now && !p.Halted() // a halted core refuses ticks: they wait for its resolution
+			return nil
+		}); err != nil || !due {
+			return false
+		}
+		start := time.Now()
+		res, err := b.SubmitResult(&core.Command{Kind: core.KindP2PTick})
+		n := 0
+		if err == nil {
+			n = int(res.Qty)
+		}
+		if obs != nil {
+			obs(n, time.Since(start), err)
+		}
+		return err == nil && n >= core.MaxP2PExecPerTick
+	})
+}
+
+// runRounds is the service's timers' loop (the ticker, the retention):
+// every `every` it calls round, and again at once while round answers true
+// (it did a full batch: more is waiting), until ctx ends.
+func runRounds(ctx context.Context, every time.Duration, round func() (again bool)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -32,28 +59,7 @@ func RunP2PTicker(ctx context.Context, b Backend, every time.Duration, obs P2PTi
 			return
 		case <-t.C:
 		}
-		for ctx.Err() == nil {
-			now := time.Now().UnixNano()
-			due := false
-			if err := b.Read(func(p *core.Processor, _ *History) error {
-				next, ok := p.P2PNextDue()
-				due = ok && next <= now && !p.Halted() // a halted core refuses ticks: they wait for its resolution
-				return nil
-			}); err != nil || !due {
-				break
-			}
-			start := time.Now()
-			res, err := b.SubmitResult(&core.Command{Kind: core.KindP2PTick})
-			n := 0
-			if err == nil {
-				n = int(res.Qty)
-			}
-			if obs != nil {
-				obs(n, time.Since(start), err)
-			}
-			if err != nil || n < core.MaxP2PExecPerTick {
-				break
-			}
+		for ctx.Err() == nil && round() {
 		}
 	}
 }

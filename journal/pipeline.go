@@ -97,6 +97,14 @@ type Config struct {
 	// commands SubmitSequenced gives it (a primary's, from the replicated
 	// log) and refuses Submit with ErrStandby, until Promote.
 	Standby bool
+	// WarmUp, if set, runs during Start once recovery is done, in
+	// parallel with the restores of the replicas (start-up time at
+	// scale), and Start waits for it: a consumer's own replay of the WAL
+	// up to the recovered seq (pl.Recovery().Seq; the exchange's order
+	// history). It may use pl.Recovery, NewFollower and DurableSeq (the
+	// recovered seq), nothing else: no command runs and no OnView is
+	// called before it returns. Its error fails Start.
+	WarmUp func(pl *Pipeline) error
 }
 
 // Slot is one ring entry. The submitter writes Cmd, Reply and Enq; the
@@ -266,6 +274,16 @@ func Start(cfg Config) (*Pipeline, error) {
 		pl.repst = r.NewStage(pl.jst)
 		durable = pl.repst
 	}
+	// Recovery's outcome, before the replicas: WarmUp reads it.
+	pl.recovery = RecoveryReport{Duration: rec.Duration, MarketCheck: rec.MarketCheck, Open: rec.Open,
+		Contained: rec.Contained, Skipped: rec.Skipped, SnapshotSeq: rec.SnapshotSeq, Seq: rec.Proc.LastSeq()}
+	pl.durable.Store(uint64(pl.base)) // the recovered state is on disk
+	warmErr := make(chan error, 1)
+	if cfg.WarmUp == nil {
+		warmErr <- nil
+	} else {
+		go func() { warmErr <- cfg.WarmUp(pl) }()
+	}
 	// The state follower's replica is restored beside the read view's (two
 	// copies of the recovered state, in parallel: start-up time at scale).
 	var sf *Follower
@@ -287,6 +305,7 @@ func Start(cfg Config) (*Pipeline, error) {
 		cfg.Logger.Info("journal: start: read view's replica restored", "took", time.Since(t))
 		if err != nil {
 			<-sfErr
+			<-warmErr
 			rec.WAL.Close()
 			return nil, fmt.Errorf("journal: read view: %w", err)
 		}
@@ -296,14 +315,11 @@ func Start(cfg Config) (*Pipeline, error) {
 	} else {
 		pl.rst = r.NewStage(durable, pl.pst)
 	}
-	if err := <-sfErr; err != nil {
+	if err := errors.Join(<-sfErr, <-warmErr); err != nil {
 		rec.WAL.Close()
 		return nil, err
 	}
-	pl.recovery = RecoveryReport{Duration: rec.Duration, MarketCheck: rec.MarketCheck, Open: rec.Open,
-		Contained: rec.Contained, Skipped: rec.Skipped, SnapshotSeq: rec.SnapshotSeq, Seq: rec.Proc.LastSeq()}
 	pl.recoveries.Store(1)
-	pl.durable.Store(uint64(pl.base))
 	pl.applied.Store(uint64(pl.base))
 	pl.acked.Store(uint64(pl.base))
 	pl.relNext = 1

@@ -56,9 +56,10 @@ type stateRes struct {
 // stateStats are the state follower's numbers (StateStats).
 type stateStats struct {
 	snapshots   atomic.Uint64
-	serializeNs atomic.Int64 // the last snapshot's serialization
-	writeNs     atomic.Int64 // the last snapshot's write (temp file, fsync, rename)
-	bytes       atomic.Int64 // the last snapshot's size
+	serialized  atomic.Uint64 // serializations of the replica (one per seq at most: stateSerial)
+	serializeNs atomic.Int64  // the last snapshot's serialization
+	writeNs     atomic.Int64  // the last snapshot's write (temp file, fsync, rename)
+	bytes       atomic.Int64  // the last snapshot's size
 	seq         atomic.Uint64
 }
 
@@ -76,6 +77,7 @@ type hashHook struct {
 // StateStats is what the state follower did last.
 type StateStats struct {
 	Snapshots     uint64        // written since start
+	Serialized    uint64        // serializations of the replica since start (snapshots and hashes share one per seq)
 	LastSerialize time.Duration // of the last snapshot, on the follower
 	LastWrite     time.Duration
 	LastBytes     int64
@@ -85,7 +87,7 @@ type StateStats struct {
 // StateStats returns the state follower's numbers.
 func (pl *Pipeline) StateStats() StateStats {
 	st := &pl.state
-	return StateStats{Snapshots: st.snapshots.Load(), LastSerialize: time.Duration(st.serializeNs.Load()),
+	return StateStats{Snapshots: st.snapshots.Load(), Serialized: st.serialized.Load(), LastSerialize: time.Duration(st.serializeNs.Load()),
 		LastWrite: time.Duration(st.writeNs.Load()), LastBytes: st.bytes.Load(), Seq: core.Seq(st.seq.Load())}
 }
 
@@ -99,11 +101,52 @@ func (pl *Pipeline) newStateFollower(base []byte) (*Follower, error) {
 	return &Follower{pl: pl, proc: proc, base: base, poisoned: map[core.Seq]core.Rollback{}, next: pl.base + 1}, nil
 }
 
+// stateSerial is the state follower's serialization of its replica at one
+// seq, made at most once and shared by whatever needs it there: the hash
+// hook, a snapshot and StateHashAt requests (each used to serialize the
+// whole state again). Follower goroutine only.
+type stateSerial struct {
+	pl   *Pipeline
+	f    *Follower
+	seq  core.Seq // of data (valid while the replica is at seq)
+	data []byte   // nil: none yet
+	d    time.Duration
+	hash string // "" until asked
+}
+
+// bytes returns the replica's serialization at its seq, and how long
+// serializing it took. The slice is never modified afterwards (it may
+// become the poison-rebuild base).
+func (s *stateSerial) bytes() ([]byte, time.Duration) {
+	at := s.f.NextSeq() - 1
+	if s.data != nil && s.seq == at {
+		return s.data, s.d
+	}
+	prev := *s.pl.baseSnap.Load()
+	t0 := time.Now()
+	// Sized from the last one: growing a fresh buffer by doubling would copy it several times.
+	s.data = s.f.proc.AppendSnapshot(make([]byte, 0, len(prev)+len(prev)/4+4096))
+	s.seq, s.d, s.hash = at, time.Since(t0), ""
+	s.pl.state.serialized.Add(1)
+	return s.data, s.d
+}
+
+// stateHash is the state hash at the replica's seq.
+func (s *stateSerial) stateHash() string {
+	data, _ := s.bytes()
+	if s.hash == "" {
+		s.hash = core.StateHashOf(data)
+	}
+	return s.hash
+}
+
 // stateFollower runs the state follower until Close (or a failure).
 func (pl *Pipeline) stateFollower(f *Follower) {
 	defer close(pl.snapDoneCh)
 	var pend []stateReq
 	pl.state.seq.Store(uint64(f.NextSeq() - 1))
+	// The state at start is serialized already: recovery's base.
+	ser := &stateSerial{pl: pl, f: f, seq: f.NextSeq() - 1, data: *pl.baseSnap.Load()}
 	// A recovery that replayed SnapshotEvery commands or more past the last
 	// snapshot leaves one overdue: write it now, at the recovered (durable)
 	// state, rather than after the follower's first batch — under load a
@@ -113,7 +156,7 @@ func (pl *Pipeline) stateFollower(f *Follower) {
 		pl.storeSnapshot(seq, *pl.baseSnap.Load(), 0) // the recovery's own serialization of this state
 	}
 	for {
-		pend = pl.answer(f, pend)
+		pend = pl.answer(ser, pend)
 		if durable := pl.DurableSeq(); f.NextSeq() <= durable {
 			n := min(stateBatch, durable-f.NextSeq()+1)
 			if due := pl.lastSnap + core.Seq(min(pl.cfg.SnapshotEvery, 1<<62)); due >= f.NextSeq() {
@@ -142,11 +185,15 @@ func (pl *Pipeline) stateFollower(f *Follower) {
 			}
 			seq := f.NextSeq() - 1
 			pl.state.seq.Store(uint64(seq))
+			if ser.seq != seq {
+				ser.data = nil // an older state's: not kept alive (it may be as big as the state)
+			}
 			if h := pl.hashHook.Load(); h != nil && uint64(seq)%h.every == 0 {
-				h.fn(seq, f.proc.StateHash())
+				h.fn(seq, ser.stateHash())
 			}
 			if asked || (uint64(seq-pl.lastSnap) >= pl.cfg.SnapshotEvery && seq >= pl.snapRetryAt) {
-				pl.writeSnapshot(f, seq)
+				data, d := ser.bytes()
+				pl.storeSnapshot(seq, data, d)
 			}
 			select {
 			case r := <-pl.stateReqs:
@@ -175,7 +222,8 @@ func (pl *Pipeline) stateFollower(f *Follower) {
 
 // answer answers the requests the replica can answer at its seq and
 // returns the others.
-func (pl *Pipeline) answer(f *Follower, pend []stateReq) []stateReq {
+func (pl *Pipeline) answer(ser *stateSerial, pend []stateReq) []stateReq {
+	f := ser.f
 	at := f.NextSeq() - 1
 	keep := pend[:0]
 	for _, r := range pend {
@@ -185,7 +233,7 @@ func (pl *Pipeline) answer(f *Follower, pend []stateReq) []stateReq {
 			open, _ := f.proc.UnhaltedViolations()
 			r.reply <- stateRes{seq: at, open: open, d: time.Since(t0)}
 		case r.seq == at:
-			r.reply <- stateRes{seq: at, hash: f.proc.StateHash(), d: time.Since(t0)}
+			r.reply <- stateRes{seq: at, hash: ser.stateHash(), d: time.Since(t0)}
 		case r.seq < at:
 			r.reply <- stateRes{seq: at, err: fmt.Errorf("journal: state hash at seq %d: the state follower is past it (at %d)", r.seq, at)}
 		default:
@@ -244,17 +292,6 @@ func (pl *Pipeline) StateHashAt(ctx context.Context, seq core.Seq) (string, erro
 func (pl *Pipeline) checkState(ctx context.Context) (core.Seq, []core.Violation, time.Duration, error) {
 	res, err := pl.ask(ctx, stateReq{kind: reqCheck})
 	return res.seq, res.open, res.d, err
-}
-
-// writeSnapshot serializes the follower's replica at seq, writes it, makes
-// it the poison-rebuild base, prunes old snapshots and truncates the WAL
-// behind the oldest kept one (never past Config.TruncateLimit).
-func (pl *Pipeline) writeSnapshot(f *Follower, seq core.Seq) {
-	prev := *pl.baseSnap.Load()
-	t0 := time.Now()
-	// Sized from the last one: growing a fresh buffer by doubling would copy it several times.
-	data := f.proc.AppendSnapshot(make([]byte, 0, len(prev)+len(prev)/4+4096))
-	pl.storeSnapshot(seq, data, time.Since(t0))
 }
 
 // storeSnapshot writes data, the state at seq serialized in serialize,

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -103,4 +104,112 @@ func (pl *Pipeline) lastSnapSeen() core.Seq {
 		s = max(s, core.Seq(in.Seq))
 	}
 	return s
+}
+
+// TestStateFollowerSerializesOncePerSeq (issue 39 review): when the hash
+// hook, a periodic snapshot and a StateHashAt request all fall on one seq,
+// the state follower serializes its replica there once and all three use
+// it (it serialized three times); the hashes agree with the snapshot
+// written.
+func TestStateFollowerSerializesOncePerSeq(t *testing.T) {
+	const at = 10
+	pl, err := Start(Config{Dir: t.TempDir(), Logger: quietLog(), SnapshotEvery: at, TruncateLimit: keepAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	hooked := make(chan string, 4)
+	pl.SetStateHashHook(at, func(seq core.Seq, hash string) {
+		if seq == at {
+			hooked <- hash
+		}
+	})
+	// the request is with the follower (received: the channel is
+	// unbuffered) before the commands come, so it waits there for seq 10
+	req := stateReq{kind: reqHash, seq: at, reply: make(chan stateRes, 1)}
+	select {
+	case pl.stateReqs <- req:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the state follower took no request")
+	}
+	runAll(t, pl, setupCmds()[:at])
+	var res stateRes
+	select {
+	case res = <-req.reply:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer at seq 10")
+	}
+	if res.err != nil || res.seq != at {
+		t.Fatalf("answer %+v", res)
+	}
+	hook := <-hooked
+	deadline := time.Now().Add(10 * time.Second)
+	for pl.StateStats().Snapshots < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot at seq %d: %+v", at, pl.StateStats())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	base := *pl.baseSnap.Load()
+	if st := pl.StateStats(); st.Serialized != 1 || st.Seq != at {
+		t.Fatalf("the replica was serialized %d times at seq %d, want once", st.Serialized, st.Seq)
+	}
+	if want := core.StateHashOf(base); res.hash != want || hook != want {
+		t.Fatal("the hashes at seq 10 differ from the snapshot written there")
+	}
+}
+
+// TestStartWarmUp: Config.WarmUp runs during Start after recovery (its
+// report and the durable seq are the recovered ones, a follower replays the
+// WAL up to there) and Start waits for it; its error fails Start, which
+// leaves the data dir to a later Start.
+func TestStartWarmUp(t *testing.T) {
+	dir := t.TempDir()
+	pl, err := Start(Config{Dir: dir, Logger: quietLog(), ReadView: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := setupCmds()
+	runAll(t, pl, cmds)
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := core.Seq(len(cmds))
+	var replayed, durable, recovered core.Seq
+	warm := func(pl *Pipeline) error {
+		recovered, durable = pl.Recovery().Seq, pl.DurableSeq()
+		f, err := pl.NewFollower(1)
+		if err != nil {
+			return err
+		}
+		for f.NextSeq() <= recovered {
+			recs, err := f.Next(context.Background(), 1000)
+			if err != nil {
+				return err
+			}
+			replayed += core.Seq(len(recs))
+		}
+		return nil
+	}
+	pl, err = Start(Config{Dir: dir, Logger: quietLog(), ReadView: true, WarmUp: warm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recovered != want || durable != want || replayed != want {
+		t.Fatalf("warm-up saw recovered seq %d, durable %d, replayed %d; want %d", recovered, durable, replayed, want)
+	}
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("warm-up failed")
+	if _, err := Start(Config{Dir: dir, Logger: quietLog(), ReadView: true, WarmUp: func(*Pipeline) error { return boom }}); !errors.Is(err, boom) {
+		t.Fatalf("Start with a failing warm-up: %v", err)
+	}
+	pl, err = Start(Config{Dir: dir, Logger: quietLog(), ReadView: true})
+	if err != nil {
+		t.Fatalf("a start after the failed one: %v", err)
+	}
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -131,6 +131,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&replica, "check-replica", "view", "replica of the periodic check: view (needs --read-view), follower or state (the state follower)")
 	var snapEvery uint64
 	fs.Uint64Var(&snapEvery, "snapshot-every", 0, "commands between snapshots (0 = the journal's default)")
+	fs.BoolVar(&cfg.Journal.NoSnapshots, "no-snapshots", false, "run no state follower: no snapshots (the \"off\" runs of --state-compare; with --trace, to compare one run of each)")
 	var stateCompare int
 	fs.IntVar(&stateCompare, "state-compare", 0, "run N rounds with snapshots and the check off, then on (the state follower: --snapshot-every, --check-interval or 100ms), interleaved, and print pauses, ack percentiles and ratios (issue 39; subdirs of --data)")
 	var compare int

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ubscore/ubscore/bench"
@@ -74,6 +75,11 @@ func runRestartBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Markets, "markets", 100, "spot markets the orders rest in")
 	fs.IntVar(&cfg.Pending, "pending", 100_000, "PENDING spec 003 transfers")
 	fs.IntVar(&cfg.Binary, "binary", 10, "active binary markets")
+	fs.StringVar(&cfg.Exchange, "exchange", "", "path of an exchange binary: also time it from process start to /health/ready 200 on the data dir (--pg-url none unless --exchange-args has one)")
+	var exArgs string
+	fs.StringVar(&exArgs, "exchange-args", "", "more flags for the exchange, space separated (e.g. \"--pg-url postgres://...\")")
+	var verbose bool
+	fs.BoolVar(&verbose, "v", false, "print the exchange's log lines with their time since its start")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -85,6 +91,10 @@ func runRestartBench(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	cfg.ExchangeArgs = strings.Fields(exArgs)
+	if verbose {
+		cfg.Progress = stderr
+	}
 	res, err := bench.RunRestart(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)

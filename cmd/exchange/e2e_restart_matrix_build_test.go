@@ -35,7 +35,7 @@ func rmBuild(t *testing.T) *rmVenue {
 		p2pTold: map[string]string{}, p2pBalance: map[string][3]int64{}, xUser: rmXfer, wUser: rmWd,
 		haltedSpot: "ETH-USDT", binary: rmBinary}
 	v.flags = append([]string{"--enable-fault-injection", "--core-check-interval", "200ms", "--invariant-interval", "0",
-		"--p2p-hold", "1h", "--transfer-stale-after", "1s", "--transfer-rate-per-second", "0", "--transfer-per-day", "0"}, chain...)
+		"--p2p-hold", "1h", "--p2p-retention", "2s", "--transfer-stale-after", "1s", "--transfer-rate-per-second", "0", "--transfer-per-day", "0"}, chain...)
 	// A replicated primary (sync, on the machine's NATS): every restart of
 	// the matrix is one of a replicated primary, which reads the log to its
 	// end and claims it again before it serves.
@@ -210,6 +210,14 @@ func (v *rmVenue) p2p() {
 		v.t.Fatalf("p2p cancel: %v", b)
 	}
 	v.p2pTold[c] = "CANCELLED"
+	// Read now, while the core most likely still holds the cancelled one
+	// (--p2p-retention 2s); the checks after the restarts read it from
+	// Postgres once forgotten (rmWaitForgotten) and must get the same.
+	v.p2pPages = map[string]any{}
+	for _, h := range v.p2pUsers {
+		_, b := v.s.do("GET", "/transfers?userId="+h+"&page=1&size=10", v.admin, nil)
+		v.p2pPages[h] = b
+	}
 	v.ok(400, "POST", "/transfers", rmBob, `{"fromUserId":"rm-bob","toUserId":"rm-alice","amount":50}`) // INSUFFICIENT_BALANCE
 	// [balance, available, held] in cents: the pending amounts are held.
 	v.p2pBalance["rm-alice"] = [3]int64{10000, 9000, 1000}

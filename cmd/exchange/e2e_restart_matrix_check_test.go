@@ -209,6 +209,16 @@ func (v *rmVenue) checkP2P(errorf func(string, ...any)) {
 	if fmt.Sprint(seen) != fmt.Sprint(v.p2pTold) {
 		errorf("p2p transfers (id -> status) %v, told %v (the refused one must not exist)", seen, v.p2pTold)
 	}
+	// The first page read while the core held the cancelled transfer reads
+	// back the same now that only Postgres has it (p2p retention).
+	for _, h := range v.p2pUsers {
+		_, b := v.s.do("GET", "/transfers?userId="+h+"&page=1&size=10", v.admin, nil)
+		wj, _ := json.Marshal(v.p2pPages[h])
+		gj, _ := json.Marshal(b)
+		if string(wj) != string(gj) {
+			errorf("p2p history page of %s across the retention boundary:\nbefore %s\nafter  %s", h, wj, gj)
+		}
+	}
 }
 
 // checkFunding: the internal transfers as told (the pending one still in

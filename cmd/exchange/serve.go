@@ -104,6 +104,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 
 	pub := publish.NewFollower(cfg.Publish, ret, m.Reg, m.DurableSeq, log)
+	// The order history's replay of the WAL runs inside journal.Start, in
+	// parallel with the restores of the replicas (issue 39: restart at scale).
+	var warmErr error
+	jc.WarmUp = func(pl *journal.Pipeline) error {
+		if warmErr = replayHistory(ctx, pl, hist, prot.Breakers, standby, log); ctx.Err() != nil {
+			return nil // SIGTERM during the warm-up: a graceful stop below
+		}
+		return warmErr
+	}
 	pl, err := journal.Start(jc)
 	if err != nil {
 		return err
@@ -115,7 +124,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		_ = pl.Close()
 		return err
 	}
-	if err := warmHistory(ctx, pl, hist, prot.Breakers, standby, log); err != nil {
+	if err := seedHistory(ctx, pl, hist, warmErr); err != nil {
 		cerr := pl.Close()
 		if ctx.Err() != nil { // SIGTERM during start-up: a graceful stop
 			log.Info("exchange: shutting down during start-up", "cause", context.Cause(ctx).Error())
@@ -249,7 +258,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	scfg.P2P = p2p
 	if p2p != nil && pool != nil { // the retention: only with the sink's p2p_transfers to answer for what the core forgets
 		p2p.Archive = &persist.P2PArchive{Pool: pool, Timeout: archive.Timeout, Ready: migrated.Load, Persisted: sink.PersistedSeqCached}
-		stopP2P = gateway.StartP2PRetention(scfg.Backend, cfg.P2PRetention, p2p.Archive.PersistedSeq, stop, log)
+		stopP2P = gateway.StartP2PRetention(scfg.Backend, cfg.P2PRetention, p2p.Archive.PersistedSeq, stop, p2pm, log)
 	}
 	srv := gateway.NewServer(scfg)
 	hs := srv.HTTPServer()
@@ -337,47 +346,58 @@ func waitServing(ctx context.Context, pl *journal.Pipeline, node *replication.No
 	}
 }
 
-// warmHistory rebuilds the gateway's History (finished orders, fills, recent
-// trades) from the WAL still on disk, so orders answered before a restart are
-// still found after it; then it adds the orders resting in the core that the
-// replayed part did not see placed. It runs before any request: nothing else
-// touches hist yet.
-func warmHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, brk *gateway.BreakerLog, standby bool, log *slog.Logger) error {
-	// Up to the recovered seq: everything after it (recovery's own breaker
-	// trips) went through the read view's OnView already.
+// replayHistory rebuilds the HTTP History (and the breakers' log) from the
+// WAL still on disk up to the recovered seq: journal.Config.WarmUp, run
+// during journal.Start beside the replicas' restores. Everything after that
+// seq (recovery's own breaker trips) goes through the read view's OnView.
+// A standby, which has no archive, knows its history is complete when it
+// has every command from seq 1 (gateway.History.FromStart).
+func replayHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, brk *gateway.BreakerLog, standby bool, log *slog.Logger) error {
 	target := pl.Recovery().Seq
-	if standby && target == 0 { // every command comes through OnView, from seq 1
+	if target == 0 {
+		if standby { // every command comes through OnView, from seq 1
+			hist.FromStart()
+		}
+		return nil
+	}
+	f, err := pl.NewFollower(1)
+	var gone *journal.HistoryGoneError
+	if errors.As(err, &gone) {
+		f, err = pl.NewFollower(gone.Earliest)
+	}
+	if err != nil {
+		return fmt.Errorf("history warm-up: %w", err)
+	}
+	from := f.NextSeq()
+	if standby && from == 1 {
 		hist.FromStart()
 	}
-	if target > 0 {
-		f, err := pl.NewFollower(1)
-		var gone *journal.HistoryGoneError
-		if errors.As(err, &gone) {
-			f, err = pl.NewFollower(gone.Earliest)
+	for f.NextSeq() <= target {
+		if err := ctx.Err(); err != nil { // SIGTERM during a long warm-up
+			return err
 		}
+		recs, err := f.Next(ctx, int(min(4096, target-f.NextSeq()+1)))
 		if err != nil {
 			return fmt.Errorf("history warm-up: %w", err)
 		}
-		from := f.NextSeq()
-		// A standby, which has no archive, knows its history is complete
-		// when it replays from seq 1 (gateway.History.FromStart).
-		if standby && from == 1 {
-			hist.FromStart()
+		for _, r := range recs {
+			hist.Apply(r.Cmd, r.Events)
+			brk.Replay(r.Cmd, r.Events)
 		}
-		for f.NextSeq() <= target {
-			if err := ctx.Err(); err != nil { // SIGTERM during a long warm-up
-				return err
-			}
-			recs, err := f.Next(ctx, int(min(4096, target-f.NextSeq()+1)))
-			if err != nil {
-				return fmt.Errorf("history warm-up: %w", err)
-			}
-			for _, r := range recs {
-				hist.Apply(r.Cmd, r.Events)
-				brk.Replay(r.Cmd, r.Events)
-			}
-		}
-		log.Info("exchange: history rebuilt from the WAL", "from_seq", from, "to_seq", target)
+	}
+	log.Info("exchange: history rebuilt from the WAL", "from_seq", from, "to_seq", target)
+	return nil
+}
+
+// seedHistory ends the warm-up once journal.Start has returned: warmErr is
+// replayHistory's outcome (a SIGTERM during it is ctx's error), then the
+// History is seeded from the read view (the open orders).
+func seedHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, warmErr error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if warmErr != nil {
+		return warmErr
 	}
 	return pl.Read(func(p *core.Processor) error { hist.Seed(p); return nil })
 }

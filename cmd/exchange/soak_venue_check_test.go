@@ -232,15 +232,26 @@ func (v *soak) checkP2P(lost, contra func(string, ...any)) {
 	}
 }
 
-// p2pSeen is every spec 003 transfer in its users' history pages: id -> status.
+// p2pSeen is every spec 003 transfer in its users' history pages: id ->
+// status. The pages of one user must list each of its transfers once,
+// newest (highest id) first, across the boundary between what the core
+// retains and what only Postgres holds (--p2p-retention 1s: the soak's
+// transfers are forgotten while it runs).
 func (v *soak) p2pSeen() map[string]string {
 	seen := map[string]string{}
 	for _, h := range v.p2pHandles {
+		last := math.Inf(1)
 		for page := 1; page < 1000; page++ {
 			_, b := v.get200(fmt.Sprintf("/transfers?userId=%s&page=%d&size=100", h, page), svAdmin)
 			content, _ := b["content"].([]any)
 			for _, c := range content {
 				m := c.(map[string]any)
+				id, _ := m["transferId"].(float64)
+				if id >= last {
+					v.contra++
+					v.t.Errorf("spec 003 history of %s, page %d: transfer %v after %v (want each once, newest first)", h, page, id, last)
+				}
+				last = id
 				seen[fmt.Sprint(m["transferId"])] = fmt.Sprint(m["status"])
 			}
 			if len(content) < 100 {
@@ -249,6 +260,34 @@ func (v *soak) p2pSeen() map[string]string {
 		}
 	}
 	return seen
+}
+
+// checkP2PRetention (at the end, the sink caught up): the core forgot the
+// transfers finished more than --p2p-retention (1 s) ago — it retains
+// fewer than were made — and the history pages, now served from Postgres
+// across the boundary, still list every one (checkPostgresP2P again).
+func (v *soak) checkP2PRetention() {
+	made := len(v.p2p)
+	if made < 5 {
+		v.t.Logf("p2p retention: only %d transfers made; not checked", made)
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		retained := v.s.metric("ubs_p2p_retained")
+		if retained < float64(made) {
+			v.t.Logf("p2p retention: %d transfers made, %v retained by the core, %v forgotten by this process",
+				made, retained, v.s.metric("ubs_p2p_forgotten_total"))
+			break
+		}
+		if time.Now().After(deadline) {
+			v.contra++
+			v.t.Errorf("p2p retention: the core still retains %v transfers of the %d made, 1 s retention", retained, made)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	v.checkPostgresP2P()
 }
 
 // checkPostgresP2P (once the sink caught up): the spec 003 tables equal

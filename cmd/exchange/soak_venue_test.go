@@ -246,7 +246,7 @@ func (v *soak) setup() {
 		t.Fatal(err)
 	}
 	v.flags = append([]string{"--enable-fault-injection", "--core-check-interval", "200ms", "--invariant-interval", "0",
-		"--p2p-hold", "300ms", "--transfer-stale-after", "1s", "--transfer-rate-per-second", "0", "--transfer-per-day", "0"}, chain...)
+		"--p2p-hold", "300ms", "--p2p-retention", "1s", "--transfer-stale-after", "1s", "--transfer-rate-per-second", "0", "--transfer-per-day", "0"}, chain...)
 	v.flags[len(v.flags)-1] = fmt.Sprint("venue-soak-", v.seed)
 	v.natsSetup()
 	// The primary replicates its log (sync, R=1 on the machine's NATS,
@@ -494,6 +494,7 @@ func (v *soak) finish() {
 	e2eWaitSink(t, v.s, v.pg)
 	v.checkPostgresOrders()
 	v.checkPostgresP2P()
+	v.checkP2PRetention()
 	v.checkStream()
 	v.s.stopWith(syscall.SIGTERM)
 	stopHash := rmLogHash(t, v.s.Logs(), "exchange: stopped")
