@@ -94,7 +94,11 @@ func (h *Hub) Handler(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	err := upgrader.Upgrade(ctx, func(ws *websocket.Conn) {
-		c := &conn{h: h, ws: ws, out: make(chan []byte, h.cfg.Buffer), done: make(chan struct{}), closing: make(chan struct{}),
+		// Everything the writer touches is set before the socket is
+		// counted: a Close in between kills (and so marks) it at once.
+		nc := ws.NetConn()
+		c := &conn{h: h, ws: ws, nc: nc, raw: rawConn(nc), out: make(chan []byte, h.cfg.Buffer), done: make(chan struct{}),
+			closing: make(chan struct{}), wrote: make(chan struct{}), lastPing: time.Now(),
 			ctl: make(chan ctlFrame, 4), subs: map[subKey]*privSub{}}
 		if cl != nil {
 			c.claims = *cl
@@ -114,12 +118,19 @@ func (h *Hub) Handler(ctx *fasthttp.RequestCtx) {
 		h.wg.Add(1) // before Close can Wait: Close sets closed under h.mu first
 		h.mu.Unlock()
 		h.met.conns.Add(1)
+		if testCounted != nil {
+			testCounted()
+		}
 		c.run()
 	})
 	if err != nil { // answered by the upgrader (400)
 		return
 	}
 }
+
+// testCounted, if set (tests only), runs between a socket's count and its
+// run: the window a Close may fall into.
+var testCounted func()
 
 // full says whether a new socket is refused, and how: the hub is closing,
 // or MaxConns sockets are open.
@@ -283,9 +294,7 @@ func (c *conn) run() {
 	// The kernel's share of the per-socket buffer: bounded too, so a
 	// stalled reader fills the queue (and is closed) within about
 	// sendBuffer bytes, and 10,000 stalled sockets cannot pin 4 MB each.
-	c.nc = c.ws.NetConn()
 	setSendBuffer(c.nc, sendBuffer)
-	c.raw, c.wrote, c.lastPing = rawConn(c.nc), make(chan struct{}), time.Now()
 	h.w.add(c)
 	c.ws.SetReadLimit(MaxMessageBytes)
 	_ = c.ws.SetReadDeadline(time.Now().Add(idleLimit))

@@ -384,9 +384,22 @@ func TestHubLimitsSlowConsumerAndClose(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	// The others go on; Close sends them 1001.
+	// The stalled socket is closed, not only counted as slow: it leaves
+	// the count (fasthttp's hijacked connection ignores Close: the
+	// socket under it must be closed).
+	for deadline := time.Now().Add(5 * time.Second); f.hub.Stats().Conns != 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sockets counted after the slow one was closed, want 2", f.hub.Stats().Conns)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The others go on; Close sends them 1001, within its budget.
 	third.Subscribe(map[string]any{"channel": "trades", "market": "BTC-USD"})
+	t0 := time.Now()
 	f.hub.Close(5 * time.Second)
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Fatalf("Close took %v: a socket was left open", d)
+	}
 	for _, c := range []*streamtest.Client{a, third} {
 		if code := c.CloseCode(10 * time.Second); code != CloseGoingAway {
 			t.Fatalf("closed with %d, want 1001", code)
@@ -508,5 +521,60 @@ func TestHubCountsOnlyUpgradedSockets(t *testing.T) {
 	}
 	if st := f.hub.Stats(); st.Conns != 3 {
 		t.Fatalf("%d sockets counted, want 3", st.Conns)
+	}
+}
+
+// A client's close frame is answered with a close frame (RFC 6455
+// §5.5.1), not an abnormal end.
+func TestHubAnswersAClientsClose(t *testing.T) {
+	f := newFixture(t, nil)
+	for i := 0; i < 10; i++ {
+		c, _, err := websocket.DefaultDialer.Dial("ws://"+f.addr+Path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _, err = c.ReadMessage()
+		c.Close()
+		if !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+			t.Fatalf("close %d: %v, want the close frame answered", i, err)
+		}
+	}
+}
+
+// A Close between a socket's count and its run: the writer finishes the
+// socket (no nil connection), run returns, Close returns.
+func TestHubCloseRacesAnUpgrade(t *testing.T) {
+	f := newFixture(t, nil)
+	counted, closed := make(chan struct{}), make(chan struct{})
+	testCounted = func() { close(counted); <-closed }
+	t.Cleanup(func() { testCounted = nil })
+	dialed := make(chan error, 1)
+	go func() {
+		c, _, err := websocket.DefaultDialer.Dial("ws://"+f.addr+Path, nil)
+		if err == nil {
+			defer c.Close()
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, _, err = c.ReadMessage() // the 1001, or the end
+		}
+		dialed <- err
+	}()
+	select {
+	case <-counted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upgrade never counted its socket")
+	}
+	done := make(chan struct{})
+	go func() { f.hub.Close(5 * time.Second); close(done) }()
+	time.Sleep(50 * time.Millisecond) // Close kills the counted socket and waits for its run
+	close(closed)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if err := <-dialed; err == nil {
+		t.Fatal("the socket stayed open after Close")
 	}
 }

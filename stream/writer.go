@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"net"
 	"sync"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // socket dirty; the writer takes the dirty sockets in turn, frames what
 // each has queued and writes it with one non-blocking system call. A
 // socket whose kernel buffer is full keeps the rest (conn.pend) and is
-// tried again at the next wake-up or tick; one that stays full for
+// tried again at the next tick (writerTick); one that stays full for
 // Config.WriteTimeout, or whose queue fills, is a slow consumer (4008).
 // The writer also sends the pings (every pingEvery) and checks the tokens'
 // expiry (every tick).
@@ -69,20 +70,30 @@ func (w *writer) mark(c *conn) {
 func (w *writer) run() {
 	t := time.NewTicker(writerTick)
 	defer t.Stop()
-	lastTick := time.Now()
+	lastTick, lastRetry := time.Now(), time.Now()
 	for {
 		select {
 		case <-w.wake:
 		case <-t.C:
 		case <-w.stop:
-			for c := range w.all { // Close waited for the sockets: none should be left
+			// Close waited for the sockets: any left (its budget ran out)
+			// are closed now, so their readers end.
+			w.mu.Lock()
+			for _, c := range w.added {
+				w.finish(c)
+			}
+			w.added = nil
+			w.mu.Unlock()
+			for c := range w.all {
 				w.finish(c)
 			}
 			return
 		}
 		w.mu.Lock()
 		for _, c := range w.added {
-			w.all[c] = struct{}{}
+			if !c.finished { // finished before it was taken in (killed at once)
+				w.all[c] = struct{}{}
+			}
 		}
 		w.added = w.added[:0]
 		w.buf, w.dirty = w.dirty, w.buf[:0]
@@ -92,8 +103,11 @@ func (w *writer) run() {
 			w.pass(c)
 		}
 		now := time.Now()
-		for c := range w.blocked {
-			w.pass(c)
+		if now.Sub(lastRetry) >= writerTick { // full sockets: retried on the tick, not on every wake-up
+			lastRetry = now
+			for c := range w.blocked {
+				w.pass(c)
+			}
 		}
 		if now.Sub(lastTick) >= tick {
 			lastTick = now
@@ -123,7 +137,17 @@ func (w *writer) pass(c *conn) {
 		return
 	}
 	select {
-	case <-c.done: // the reader has ended: nothing more is written
+	case <-c.done:
+		// The reader has ended: the control frames it queued (the answer
+		// to a client's close, RFC 6455 §5.5.1) go out, best effort, and
+		// nothing more.
+		for len(c.ctl) > 0 {
+			f := <-c.ctl
+			c.pend = appendFrame(c.pend, f.op, f.payload)
+		}
+		if len(c.pend) > 0 {
+			_, _ = c.write(c.pend)
+		}
 		w.finish(c)
 		return
 	default:
@@ -193,9 +217,20 @@ func (w *writer) finish(c *conn) {
 	delete(w.blocked, c)
 	delete(w.all, c)
 	c.dead.Store(true)
-	_ = c.nc.Close()
+	closeSocket(c.nc)
 	c.pend = nil
 	close(c.wrote)
+}
+
+// closeSocket closes the TCP connection under nc: fasthttp's hijacked
+// connection ignores Close (unless the server keeps hijacked connections),
+// which left a killed socket open, counted and subscribed until its client
+// went away or its idle deadline passed. Its reader then ends at once.
+func closeSocket(nc net.Conn) {
+	if u, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {
+		nc = u.UnsafeConn()
+	}
+	_ = nc.Close()
 }
 
 // writerTick is how often the writer retries blocked sockets and checks
