@@ -156,3 +156,27 @@ func TestBootstrapFromTheNewestSnapshot(t *testing.T) {
 		t.Fatalf("Bootstrap into the primary's data dir: %v", err)
 	}
 }
+
+// The object store on the real nats-server binary (v2.9.10 here): the
+// bucket is created, a snapshot put and fetched back whole, the oldest
+// pruned.
+func TestSnapshotBucketOnRealServer(t *testing.T) {
+	c := natstest.StartProcs(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := openBucket(t, c.URL(), 2)
+	data := bytes.Repeat([]byte("state "), 200_000) // 1.2 MB: several chunks
+	for _, seq := range []uint64{10, 20, 30} {
+		if err := b.Put(ctx, seq, append([]byte{byte(seq)}, data...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := b.List(ctx)
+	if err != nil || len(list) != 2 || list[0].Seq != 20 || list[1].Seq != 30 {
+		t.Fatalf("List: %+v, %v", list, err)
+	}
+	got, err := b.Fetch(ctx, list[1])
+	if err != nil || !bytes.Equal(got, append([]byte{30}, data...)) {
+		t.Fatalf("Fetch: %d bytes, %v", len(got), err)
+	}
+}
