@@ -330,24 +330,30 @@ func TestLeaseNoFailoverInASteadyRun(t *testing.T) {
 		d, ls[0].MaxRenewal(), DefaultLeaseTTL-DefaultLeaseMargin)
 }
 
-// The lease on real nats-server processes: a holder whose process "dies"
-// (Close: no renewal, no release) is replaced after the TTL.
+// The lease on real nats-server processes, with the production timings: a
+// holder whose process "dies" (Close: no renewal, no release) is replaced
+// once a TTL has passed since its last renewal, and not before.
 func TestLeaseFailoverOnRealServer(t *testing.T) {
 	c := natstest.StartProcs(t, 3)
-	a := testLease(t, c.URL(), "a", LeaseConfig{})
-	b := testLease(t, c.URL(), "b", LeaseConfig{})
+	prod := LeaseConfig{TTL: DefaultLeaseTTL, Renew: DefaultLeaseRenew, Margin: DefaultLeaseMargin, Poll: DefaultLeasePoll}
+	a := testLease(t, c.URL(), "a", prod)
+	b := testLease(t, c.URL(), "b", prod)
 	acquire(t, a, 30*time.Second)
+	closedAt := make(chan time.Time, 1)
 	go func() {
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(time.Second)
+		closedAt <- time.Now()
 		a.Close()
 	}()
-	t0 := time.Now()
-	acquire(t, b, 10*time.Second)
-	if took := time.Since(t0); took < time.Second {
-		t.Fatalf("b took it %v after a stopped: before a TTL", took)
+	acquire(t, b, 15*time.Second)
+	took := time.Since(<-closedAt)
+	// a's last renewal was at most Renew before it closed.
+	if took < DefaultLeaseTTL-DefaultLeaseRenew {
+		t.Fatalf("b took the lease %v after a stopped: less than a TTL after a's last renewal", took)
 	}
 	if a.Held() || !b.Held() {
 		t.Fatalf("a held %v, b held %v", a.Held(), b.Held())
 	}
-	t.Logf("b acquired %v after a's last renewal", time.Since(t0)-500*time.Millisecond)
+	t.Logf("b acquired the lease %v after a stopped renewing (TTL %v, renew every %v, poll %v)",
+		took, DefaultLeaseTTL, DefaultLeaseRenew, DefaultLeasePoll)
 }
