@@ -1,13 +1,18 @@
 package replication
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -356,4 +361,88 @@ func TestLeaseFailoverOnRealServer(t *testing.T) {
 	}
 	t.Logf("b acquired the lease %v after a stopped renewing (TTL %v, renew every %v, poll %v)",
 		took, DefaultLeaseTTL, DefaultLeaseRenew, DefaultLeasePoll)
+}
+
+// leaseChildEnv runs the test binary as a lease holder (TestLeasePausedProcess).
+const leaseChildEnv = "UBS_LEASE_CHILD_URL"
+
+// A holder process stopped by SIGSTOP past its lease: another node takes
+// the lease; on SIGCONT the holder learns at once that it lost it (Held is
+// false before any renewal is tried), and sees the other node as holder.
+func TestLeasePausedProcess(t *testing.T) {
+	if url := os.Getenv(leaseChildEnv); url != "" {
+		leaseChild(t, url)
+		return
+	}
+	c := natstest.Start(t, 3)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLeasePausedProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), leaseChildEnv+"="+c.URL())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	expect := func(prefix string, within time.Duration) string {
+		t.Helper()
+		deadline := time.After(within)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the child ended before %q", prefix)
+				}
+				if strings.HasPrefix(l, prefix) {
+					return l
+				}
+			case <-deadline:
+				t.Fatalf("no %q from the child within %v", prefix, within)
+			}
+		}
+	}
+	expect("HELD", 30*time.Second)
+	b := testLease(t, c.URL(), "b", LeaseConfig{})
+	time.Sleep(300 * time.Millisecond) // a few renewals
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	acquire(t, b, 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if l := expect("LOST", 5*time.Second); l != "LOST held=false holder=b" {
+		t.Fatalf("the resumed holder says %q", l)
+	}
+	if !b.Held() {
+		t.Fatal("b lost the lease to the resumed process")
+	}
+}
+
+// leaseChild holds the lease until it is lost, then prints what it knows.
+func leaseChild(t *testing.T, url string) {
+	l := testLease(t, url, "child", LeaseConfig{})
+	acquire(t, l, 20*time.Second)
+	fmt.Println("HELD")
+	select {
+	case <-l.Lost():
+	case <-time.After(60 * time.Second):
+		t.Fatal("never lost")
+	}
+	holder, _, err := l.Holder(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("LOST held=%v holder=%s\n", l.Held(), holder)
 }
