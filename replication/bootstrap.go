@@ -239,11 +239,13 @@ func (b *SnapshotBucket) Fetch(ctx context.Context, r RemoteSnapshot) ([]byte, e
 	return buf.Bytes(), nil
 }
 
-// PublishNewest puts the newest valid snapshot of snaps in the bucket if it
-// is newer than the last one this handle put; it returns its seq (0 and
-// nil if there was nothing new).
-func (b *SnapshotBucket) PublishNewest(ctx context.Context, snaps *journal.SnapshotStore) (uint64, error) {
-	seq, data, err := snaps.Latest()
+// PublishNewest puts the newest valid snapshot of the journal's snapshot
+// directory snapDir (<data dir>/journal.SnapshotDir) in the bucket if it is
+// newer than the last one this handle put; it returns its seq (0 and nil if
+// there was nothing new). It only reads snapDir (journal.LatestSnapshotIn),
+// so it runs beside the pipeline that writes there.
+func (b *SnapshotBucket) PublishNewest(ctx context.Context, snapDir string) (uint64, error) {
+	seq, data, err := journal.LatestSnapshotIn(snapDir)
 	if errors.Is(err, journal.ErrNoSnapshot) {
 		return 0, nil
 	}
@@ -261,16 +263,16 @@ func (b *SnapshotBucket) PublishNewest(ctx context.Context, snaps *journal.Snaps
 }
 
 // Publish runs on the primary beside its journal: every interval it puts
-// the journal's newest snapshot in the bucket if it is new (a failed put
+// the newest snapshot of snapDir in the bucket if it is new (a failed put
 // is logged and retried at the next look), until ctx ends. (A poll rather
 // than a hook in the state follower: a snapshot is written every
 // SnapshotEvery commands, minutes apart at production rates, and a put
 // must never slow the follower.)
-func (b *SnapshotBucket) Publish(ctx context.Context, snaps *journal.SnapshotStore, interval time.Duration) {
+func (b *SnapshotBucket) Publish(ctx context.Context, snapDir string, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := b.PublishNewest(ctx, snaps); err != nil && ctx.Err() == nil {
+		if _, err := b.PublishNewest(ctx, snapDir); err != nil && ctx.Err() == nil {
 			b.log.Warn("replication: cannot put the newest snapshot in the bucket; retrying", "err", err)
 		}
 		select {

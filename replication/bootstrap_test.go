@@ -55,14 +55,16 @@ func TestBootstrapFromTheNewestSnapshot(t *testing.T) {
 	pa := startAt(t, dirA, journal.Config{Replicator: la})
 	w := workload(t, 11)
 	submit(t, pa, w, 3000)
-	snaps, err := journal.OpenSnapshotStore(filepath.Join(dirA, journal.SnapshotDir), quiet())
+	// The pipeline writes its snapshots at 700, 1400, 2100 and 2800; the
+	// test's own SnapshotStore is opened once they are all written (opening
+	// one removes the temp file of a snapshot being written). The publisher
+	// only reads the directory (journal.LatestSnapshotIn).
+	waitFor(t, "the snapshot at 2800", func() bool { return pa.StateStats().Snapshots >= 4 })
+	snapDir := filepath.Join(dirA, journal.SnapshotDir)
+	snaps, err := journal.OpenSnapshotStore(snapDir, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the snapshot at 2800", func() bool {
-		seq, _, err := snaps.Latest()
-		return err == nil && seq >= 2800
-	})
 
 	b := openBucket(t, c.URL(), 2)
 	nb, err := replication.Bootstrap(ctx, b, t.TempDir(), quiet())
@@ -85,10 +87,10 @@ func TestBootstrapFromTheNewestSnapshot(t *testing.T) {
 		}
 	}
 	newest := infos[len(infos)-1].Seq
-	if seq, err := b.PublishNewest(ctx, snaps); err != nil || seq != newest {
+	if seq, err := b.PublishNewest(ctx, snapDir); err != nil || seq != newest {
 		t.Fatalf("PublishNewest: %d, %v (want %d)", seq, err, newest)
 	}
-	if seq, err := b.PublishNewest(ctx, snaps); err != nil || seq != 0 {
+	if seq, err := b.PublishNewest(ctx, snapDir); err != nil || seq != 0 {
 		t.Fatalf("PublishNewest again: %d, %v (want nothing new)", seq, err)
 	}
 	list, err := b.List(ctx)

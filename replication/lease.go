@@ -25,6 +25,13 @@ import (
 // the server. (Per-key TTLs are not used: nats-server v2.9.10 ignores them
 // silently.)
 //
+// Reads of the key are eventually consistent: the bucket allows direct
+// gets, which any replica answers, one that lags included (a Get right
+// after a Delete returned the deleted value on v2.9.10). No decision rests
+// on a read alone: a stale read makes a taker wait longer, or try a
+// compare-and-set that the stream leader refuses; it never gives the lease
+// to two nodes and never takes it from a holder that renews.
+//
 // The lease decides only who TRIES to take over. Safety stays with the
 // log's expected-sequence fence (log.go): a node that wrongly believes it
 // holds the lease (a clock jump, a pause) can at worst append an epoch
