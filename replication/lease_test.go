@@ -461,3 +461,41 @@ func leaseChild(t *testing.T, url string) {
 	}
 	fmt.Printf("LOST held=%v holder=%s\n", l.Held(), holder)
 }
+
+// Release hands the lease over at the waiting node's next look, not after
+// a TTL.
+func TestLeaseReleaseHandsOverFast(t *testing.T) {
+	c := natstest.Start(t, 3)
+	a := testLease(t, c.URL(), "a", LeaseConfig{})
+	b := testLease(t, c.URL(), "b", LeaseConfig{})
+	acquire(t, a, 10*time.Second)
+	got := make(chan time.Time, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := b.Acquire(ctx); err == nil {
+			got <- time.Now()
+		}
+		close(got)
+	}()
+	time.Sleep(1500 * time.Millisecond) // b has watched a renew for more than a TTL
+	if b.Held() {
+		t.Fatal("b took a renewed lease")
+	}
+	t0 := time.Now()
+	if err := a.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	at, ok := <-got
+	if !ok {
+		t.Fatal("b never acquired the released lease")
+	}
+	if d := at.Sub(t0); d >= time.Second {
+		t.Fatalf("b took the released lease after %v: no faster than the TTL", d)
+	} else {
+		t.Logf("hand-over after Release: %v", d)
+	}
+	if a.Held() {
+		t.Fatal("a holds a lease it released")
+	}
+}
