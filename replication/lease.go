@@ -464,16 +464,29 @@ func (l *Lease) Release(ctx context.Context) error {
 	if !held {
 		return nil
 	}
+	// A renewal in flight when the holding ended may still land after rev:
+	// delete whatever revision of the key names this node (a few tries),
+	// never one of another node.
+	for range 3 {
+		err := l.kv.Delete(ctx, l.cfg.Key, jetstream.LastRevision(rev))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return fmt.Errorf("replication: lease release: %w", err)
+		}
+		holder, cur, herr := l.Holder(ctx)
+		if herr != nil {
+			return fmt.Errorf("replication: lease release: %w", herr)
+		}
+		if holder != l.cfg.Node || cur == rev {
+			break // another node's (or gone), or a stale read: it expires in a TTL at worst
+		}
+		rev = cur
+	}
 	l.mu.Lock()
 	l.rev = 0
 	l.mu.Unlock()
-	err := l.kv.Delete(ctx, l.cfg.Key, jetstream.LastRevision(rev))
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-		return nil // already another node's
-	}
-	if err != nil {
-		return fmt.Errorf("replication: lease release: %w", err)
-	}
 	return nil
 }
 
