@@ -1,0 +1,353 @@
+package replication
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ubscore/ubscore/journal"
+)
+
+// Bootstrap from a snapshot (issue 38): the primary puts each snapshot its
+// journal writes into a JetStream object store bucket named after the log's
+// stream (<stream>_SNAP), one object per snapshot named after its seq,
+// keeping the newest few; a new or wiped node fetches the newest, writes it
+// into its data dir as the journal's own snapshot at that seq (so
+// journal.Recover starts from it, its WAL beginning at seq+1), and then
+// follows the log from seq+1 (Standby: Seek finds the record).
+//
+// The object store checks the object's SHA-256 digest as it is read; the
+// journal's snapshot file gets its own checksums when written, and
+// recovery decodes and checks the state as for any snapshot.
+
+// Defaults of SnapshotBucketConfig.
+const (
+	DefaultSnapshotKeep = 3
+	snapObjPrefix       = "snapshot-"
+)
+
+// Errors of the snapshot bucket and of Bootstrap.
+var (
+	// ErrNoRemoteSnapshot: the bucket holds no snapshot.
+	ErrNoRemoteSnapshot = errors.New("replication: no snapshot in the bucket")
+	// ErrDataDirNotEmpty: Bootstrap into a data dir that holds WAL entries
+	// or snapshots (wipe it first; it would not start from the fetched
+	// snapshot).
+	ErrDataDirNotEmpty = errors.New("replication: the data dir already holds a journal")
+)
+
+// SnapshotBucketConfig configures a SnapshotBucket.
+type SnapshotBucketConfig struct {
+	URL      string // NATS server URL(s)
+	Stream   string // the log's stream; the bucket is <Stream>_SNAP (DefaultStream if empty)
+	Replicas int    // 3 on a cluster (1 if 0)
+	Keep     int    // snapshots kept in the bucket (DefaultSnapshotKeep if 0)
+	Node     string // this node's name, recorded with each snapshot it puts
+	Venue    string // the venue (its WAL id), recorded with each snapshot
+	Logger   *slog.Logger
+}
+
+// RemoteSnapshot describes a snapshot in the bucket.
+type RemoteSnapshot struct {
+	Name  string
+	Seq   uint64 // the last command the snapshot includes
+	Size  uint64
+	Venue string // the venue it belongs to ("" if not recorded)
+	Node  string // the node that put it
+}
+
+// SnapshotBucket is the object store bucket of a log's snapshots.
+type SnapshotBucket struct {
+	cfg SnapshotBucketConfig
+	log *slog.Logger
+	nc  *nats.Conn
+	obs jetstream.ObjectStore
+	put uint64 // the newest seq this handle put (PublishNewest)
+}
+
+// SnapshotBucketName is the bucket of the log stream's snapshots.
+func SnapshotBucketName(stream string) string { return stream + "_SNAP" }
+
+// OpenSnapshotBucket connects and creates the bucket if needed.
+func OpenSnapshotBucket(ctx context.Context, cfg SnapshotBucketConfig) (*SnapshotBucket, error) {
+	if cfg.Stream == "" {
+		cfg.Stream = DefaultStream
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Keep == 0 {
+		cfg.Keep = DefaultSnapshotKeep
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.URL == "" {
+		return nil, errors.New("replication: snapshot bucket: no NATS URL")
+	}
+	nc, err := nats.Connect(cfg.URL, nats.Name("ubscore-snapshots-"+cfg.Node), nats.MaxReconnects(-1),
+		nats.ReconnectWait(100*time.Millisecond), nats.Timeout(2*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("replication: snapshot bucket: connect %s: %w", cfg.URL, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("replication: snapshot bucket: %w", err)
+	}
+	ocfg := jetstream.ObjectStoreConfig{Bucket: SnapshotBucketName(cfg.Stream), Storage: jetstream.FileStorage,
+		Replicas: cfg.Replicas, Description: "snapshots of the replicated log " + cfg.Stream}
+	var obs jetstream.ObjectStore
+	for {
+		obs, err = js.CreateOrUpdateObjectStore(ctx, ocfg)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		cfg.Logger.Warn("replication: snapshot bucket not ready, retrying", "bucket", ocfg.Bucket, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("replication: snapshot bucket %s: %w", ocfg.Bucket, err)
+	}
+	return &SnapshotBucket{cfg: cfg, log: cfg.Logger, nc: nc, obs: obs}, nil
+}
+
+// Close closes the connection.
+func (b *SnapshotBucket) Close() { b.nc.Close() }
+
+func snapObjName(seq uint64) string { return fmt.Sprintf("%s%020d", snapObjPrefix, seq) }
+
+// Put stores data (a journal snapshot's state at seq) as the object for
+// seq, then deletes the oldest beyond Keep.
+func (b *SnapshotBucket) Put(ctx context.Context, seq uint64, data []byte) error {
+	t0 := time.Now()
+	meta := jetstream.ObjectMeta{Name: snapObjName(seq), Metadata: map[string]string{
+		"seq": strconv.FormatUint(seq, 10), "venue": b.cfg.Venue, "node": b.cfg.Node}}
+	if _, err := b.obs.Put(ctx, meta, bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("replication: put snapshot %d: %w", seq, err)
+	}
+	b.log.Info("replication: snapshot put in the bucket", "seq", seq, "bytes", len(data), "took", time.Since(t0))
+	return b.prune(ctx)
+}
+
+// prune deletes every snapshot but the newest Keep.
+func (b *SnapshotBucket) prune(ctx context.Context) error {
+	all, err := b.List(ctx)
+	if err != nil {
+		return err
+	}
+	for i := 0; i+b.cfg.Keep < len(all); i++ {
+		if err := b.obs.Delete(ctx, all[i].Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return fmt.Errorf("replication: delete snapshot %d from the bucket: %w", all[i].Seq, err)
+		}
+	}
+	return nil
+}
+
+// List returns the bucket's snapshots, oldest first. Objects whose name
+// does not match their recorded seq are left out (with a warning).
+func (b *SnapshotBucket) List(ctx context.Context) ([]RemoteSnapshot, error) {
+	infos, err := b.obs.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replication: list snapshots: %w", err)
+	}
+	var out []RemoteSnapshot
+	for _, in := range infos {
+		r, ok := remote(in)
+		if !ok {
+			b.log.Warn("replication: ignoring an object that is not a snapshot of ours", "bucket", in.Bucket, "name", in.Name)
+			continue
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, nil
+}
+
+func remote(in *jetstream.ObjectInfo) (RemoteSnapshot, bool) {
+	if !strings.HasPrefix(in.Name, snapObjPrefix) || in.Deleted {
+		return RemoteSnapshot{}, false
+	}
+	seq, err := strconv.ParseUint(strings.TrimPrefix(in.Name, snapObjPrefix), 10, 64)
+	if err != nil || in.Metadata["seq"] != strconv.FormatUint(seq, 10) || in.Name != snapObjName(seq) {
+		return RemoteSnapshot{}, false
+	}
+	return RemoteSnapshot{Name: in.Name, Seq: seq, Size: in.Size, Venue: in.Metadata["venue"], Node: in.Metadata["node"]}, true
+}
+
+// Newest is the newest snapshot in the bucket (ErrNoRemoteSnapshot if none).
+func (b *SnapshotBucket) Newest(ctx context.Context) (RemoteSnapshot, error) {
+	all, err := b.List(ctx)
+	if err != nil {
+		return RemoteSnapshot{}, err
+	}
+	if len(all) == 0 {
+		return RemoteSnapshot{}, ErrNoRemoteSnapshot
+	}
+	return all[len(all)-1], nil
+}
+
+// Fetch reads the snapshot r, logging its progress about every second,
+// and checks its digest (the object store does, at the end of the read).
+func (b *SnapshotBucket) Fetch(ctx context.Context, r RemoteSnapshot) ([]byte, error) {
+	res, err := b.obs.Get(ctx, r.Name)
+	if err != nil {
+		return nil, fmt.Errorf("replication: get snapshot %d: %w", r.Seq, err)
+	}
+	defer res.Close()
+	buf := bytes.NewBuffer(make([]byte, 0, r.Size))
+	t0, lastLog := time.Now(), time.Now()
+	chunk := make([]byte, 256<<10)
+	for {
+		n, rerr := res.Read(chunk)
+		buf.Write(chunk[:n])
+		if time.Since(lastLog) >= time.Second {
+			lastLog = time.Now()
+			b.log.Info("replication: fetching snapshot", "seq", r.Seq, "bytes", buf.Len(), "of", r.Size,
+				"elapsed", time.Since(t0))
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return nil, fmt.Errorf("replication: read snapshot %d: %w", r.Seq, rerr)
+		}
+	}
+	if uint64(buf.Len()) != r.Size {
+		return nil, fmt.Errorf("replication: snapshot %d: read %d bytes, the bucket says %d", r.Seq, buf.Len(), r.Size)
+	}
+	b.log.Info("replication: snapshot fetched", "seq", r.Seq, "bytes", buf.Len(), "took", time.Since(t0))
+	return buf.Bytes(), nil
+}
+
+// PublishNewest puts the newest valid snapshot of the journal's snapshot
+// directory snapDir (<data dir>/journal.SnapshotDir) in the bucket if it is
+// newer than the last one this handle put; it returns its seq (0 and nil if
+// there was nothing new). It only reads snapDir (journal.LatestSnapshotIn),
+// so it runs beside the pipeline that writes there.
+func (b *SnapshotBucket) PublishNewest(ctx context.Context, snapDir string) (uint64, error) {
+	seq, data, err := journal.LatestSnapshotIn(snapDir)
+	if errors.Is(err, journal.ErrNoSnapshot) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if seq <= b.put {
+		return 0, nil
+	}
+	if err := b.Put(ctx, seq, data); err != nil {
+		return 0, err
+	}
+	b.put = seq
+	return seq, nil
+}
+
+// Publish runs on the primary beside its journal: every interval it puts
+// the newest snapshot of snapDir in the bucket if it is new (a failed put
+// is logged and retried at the next look), until ctx ends. (A poll rather
+// than a hook in the state follower: a snapshot is written every
+// SnapshotEvery commands, minutes apart at production rates, and a put
+// must never slow the follower.)
+func (b *SnapshotBucket) Publish(ctx context.Context, snapDir string, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := b.PublishNewest(ctx, snapDir); err != nil && ctx.Err() == nil {
+			b.log.Warn("replication: cannot put the newest snapshot in the bucket; retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Bootstrap makes dataDir, new or wiped, start from the bucket's newest
+// snapshot: it fetches it and writes it as the journal's snapshot at its
+// seq (journal.SnapshotStore under dataDir/journal.SnapshotDir), so that
+// journal.Start recovers that state with a WAL beginning at seq+1, after
+// which the node follows the log from seq+1. It refuses a data dir whose
+// journal holds WAL entries or snapshots (ErrDataDirNotEmpty, nothing
+// changed); an empty WAL directory (no entry) is removed, as it would
+// otherwise start at seq 1. It returns what it fetched (its Venue is the
+// venue the node must adopt).
+func Bootstrap(ctx context.Context, b *SnapshotBucket, dataDir string, log *slog.Logger) (RemoteSnapshot, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	walDir := filepath.Join(dataDir, journal.WALDir)
+	if err := checkEmpty(dataDir, walDir); err != nil {
+		return RemoteSnapshot{}, err
+	}
+	r, err := b.Newest(ctx)
+	if err != nil {
+		return RemoteSnapshot{}, err
+	}
+	log.Info("replication: bootstrapping from the newest snapshot in the bucket", "seq", r.Seq, "bytes", r.Size,
+		"venue", r.Venue, "from_node", r.Node)
+	data, err := b.Fetch(ctx, r)
+	if err != nil {
+		return RemoteSnapshot{}, err
+	}
+	if err := os.RemoveAll(walDir); err != nil {
+		return RemoteSnapshot{}, fmt.Errorf("replication: bootstrap: remove the empty WAL: %w", err)
+	}
+	snaps, err := journal.OpenSnapshotStore(filepath.Join(dataDir, journal.SnapshotDir), log)
+	if err != nil {
+		return RemoteSnapshot{}, err
+	}
+	if err := snaps.Write(r.Seq, data); err != nil {
+		return RemoteSnapshot{}, err
+	}
+	log.Info("replication: bootstrap snapshot written; the node recovers it and follows the log from the next seq",
+		"seq", r.Seq, "next", r.Seq+1)
+	return r, nil
+}
+
+// checkEmpty refuses a data dir whose journal holds anything.
+func checkEmpty(dataDir, walDir string) error {
+	if _, err := os.Stat(walDir); err == nil {
+		w, err := journal.OpenReadOnly(walDir)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrDataDirNotEmpty, walDir, err)
+		}
+		first, last := w.FirstSeq(), w.LastSeq()
+		w.Close()
+		if last >= first {
+			return fmt.Errorf("%w: its WAL holds seqs %d..%d", ErrDataDirNotEmpty, first, last)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("replication: bootstrap: %w", err)
+	}
+	des, err := os.ReadDir(filepath.Join(dataDir, journal.SnapshotDir))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("replication: bootstrap: %w", err)
+	}
+	for _, de := range des {
+		if strings.HasSuffix(de.Name(), ".snap") {
+			return fmt.Errorf("%w: it holds snapshot %s", ErrDataDirNotEmpty, de.Name())
+		}
+	}
+	return nil
+}
