@@ -66,8 +66,8 @@ type WSConfig struct {
 	// Channels each subscriber takes on the one market (nil:
 	// WSDefaultChannels).
 	Channels []string
-	Seed        uint64
-	Logger      *slog.Logger
+	Seed     uint64
+	Logger   *slog.Logger
 	// ClientCmd, if set, starts the subscribers in a child process: the
 	// command and its first arguments (bench ws-clients), to which
 	// --addr and --subscribers are added. Empty: in this process.
