@@ -484,9 +484,11 @@ func crashPoisonRaceChild(dir string) {
 			snap = ref.AppendSnapshot(nil)
 		}
 	}
-	// Wait (bounded) for the snapshot writer to store the snapshot at crashRaceOldSnap.
+	// Wait (bounded) for the snapshot writer to store the snapshot at
+	// crashRaceOldSnap: the state follower's, which a race build on a
+	// loaded machine reaches in seconds (10 s was once too short).
 	old := pl.snaps.path(uint64(crashRaceOldSnap))
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(crashStartWait); ; time.Sleep(time.Millisecond) {
 		if _, err := os.Stat(old); err == nil {
 			break
 		}

@@ -511,8 +511,8 @@ func TestCrashPoisonRebuildRace(t *testing.T) {
 	ch := crashStartChild(t, exe, t.TempDir(), 0, "poison-race")
 	select {
 	case <-ch.done:
-	case <-time.After(crashStartWait):
-		t.Fatalf("the child did not finish within %v\n%s", crashStartWait, ch.report())
+	case <-time.After(2 * crashStartWait): // its start, then its wait for a snapshot
+		t.Fatalf("the child did not finish within %v\n%s", 2*crashStartWait, ch.report())
 	}
 	err = ch.wait()
 	ch.mu.Lock()
