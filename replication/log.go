@@ -632,7 +632,8 @@ func (l *Log) fence(cause error) error {
 // fn, with its stream sequence, until ctx ends or fn fails. It does not
 // stop at the end of the stream: it waits for new records, and outlives
 // the stream's outages (no quorum, a reconnect) by reading on from where
-// it was. A gap or an undecodable record is an error.
+// it was. A record delivered again is skipped; a gap or an undecodable
+// record is an error.
 func (l *Log) Follow(ctx context.Context, from uint64, fn func(sq uint64, r Record) error) error {
 	next := max(from, 1)
 	for failures := 0; ; failures++ {
@@ -660,6 +661,20 @@ type followError struct{ err error }
 
 func (e *followError) Error() string { return e.err.Error() }
 
+// inOrder says whether the record at stream sequence sq is the next one
+// (next): one delivered again (an ordered consumer that reset itself reads
+// from where it thought it was) is skipped, having been applied; one past
+// next is a gap, an error.
+func inOrder(sq, next uint64) (bool, error) {
+	switch {
+	case sq < next:
+		return false, nil
+	case sq > next:
+		return false, fmt.Errorf("replication: follow: stream sequence %d after %d (a gap: purged?)", sq, next-1)
+	}
+	return true, nil
+}
+
 // followFrom is one ordered consumer's session of Follow, from *next.
 func (l *Log) followFrom(ctx context.Context, next *uint64, fn func(sq uint64, r Record) error) error {
 	attempt, cancel := context.WithTimeout(ctx, l.cfg.Attempt) // a cluster regaining its quorum may not answer yet
@@ -681,8 +696,10 @@ func (l *Log) followFrom(ctx context.Context, next *uint64, fn func(sq uint64, r
 			}
 			sq := md.Sequence.Stream
 			l.pending.Store(md.NumPending)
-			if sq != *next {
-				return &followError{fmt.Errorf("replication: follow: stream sequence %d after %d (a gap: purged?)", sq, *next-1)}
+			if apply, err := inOrder(sq, *next); err != nil {
+				return &followError{err}
+			} else if !apply {
+				continue
 			}
 			r, err := DecodeRecord(m.Data())
 			if err != nil {

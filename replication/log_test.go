@@ -404,3 +404,19 @@ func TestAppendSkipsWhatTheLogHolds(t *testing.T) {
 		t.Fatalf("the log holds commands 1..%d in %d records (appended %d), want 1..14 in 3", n, len(recs), w.Appended())
 	}
 }
+
+// A record delivered again is skipped, not taken for a gap (a standby
+// once stopped following on "stream sequence 769 after 769"); a record
+// past the next one is a gap.
+func TestFollowSkipsRedeliveries(t *testing.T) {
+	for _, c := range []struct {
+		sq, next uint64
+		apply    bool
+		gap      bool
+	}{{769, 770, false, false}, {1, 770, false, false}, {770, 770, true, false}, {771, 770, false, true}} {
+		apply, err := inOrder(c.sq, c.next)
+		if apply != c.apply || (err != nil) != c.gap {
+			t.Fatalf("inOrder(%d, %d) = %v, %v; want apply %v, gap %v", c.sq, c.next, apply, err, c.apply, c.gap)
+		}
+	}
+}
