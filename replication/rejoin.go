@@ -39,10 +39,16 @@ type Fork struct {
 // for) has not diverged: a primary claiming the log appends them.
 func (f Fork) Diverged() bool { return f.WALLast > f.At && f.LogLast > f.At }
 
-// ErrNoOverlap: the WAL starts after the log's end, or the log and the
-// WAL disagree at the WAL's first entry: nothing of the WAL can be shown
-// to agree with the log. The node must be wiped and bootstrapped.
+// ErrNoOverlap: the WAL holds entries and none of them can be shown to
+// agree with the log (the log is empty or ends before the WAL starts, or
+// they differ at the WAL's first entry). Nothing is discarded: a WAL with
+// no entry in common with the log may be the only copy of a venue whose
+// log was lost, or the node points at the wrong stream; an operator
+// decides (the node is set aside, never wiped, and bootstrapped).
 var ErrNoOverlap = errors.New("replication: the WAL has no entry in common with the log")
+
+// ErrForeignLog: the log's last claim names another venue than the node's.
+var ErrForeignLog = errors.New("replication: the log is another venue's")
 
 var errForkFound = errors.New("fork found")
 
@@ -66,16 +72,12 @@ func ForkPoint(ctx context.Context, l *Log, w *journal.WAL) (Fork, error) {
 		f.LogLast = tail.Last()
 	}
 	f.At = f.WALFirst - 1
-	if f.WALLast < f.WALFirst || f.LogLast < f.WALFirst {
-		// An empty WAL agrees with anything; a WAL starting past the log's
-		// end can be compared with nothing.
-		if f.WALLast >= f.WALFirst && f.WALFirst > 1 {
-			return f, fmt.Errorf("%w: the WAL holds %d..%d, the log ends at %d", ErrNoOverlap, f.WALFirst, f.WALLast, f.LogLast)
-		}
-		if f.WALLast < f.WALFirst {
-			f.At = f.WALLast
-		}
+	if f.WALLast < f.WALFirst { // an empty WAL agrees with anything
+		f.At = f.WALLast
 		return f, nil
+	}
+	if f.LogLast < f.WALFirst { // nothing to compare with (an empty log too)
+		return f, fmt.Errorf("%w: the WAL holds %d..%d, the log ends at %d", ErrNoOverlap, f.WALFirst, f.WALLast, f.LogLast)
 	}
 	end := min(f.WALLast, f.LogLast) // compare up to here
 	from, err := l.Seek(ctx, f.WALFirst)
@@ -125,7 +127,7 @@ func ForkPoint(ctx context.Context, l *Log, w *journal.WAL) (Fork, error) {
 		return f, fmt.Errorf("replication: fork point: %w", err)
 	}
 	f.At = next - 1
-	if f.Compared == 0 && f.WALFirst > 1 {
+	if f.Compared == 0 {
 		return f, fmt.Errorf("%w: the WAL's first entry %d differs from the log's", ErrNoOverlap, f.WALFirst)
 	}
 	return f, nil
@@ -143,12 +145,26 @@ func ForkPoint(ctx context.Context, l *Log, w *journal.WAL) (Fork, error) {
 // Only for a node that will follow: a node that is about to claim the log
 // itself keeps the commands past the log's end and appends them (they may
 // have been acknowledged in async mode). In sync mode nothing past the
-// log's end was acknowledged. ErrNoOverlap (nothing changed): the node
-// must be wiped and bootstrapped; journal.ErrNoBase likewise.
-func DiscardUnreplicated(ctx context.Context, l *Log, dataDir string, opts journal.Options) (Fork, error) {
+// log's end was acknowledged. venue is the node's own (its data dir's
+// WAL id): the log's last claim must name it, or nothing is discarded
+// (ErrForeignLog; two venues with the same configuration start with the
+// same commands, so agreement on a prefix proves nothing). ErrNoOverlap,
+// ErrForeignLog, journal.ErrNoBase: nothing changed; the node is set
+// aside and bootstrapped by an operator's decision.
+func DiscardUnreplicated(ctx context.Context, l *Log, dataDir, venue string, opts journal.Options) (Fork, error) {
 	walDir := filepath.Join(dataDir, journal.WALDir)
 	if _, err := os.Stat(walDir); errors.Is(err, os.ErrNotExist) {
 		return Fork{}, nil // nothing journaled
+	}
+	claim, err := l.LastEpoch(ctx)
+	if err != nil {
+		return Fork{}, err
+	}
+	if claim == nil {
+		return Fork{}, fmt.Errorf("%w: the log holds no claim", ErrNoOverlap)
+	}
+	if claim.Venue != venue {
+		return Fork{}, fmt.Errorf("%w: its claim names venue %q, this node is %q", ErrForeignLog, claim.Venue, venue)
 	}
 	w, err := journal.OpenReadOnly(walDir)
 	if err != nil {

@@ -120,9 +120,10 @@ func TestForkPoint(t *testing.T) {
 	if f, err = replication.ForkPoint(ctx, lc, w5); err != nil || f.At != 0 || f.Diverged() {
 		t.Fatalf("an empty WAL: %+v, %v", f, err)
 	}
-	// Differing from its first entry (seq 1): everything is discarded.
+	// Differing from its first entry, even seq 1: nothing in common, and
+	// nothing may be discarded (a wrong stream, another venue's log).
 	w6, _ := walWith(t, 1, cmds("x", 1, 10))
-	if f, err = replication.ForkPoint(ctx, lc, w6); err != nil || f.At != 0 || !f.Diverged() {
+	if f, err = replication.ForkPoint(ctx, lc, w6); !errors.Is(err, replication.ErrNoOverlap) {
 		t.Fatalf("differs from seq 1: %+v, %v", f, err)
 	}
 	// Nothing in common: a WAL after the log's end, or one that differs
@@ -150,7 +151,7 @@ func TestForkPoint(t *testing.T) {
 		}
 	}
 	opts := journal.Options{NoSync: true, SegmentSize: 1 << 10, Logger: quiet()}
-	if f, err = replication.DiscardUnreplicated(ctx, lc, dirA, opts); err != nil || f.At != 120 {
+	if f, err = replication.DiscardUnreplicated(ctx, lc, dirA, "", opts); err != nil || f.At != 120 {
 		t.Fatalf("DiscardUnreplicated(A): %+v, %v", f, err)
 	}
 	if l, err := snapsA.List(); err != nil || len(l) != 1 || l[0].Seq != 100 {
@@ -163,14 +164,70 @@ func TestForkPoint(t *testing.T) {
 	ro.Close()
 	wp, dirP := walWith(t, 1, cmds("a", 1, 120), cmds("b", 121, 230))
 	wp.Close()
-	if f, err = replication.DiscardUnreplicated(ctx, lc, dirP, opts); err != nil || f.At != 200 {
+	if f, err = replication.DiscardUnreplicated(ctx, lc, dirP, "", opts); err != nil || f.At != 200 {
 		t.Fatalf("DiscardUnreplicated(past the end): %+v, %v", f, err)
 	}
 	if ro, err = journal.OpenReadOnly(filepath.Join(dirP, journal.WALDir)); err != nil || ro.LastSeq() != 200 {
 		t.Fatalf("the WAL past the end after the discard: %v", err)
 	}
 	ro.Close()
-	if f, err = replication.DiscardUnreplicated(ctx, lc, t.TempDir(), opts); err != nil || f.At != 0 {
+	if f, err = replication.DiscardUnreplicated(ctx, lc, t.TempDir(), "", opts); err != nil || f.At != 0 {
 		t.Fatalf("DiscardUnreplicated on an empty data dir: %+v, %v", f, err)
 	}
+}
+
+// A node's journal is never discarded against a log that cannot be shown
+// to be its venue's: an empty log (a new stream, a wrong name, a rebuilt
+// cluster), a log claimed by another venue (two venues with the same
+// configuration begin with the same commands), or one that differs from
+// the WAL's first entry. Each answers an error and leaves the WAL whole.
+func TestDiscardUnreplicatedRefusesAnotherLog(t *testing.T) {
+	c := natstest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opts := journal.Options{NoSync: true, SegmentSize: 1 << 10, Logger: quiet()}
+	whole := func(dir string) {
+		t.Helper()
+		w, err := journal.OpenReadOnly(filepath.Join(dir, journal.WALDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if w.FirstSeq() != 1 || w.LastSeq() != 150 {
+			t.Fatalf("the WAL holds %d..%d, want 1..150 untouched", w.FirstSeq(), w.LastSeq())
+		}
+	}
+	empty := openLog(t, c.URL(), "c")
+	w, dir := walWith(t, 1, cmds("a", 1, 150))
+	w.Close()
+	if _, err := replication.DiscardUnreplicated(ctx, empty, dir, "", opts); !errors.Is(err, replication.ErrNoOverlap) {
+		t.Fatalf("an empty log: %v, want ErrNoOverlap", err)
+	}
+	whole(dir)
+
+	other, err := replication.Open(ctx, replication.Config{URL: c.URL(), Node: "o", Venue: "venue-other", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Claim(ctx, 0, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Append(core.Seq(1), cmds("a", 1, 120)); err != nil { // the same first commands
+		t.Fatal(err)
+	}
+	if err := other.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replication.DiscardUnreplicated(ctx, other, dir, "venue-mine", opts); !errors.Is(err, replication.ErrForeignLog) {
+		t.Fatalf("another venue's log: %v, want ErrForeignLog", err)
+	}
+	whole(dir)
+
+	w2, dir2 := walWith(t, 1, cmds("x", 1, 150))
+	w2.Close()
+	if _, err := replication.DiscardUnreplicated(ctx, other, dir2, "venue-other", opts); !errors.Is(err, replication.ErrNoOverlap) {
+		t.Fatalf("a log that differs from the first entry: %v, want ErrNoOverlap", err)
+	}
+	whole(dir2)
 }
