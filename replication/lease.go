@@ -188,7 +188,21 @@ func OpenLease(ctx context.Context, cfg LeaseConfig) (*Lease, error) {
 	}
 	var kv jetstream.KeyValue
 	for { // a cluster that has just started may have no meta leader or peers yet
-		kv, err = js.CreateOrUpdateKeyValue(ctx, kcfg)
+		// Create, never update: the bucket's TTL is what removes a lapsed
+		// holder's key, and every node times its own belief and its wait
+		// with its own TTL. A node configured otherwise must not rewrite
+		// the bucket under the holder (its key would expire while it still
+		// believes it holds it): it is refused.
+		kv, err = js.CreateKeyValue(ctx, kcfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			if have, gerr := js.KeyValue(ctx, cfg.Bucket); gerr == nil {
+				if st, serr := have.Status(ctx); serr == nil {
+					return nil, fmt.Errorf("replication: lease: bucket %s has TTL %v; this node's is %v (and %d replicas): every node must use the same",
+						cfg.Bucket, st.TTL(), cfg.TTL, cfg.Replicas)
+				}
+			}
+			return nil, fmt.Errorf("replication: lease: bucket %s exists with another configuration: %w", cfg.Bucket, err)
+		}
 		if err == nil || ctx.Err() != nil {
 			break
 		}
@@ -422,6 +436,14 @@ func (l *Lease) Renew(ctx context.Context) error {
 	op, cancel := context.WithTimeout(ctx, left)
 	nrev, err := l.kv.Update(op, l.cfg.Key, l.value(), rev)
 	cancel()
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+		// This node's previous renewal may have been stored with its answer
+		// lost (a reconnect, a timeout): the key then names this node at a
+		// later revision. Write again on that revision; the compare-and-set
+		// still fails if another node wrote since. The deadline counts from
+		// the first attempt's send.
+		nrev, err = l.renewOwn(ctx, rev, err, sent.Add(left))
+	}
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			l.endIf(lost, "another node wrote the lease (or it expired)")
@@ -450,6 +472,26 @@ func (l *Lease) Renew(ctx context.Context) error {
 	l.rev = nrev
 	l.deadline = sent.Add(l.cfg.TTL - l.cfg.Margin)
 	return nil
+}
+
+// renewOwn is Renew's second try after a compare-and-set on rev failed
+// with cause: if the key names this node at a later revision (its own
+// renewal, stored, its answer lost), it writes again on that one, before
+// by; else it answers cause.
+func (l *Lease) renewOwn(ctx context.Context, rev uint64, cause error, by time.Time) (uint64, error) {
+	op, cancel := context.WithDeadline(ctx, by)
+	defer cancel()
+	e, err := l.kv.Get(op, l.cfg.Key)
+	if err != nil || e.Revision() <= rev || !l.mine(e.Value()) {
+		return 0, cause
+	}
+	return l.kv.Update(op, l.cfg.Key, l.value(), e.Revision())
+}
+
+// mine says whether a value of the key names this node.
+func (l *Lease) mine(b []byte) bool {
+	var v leaseValue
+	return json.Unmarshal(b, &v) == nil && v.Node == l.cfg.Node
 }
 
 // Release gives the lease up: the renewal loop stops and the key is deleted

@@ -499,3 +499,49 @@ func TestLeaseReleaseHandsOverFast(t *testing.T) {
 		t.Fatal("a holds a lease it released")
 	}
 }
+
+// The holder's own renewal stored with its answer lost (a reconnect, a
+// timeout) does not lose it the lease: the next renewal finds the key
+// naming it at a later revision and writes on that one. (Simulated: the
+// holder's value written on its revision behind its back.)
+func TestLeaseRenewalWhoseAnswerWasLost(t *testing.T) {
+	c := natstest.Start(t, 1)
+	a := testLease(t, c.URL(), "a", LeaseConfig{ManualRenew: true, Replicas: 1,
+		TTL: 2 * time.Second, Renew: 250 * time.Millisecond, Margin: 500 * time.Millisecond, Poll: 50 * time.Millisecond})
+	rev := acquire(t, a, 5*time.Second)
+	ctx := context.Background()
+	if _, err := a.kv.Update(ctx, a.cfg.Key, a.value(), rev); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Renew(ctx); err != nil || !a.Held() {
+		t.Fatalf("Renew after its own stored renewal: %v, held %v", err, a.Held())
+	}
+	// Another node's write still ends the holding.
+	if _, err := a.kv.Put(ctx, a.cfg.Key, []byte(`{"node":"b","at_ms":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Renew(ctx); !errors.Is(err, ErrLeaseLost) || a.Held() {
+		t.Fatalf("Renew after another node's write: %v, held %v", err, a.Held())
+	}
+}
+
+// A node configured with another TTL is refused: it would rewrite the
+// bucket's TTL under the holder, whose key would then expire while it
+// still believes it holds the lease.
+func TestLeaseRefusesAnotherTTL(t *testing.T) {
+	c := natstest.Start(t, 1)
+	a := testLease(t, c.URL(), "a", LeaseConfig{ManualRenew: true, Replicas: 1,
+		TTL: 4 * time.Second, Renew: 250 * time.Millisecond, Margin: 500 * time.Millisecond, Poll: 50 * time.Millisecond})
+	acquire(t, a, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := OpenLease(ctx, LeaseConfig{URL: c.URL(), Node: "b", Key: a.cfg.Key, Bucket: a.cfg.Bucket, Replicas: 1,
+		TTL: time.Second, Renew: 100 * time.Millisecond, Margin: 200 * time.Millisecond, Poll: 50 * time.Millisecond, Logger: quietLog()})
+	if err == nil {
+		b.Close()
+		t.Fatal("a node with another TTL opened the lease")
+	}
+	if !a.Held() {
+		t.Fatal("the holder lost the lease")
+	}
+}
