@@ -75,6 +75,17 @@ func (pl *Pipeline) TripDeferred(ctx context.Context) error {
 	}
 	open, seq := *p, pl.recovery.Seq
 	if pl.view != nil {
+		// The view first reaches every command applied so far (those the
+		// standby took from the log before its promotion): a market an
+		// operator resumed there is not halted again on a lagging view.
+		for target := pl.AppliedSeq(); pl.ViewSeq() < target; time.Sleep(time.Millisecond) {
+			if err := pl.Err(); err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		seq, open, _, _ = pl.checkView(ctx)
 	}
 	if len(open) == 0 {
