@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -143,14 +144,20 @@ func (b *SnapshotBucket) Put(ctx context.Context, seq uint64, data []byte) error
 		return fmt.Errorf("replication: put snapshot %d: %w", seq, err)
 	}
 	b.log.Info("replication: snapshot put in the bucket", "seq", seq, "bytes", len(data), "took", time.Since(t0))
-	return b.prune(ctx)
+	return b.prune(ctx, seq)
 }
 
-// prune deletes every snapshot but the newest Keep.
-func (b *SnapshotBucket) prune(ctx context.Context) error {
+// prune deletes every snapshot but the newest Keep, counting the one just
+// put at seq even if the listing (which a lagging replica may answer) does
+// not show it yet.
+func (b *SnapshotBucket) prune(ctx context.Context, seq uint64) error {
 	all, err := b.List(ctx)
 	if err != nil {
 		return err
+	}
+	if !slices.ContainsFunc(all, func(r RemoteSnapshot) bool { return r.Seq == seq }) {
+		all = append(all, RemoteSnapshot{Name: snapObjName(seq), Seq: seq})
+		sort.Slice(all, func(i, j int) bool { return all[i].Seq < all[j].Seq })
 	}
 	for i := 0; i+b.cfg.Keep < len(all); i++ {
 		if err := b.obs.Delete(ctx, all[i].Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
