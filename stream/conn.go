@@ -96,7 +96,7 @@ func (h *Hub) Handler(ctx *fasthttp.RequestCtx) {
 	err := upgrader.Upgrade(ctx, func(ws *websocket.Conn) {
 		// Everything the writer touches is set before the socket is
 		// counted: a Close in between kills (and so marks) it at once.
-		nc := ws.NetConn()
+		nc := socketOf(ws.NetConn())
 		c := &conn{h: h, ws: ws, nc: nc, raw: rawConn(nc), out: make(chan []byte, h.cfg.Buffer), done: make(chan struct{}),
 			closing: make(chan struct{}), wrote: make(chan struct{}), lastPing: time.Now(),
 			ctl: make(chan ctlFrame, 4), subs: map[subKey]*privSub{}}
@@ -328,7 +328,6 @@ func (c *conn) run() {
 	close(c.done)
 	h.w.mark(c)
 	<-c.wrote // the writer has closed the socket and writes it no more
-	_ = c.ws.Close()
 	h.mu.Lock()
 	delete(h.conns, c)
 	for k, ps := range c.subs {
@@ -342,11 +341,20 @@ func (c *conn) run() {
 	h.met.conns.Add(-1)
 }
 
-// setSendBuffer sets nc's SO_SNDBUF, through fasthttp's hijack wrapper.
-func setSendBuffer(nc net.Conn, n int) {
+// socketOf is the connection under fasthttp's hijack wrapper: the wrapper
+// ignores Close (unless the server keeps hijacked connections), which left
+// a killed socket open, counted and subscribed until its client went away
+// or its idle deadline passed; and only the socket itself has a send
+// buffer to size and a descriptor to write without blocking.
+func socketOf(nc net.Conn) net.Conn {
 	if u, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {
-		nc = u.UnsafeConn()
+		return u.UnsafeConn()
 	}
+	return nc
+}
+
+// setSendBuffer sets nc's SO_SNDBUF.
+func setSendBuffer(nc net.Conn, n int) {
 	if w, ok := nc.(interface{ SetWriteBuffer(int) error }); ok {
 		_ = w.SetWriteBuffer(n)
 	}

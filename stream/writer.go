@@ -217,20 +217,21 @@ func (w *writer) finish(c *conn) {
 	delete(w.blocked, c)
 	delete(w.all, c)
 	c.dead.Store(true)
-	closeSocket(c.nc)
+	_ = c.nc.Close() // the socket itself (socketOf): its reader then ends at once
 	c.pend = nil
 	close(c.wrote)
 }
 
-// closeSocket closes the TCP connection under nc: fasthttp's hijacked
-// connection ignores Close (unless the server keeps hijacked connections),
-// which left a killed socket open, counted and subscribed until its client
-// went away or its idle deadline passed. Its reader then ends at once.
-func closeSocket(nc net.Conn) {
-	if u, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {
-		nc = u.UnsafeConn()
+// deadlineWrite writes b with a short deadline, where no non-blocking
+// write is at hand: it returns how much the socket took (a timeout is not
+// an error).
+func (c *conn) deadlineWrite(b []byte) (int, error) {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Millisecond))
+	n, err := c.nc.Write(b)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		err = nil
 	}
-	_ = nc.Close()
+	return n, err
 }
 
 // writerTick is how often the writer retries blocked sockets and checks

@@ -5,19 +5,13 @@ package stream
 import (
 	"net"
 	"syscall"
-	"time"
 )
 
 // write writes b to the socket without blocking: it returns how much the
 // kernel took (a full send buffer is not an error).
 func (c *conn) write(b []byte) (int, error) {
-	if c.raw == nil { // no raw socket (not a TCP connection): a bounded write
-		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Millisecond))
-		n, err := c.nc.Write(b)
-		if ne, ok := err.(net.Error); ok && ne.Timeout() {
-			err = nil
-		}
-		return n, err
+	if c.raw == nil { // no raw socket (not a TCP connection)
+		return c.deadlineWrite(b)
 	}
 	var n int
 	var werr error
@@ -43,11 +37,8 @@ func (c *conn) write(b []byte) (int, error) {
 	return n, werr
 }
 
-// rawConn is nc's socket for non-blocking writes (nil: not available).
+// rawConn is nc's descriptor for non-blocking writes (nil: not available).
 func rawConn(nc net.Conn) syscall.RawConn {
-	if u, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {
-		nc = u.UnsafeConn()
-	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return nil
