@@ -111,17 +111,10 @@ func OpenSnapshotBucket(ctx context.Context, cfg SnapshotBucketConfig) (*Snapsho
 	ocfg := jetstream.ObjectStoreConfig{Bucket: SnapshotBucketName(cfg.Stream), Storage: jetstream.FileStorage,
 		Replicas: cfg.Replicas, Description: "snapshots of the replicated log " + cfg.Stream}
 	var obs jetstream.ObjectStore
-	for {
+	err = untilReady(ctx, cfg.Logger, "snapshot bucket "+ocfg.Bucket, nil, func() (err error) {
 		obs, err = js.CreateOrUpdateObjectStore(ctx, ocfg)
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		cfg.Logger.Warn("replication: snapshot bucket not ready, retrying", "bucket", ocfg.Bucket, "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+		return err
+	})
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("replication: snapshot bucket %s: %w", ocfg.Bucket, err)

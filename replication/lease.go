@@ -186,30 +186,22 @@ func OpenLease(ctx context.Context, cfg LeaseConfig) (*Lease, error) {
 		Storage:  jetstream.FileStorage,
 		Replicas: cfg.Replicas,
 	}
+	// Create, never update: the bucket's TTL is what removes a lapsed
+	// holder's key, and every node times its own belief and its wait with
+	// its own TTL. A node configured otherwise must not rewrite the bucket
+	// under the holder (its key would expire while it still believes it
+	// holds it): it is refused.
 	var kv jetstream.KeyValue
-	for { // a cluster that has just started may have no meta leader or peers yet
-		// Create, never update: the bucket's TTL is what removes a lapsed
-		// holder's key, and every node times its own belief and its wait
-		// with its own TTL. A node configured otherwise must not rewrite
-		// the bucket under the holder (its key would expire while it still
-		// believes it holds it): it is refused.
+	exists := func(err error) bool { return errors.Is(err, jetstream.ErrBucketExists) }
+	err = untilReady(ctx, cfg.Logger, "lease bucket "+cfg.Bucket, exists, func() (err error) {
 		kv, err = js.CreateKeyValue(ctx, kcfg)
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			if have, gerr := js.KeyValue(ctx, cfg.Bucket); gerr == nil {
-				if st, serr := have.Status(ctx); serr == nil {
-					return nil, fmt.Errorf("replication: lease: bucket %s has TTL %v; this node's is %v (and %d replicas): every node must use the same",
-						cfg.Bucket, st.TTL(), cfg.TTL, cfg.Replicas)
-				}
+		return err
+	})
+	if exists(err) {
+		if have, gerr := js.KeyValue(ctx, cfg.Bucket); gerr == nil {
+			if st, serr := have.Status(ctx); serr == nil {
+				err = fmt.Errorf("has TTL %v; this node's is %v (and %d replicas): every node must use the same", st.TTL(), cfg.TTL, cfg.Replicas)
 			}
-			return nil, fmt.Errorf("replication: lease: bucket %s exists with another configuration: %w", cfg.Bucket, err)
-		}
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		cfg.Logger.Warn("replication: lease bucket not ready, retrying", "bucket", cfg.Bucket, "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(250 * time.Millisecond):
 		}
 	}
 	if err != nil {

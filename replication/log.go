@@ -106,6 +106,24 @@ type sent struct {
 	fut     jetstream.PubAckFuture // nil: not sent (WaitStored reads back and sends again)
 }
 
+// untilReady calls create until it succeeds, ctx ends or final (if set)
+// says its error is not a cluster's that has just started: such a cluster
+// may not know its peers yet ("no suitable peers"), or have no meta
+// leader. It answers create's last error.
+func untilReady(ctx context.Context, log *slog.Logger, what string, final func(error) bool, create func() error) error {
+	for {
+		err := create()
+		if err == nil || ctx.Err() != nil || (final != nil && final(err)) {
+			return err
+		}
+		log.Warn("replication: "+what+" not ready, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // Open connects to NATS and creates the stream (or updates its config).
 func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if cfg.Stream == "" {
@@ -139,20 +157,11 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		Discard:    jetstream.DiscardNew, // never drop an old record to make room: refuse the append
 		Duplicates: 2 * time.Minute,
 	}
-	// A cluster that has just started may not know its peers yet ("no
-	// suitable peers"), or have no meta leader: retry until ctx ends.
 	var s jetstream.Stream
-	for {
+	err = untilReady(ctx, cfg.Logger, "stream "+cfg.Stream, nil, func() (err error) {
 		s, err = js.CreateOrUpdateStream(ctx, scfg)
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		cfg.Logger.Warn("replication: stream not ready, retrying", "stream", cfg.Stream, "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+		return err
+	})
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("replication: stream %s (replicas %d): %w", cfg.Stream, cfg.Replicas, err)
