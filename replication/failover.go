@@ -178,9 +178,11 @@ func (f *Failover) Prepare(ctx context.Context, dataDir, venue string) error {
 
 // bootstrap starts an empty dataDir from the bucket's newest snapshot.
 func (f *Failover) bootstrap(ctx context.Context, dataDir string) error {
-	_, err := Bootstrap(ctx, f.snaps, dataDir, f.lg)
-	if errors.Is(err, ErrNoRemoteSnapshot) {
-		f.lg.Info("replication: no snapshot in the bucket; following the log from its start")
+	_, err := Bootstrap(ctx, f.snaps, f.log, dataDir, f.lg)
+	if errors.Is(err, ErrNoRemoteSnapshot) || errors.Is(err, ErrNoUsableSnapshot) {
+		// The log from its start, then: Standby refuses it (a gap) if its
+		// front was trimmed, and says so.
+		f.lg.Info("replication: no usable snapshot in the bucket; following the log from its start", "why", err)
 		return nil
 	}
 	if err != nil {
@@ -209,10 +211,11 @@ func (f *Failover) setAside(dataDir string) error {
 	return nil
 }
 
-// PublishSnapshots runs on the primary until ctx ends: it puts the
-// journal's newest snapshot in the bucket when there is a new one.
-func (f *Failover) PublishSnapshots(ctx context.Context, dataDir string) {
-	f.snaps.Publish(ctx, filepath.Join(dataDir, journal.SnapshotDir), 2*time.Second)
+// PublishSnapshots runs on the primary n until ctx ends: it puts the
+// journal's newest snapshot the log holds every command of in the bucket
+// (SnapshotBucket.Publish), when there is a new one.
+func (f *Failover) PublishSnapshots(ctx context.Context, dataDir string, n *Node) {
+	f.snaps.Publish(ctx, filepath.Join(dataDir, journal.SnapshotDir), 2*time.Second, n.log)
 }
 
 // NextRole is the role the process serves in next after serve returned
