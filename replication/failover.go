@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -142,7 +143,38 @@ func (f *Failover) Lease() *Lease { return f.lease }
 // (renamed <dir>.aside-<unix time>, never deleted) and the node
 // bootstrapped. venue is the data dir's own ("" if it has none yet); a
 // log of another venue is refused (ErrForeignLog): an operator's matter.
+//
+// The log may be out of reach for a while (no quorum: the cluster lost two
+// nodes, or elects a leader): Prepare then tries again every half second
+// until ctx ends, logging a WARN every ten tries. A definitive refusal
+// (another venue's log, a local file or journal error) returns at once.
 func (f *Failover) Prepare(ctx context.Context, dataDir, venue string) error {
+	for try := 0; ; try++ {
+		err := f.prepare(ctx, dataDir, venue)
+		if err == nil || definitive(err) || ctx.Err() != nil {
+			return err
+		}
+		if try%10 == 0 {
+			f.lg.Warn("replication: cannot reach the log to rejoin or bootstrap; retrying", "err", err, "tries", try+1)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// definitive tells an error Prepare must not retry: the log is another
+// venue's, or the node's own files are at fault.
+func definitive(err error) bool {
+	var pe *fs.PathError
+	return errors.Is(err, ErrForeignLog) || errors.Is(err, ErrOtherVenue) || errors.Is(err, ErrDataDirNotEmpty) ||
+		errors.Is(err, journal.ErrCorrupt) || errors.Is(err, journal.ErrTornTail) || errors.Is(err, journal.ErrNoSnapshot) ||
+		errors.As(err, &pe)
+}
+
+func (f *Failover) prepare(ctx context.Context, dataDir, venue string) error {
 	if checkEmpty(dataDir, filepath.Join(dataDir, journal.WALDir)) == nil {
 		return f.bootstrap(ctx, dataDir)
 	}

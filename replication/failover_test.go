@@ -298,3 +298,53 @@ func TestNextRole(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareWaitsForTheLog: a node that rejoins while the log has no
+// quorum (its only server down) waits for it instead of giving up (the
+// process would exit and its reads stop), then rejoins.
+func TestPrepareWaitsForTheLog(t *testing.T) {
+	c := natstest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := autoConfig(c.URL(), "w")
+	cfg.Log.Venue = testVenue
+	l, err := replication.Open(ctx, cfg.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Claim(ctx, 0, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(1, cmds("log", 1, 50)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fo := openAuto(t, c.URL(), "x", "")
+	defer fo.fo.Close()
+	_, dir := walWith(t, 1, cmds("log", 1, 50), cmds("tail", 51, 60)) // the log's 1..50, then a tail it never stored
+	c.StopNode(0)
+	done := make(chan error, 1)
+	go func() { done <- fo.fo.Prepare(ctx, dir, testVenue) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Prepare returned without the log: %v", err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	if err := c.StartNode(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Prepare once the log is back: %v", err)
+	}
+	w, err := journal.OpenReadOnly(filepath.Join(dir, journal.WALDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.LastSeq() != 50 {
+		t.Fatalf("after Prepare the WAL ends at %d, want 50 (its tail discarded)", w.LastSeq())
+	}
+}
