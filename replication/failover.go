@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // Automatic failover (issue 38). With --failover auto every node of a
@@ -252,8 +253,12 @@ func (f *Failover) PublishSnapshots(ctx context.Context, dataDir string, n *Node
 
 // NextRole is the role the process serves in next after serve returned
 // err ("" to stop): the primary after a promotion, a standby after
-// ErrRejoin, or, under automatic failover, after a primary's start that
-// failed because the lease or the log went to another node meanwhile.
+// ErrRejoin. Under automatic failover a primary's serve that failed
+// otherwise (its start met the log or the lease gone to another node, or
+// anything else) serves again as a standby rather than stopping the
+// process: it releases the lease if it holds it and waits a TTL before it
+// competes again, so that another node takes over first and a failure
+// that repeats cannot spin.
 func NextRole(err error, cfg NodeConfig) Role {
 	switch {
 	case err == nil:
@@ -262,9 +267,15 @@ func NextRole(err error, cfg NodeConfig) Role {
 		return RolePrimary
 	case errors.Is(err, ErrRejoin):
 		return RoleStandby
-	case cfg.Auto != nil && cfg.Role == RolePrimary &&
-		(errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrFenced) || errors.Is(err, ErrBehind) || !cfg.Auto.lease.Held()):
-		cfg.Auto.lg.Warn("replication: the primary's start failed; serving again as a standby", "err", err)
+	case cfg.Auto != nil && cfg.Role == RolePrimary:
+		f := cfg.Auto
+		logging.Critical(context.Background(), f.lg, "replication: the primary stopped; releasing the lease and serving again as a standby", "err", err)
+		if f.lease.Held() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = f.lease.Release(ctx)
+			cancel()
+		}
+		time.Sleep(f.lease.cfg.TTL)
 		return RoleStandby
 	}
 	return ""
