@@ -118,16 +118,22 @@ func OpenFailover(ctx context.Context, cfg NodeConfig) (*Failover, error) {
 // DefaultFailoverLeaseTTL is --lease-ttl's default.
 const DefaultFailoverLeaseTTL = 1500 * time.Millisecond
 
+// release gives the lease up if this node holds it.
+func (f *Failover) release() {
+	if !f.lease.Held() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := f.lease.Release(ctx); err != nil {
+		f.lg.Warn("replication: lease release failed; it expires after its TTL", "err", err)
+	}
+}
+
 // Close releases the lease if held (a graceful stop hands over at once
 // instead of after a TTL) and closes the connections.
 func (f *Failover) Close() {
-	if f.lease.Held() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if err := f.lease.Release(ctx); err != nil {
-			f.lg.Warn("replication: lease release failed; it expires after its TTL", "err", err)
-		}
-		cancel()
-	}
+	f.release()
 	f.lease.Close()
 	f.snaps.Close()
 	f.log.Close()
@@ -266,15 +272,14 @@ func NextRole(err error, cfg NodeConfig) Role {
 	case errors.Is(err, ErrPromoted):
 		return RolePrimary
 	case errors.Is(err, ErrRejoin):
+		if cfg.Auto != nil {
+			cfg.Auto.release() // a fenced primary that still holds the lease lets another node have it
+		}
 		return RoleStandby
 	case cfg.Auto != nil && cfg.Role == RolePrimary:
 		f := cfg.Auto
 		logging.Critical(context.Background(), f.lg, "replication: the primary stopped; releasing the lease and serving again as a standby", "err", err)
-		if f.lease.Held() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_ = f.lease.Release(ctx)
-			cancel()
-		}
+		f.release()
 		time.Sleep(f.lease.cfg.TTL)
 		return RoleStandby
 	}

@@ -3,6 +3,7 @@ package replication_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,17 +51,28 @@ func openAuto(t *testing.T, url, id, dir string) *autoNode {
 // as a standby, as serve does.
 func (a *autoNode) start(venue string) {
 	a.t.Helper()
+	if err := a.startAs(replication.RoleStandby, venue); err != nil {
+		a.t.Fatalf("%s: %v", a.id, err)
+	}
+}
+
+// startAs starts the node in role as serve does (Prepare only for a
+// standby).
+func (a *autoNode) startAs(role replication.Role, venue string) error {
+	a.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := a.fo.Prepare(ctx, a.dir, venue); err != nil {
-		a.t.Fatalf("%s: prepare: %v", a.id, err)
+	if role == replication.RoleStandby {
+		if err := a.fo.Prepare(ctx, a.dir, venue); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
 	}
 	pl, err := journal.Start(journal.Config{Dir: a.dir, Logger: quiet(), ReadView: true, SnapshotEvery: 300, Standby: true})
 	if err != nil {
 		a.t.Fatal(err)
 	}
 	cfg := autoConfig(a.url, a.id)
-	cfg.Auto, cfg.Log.Venue = a.fo, venue
+	cfg.Role, cfg.Auto, cfg.Log.Venue = role, a.fo, venue
 	cfg.CreateVenue = func() (string, error) { return testVenue, nil }
 	cfg.AdoptVenue = func(v string) error {
 		if v != testVenue {
@@ -71,9 +83,10 @@ func (a *autoNode) start(venue string) {
 	n, err := replication.StartNode(ctx, cfg, pl)
 	if err != nil {
 		_ = pl.Close()
-		a.t.Fatal(err)
+		return err
 	}
 	a.pl, a.node = pl, n
+	return nil
 }
 
 // stop closes the node and its pipeline (a process's serve ending).
@@ -115,7 +128,7 @@ func TestAutoFailover(t *testing.T) {
 	b.start("")
 	w := workload(t, 1)
 	acked := submit(t, a.pl, w, 700) // durable on a primary in sync mode: the log holds it
-	waitFor(t, "b follows", func() bool { return b.pl.DurableSeq() >= acked })
+	waitFor(t, "b follows", func() bool { return b.pl.ViewSeq() >= acked })
 	if b.node.Primary() {
 		t.Fatal("b is primary while a holds the lease")
 	}
@@ -173,7 +186,7 @@ func TestAutoFailover(t *testing.T) {
 	w2.Close()
 	a.start(testVenue)
 	defer a.stop()
-	waitFor(t, "a follows b", func() bool { return a.pl.DurableSeq() >= more })
+	waitFor(t, "a follows b", func() bool { return a.pl.ViewSeq() >= more })
 	seqA, hashA := viewHash(t, a.pl)
 	seqB, hashB = viewHash(t, b.pl)
 	if seqA != seqB || hashA != hashB {
@@ -206,7 +219,7 @@ func TestAutoFailover(t *testing.T) {
 		t.Fatal("the new node did not bootstrap from a snapshot")
 	}
 	last := submit(t, b.pl, workload(t, 3), 50)
-	waitFor(t, "d catches up", func() bool { return d.pl.DurableSeq() >= last })
+	waitFor(t, "d catches up", func() bool { return d.pl.ViewSeq() >= last })
 	seqD, hashD := viewHash(t, d.pl)
 	seqB, hashB = viewHash(t, b.pl)
 	if seqD != seqB || hashD != hashB {
@@ -346,5 +359,103 @@ func TestPrepareWaitsForTheLog(t *testing.T) {
 	defer w.Close()
 	if w.LastSeq() != 50 {
 		t.Fatalf("after Prepare the WAL ends at %d, want 50 (its tail discarded)", w.LastSeq())
+	}
+}
+
+// TestNoClaimWithoutTheLease: a node promoted in place restarts as the
+// primary (serve's loop); if its lease lapsed meanwhile and another node
+// took over, the restart must not claim the log: it would fence the
+// holder, which no node could then replace. It is refused (ErrLeaseLost:
+// the serve loop makes it a standby) and the holder goes on. So is an
+// operator's promotion of a node without the lease.
+func TestNoClaimWithoutTheLease(t *testing.T) {
+	c := natstest.Start(t, 1)
+	a := openAuto(t, c.URL(), "a", t.TempDir())
+	defer a.fo.Close()
+	a.start("")
+	waitClosed(t, "a promoted", a.node.Promoted(), 10*time.Second)
+	b := openAuto(t, c.URL(), "b", t.TempDir())
+	defer b.fo.Close()
+	b.start("")
+	acked := submit(t, a.pl, workload(t, 1), 200)
+	waitFor(t, "b follows", func() bool { return b.pl.ViewSeq() >= acked })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := b.node.Promote(ctx); !errors.Is(err, replication.ErrLeaseLost) {
+		t.Fatalf("an operator's promotion of a node without the lease: %v, want ErrLeaseLost", err)
+	}
+	if role := replication.NextRole(replication.ErrPromoted, replication.NodeConfig{Role: replication.RoleStandby, Auto: a.fo}); role != replication.RolePrimary {
+		t.Fatalf("NextRole(ErrPromoted) = %q", role)
+	}
+	a.stop()
+	if err := a.fo.Lease().Release(ctx); err != nil { // stands for a lease that lapsed during the restart
+		t.Fatal(err)
+	}
+	waitClosed(t, "b takes over", b.node.Promoted(), 10*time.Second)
+	more := submit(t, b.pl, workload(t, 2), 100)
+	err := a.startAs(replication.RolePrimary, testVenue)
+	if err == nil {
+		a.stop()
+	}
+	if !errors.Is(err, replication.ErrLeaseLost) {
+		t.Fatalf("a's restart as the primary without the lease: %v, want ErrLeaseLost", err)
+	}
+	if b.node.Status().Fenced || !ackedAfter(b.pl, 5*time.Second) {
+		t.Fatalf("b, the holder, after a's restart: %+v", b.node.Status())
+	}
+	t.Logf("b holds the lease and acknowledges past %d", more)
+	defer b.stop()
+}
+
+// TestFencedHolderLetsTheVenueGoOn: a primary fenced by another writer's
+// claim while it still holds the lease serves again as a standby (the
+// serve loop's ErrRejoin): it must not keep the lease for ever, or no node
+// ever takes over again. Within a few TTLs some node is the primary.
+func TestFencedHolderLetsTheVenueGoOn(t *testing.T) {
+	c := natstest.Start(t, 1)
+	a := openAuto(t, c.URL(), "a", t.TempDir())
+	defer a.fo.Close()
+	a.start("")
+	waitClosed(t, "a promoted", a.node.Promoted(), 10*time.Second)
+	b := openAuto(t, c.URL(), "b", t.TempDir())
+	defer b.fo.Close()
+	b.start("")
+	acked := submit(t, a.pl, workload(t, 1), 200)
+	waitFor(t, "b follows", func() bool { return b.pl.ViewSeq() >= acked })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cfg := autoConfig(c.URL(), "x")
+	cfg.Log.Venue = testVenue
+	x, err := replication.Open(ctx, cfg.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	last, tail, err := x.Tail(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Claim(ctx, last, tail.Last(), 100); err != nil { // a writer without the lease
+		t.Fatal(err)
+	}
+	if ackedAfter(a.pl, 2*time.Second) {
+		t.Fatal("a acknowledged after another writer's claim")
+	}
+	waitClosed(t, "a's pipeline stops (fenced)", a.pl.Dead(), 5*time.Second)
+	if !a.fo.Lease().Held() {
+		t.Fatal("a lost the lease: this test needs a fenced holder")
+	}
+	a.stop()
+	if role := replication.NextRole(replication.ErrRejoin, replication.NodeConfig{Role: replication.RolePrimary, Auto: a.fo}); role != replication.RoleStandby {
+		t.Fatalf("NextRole(ErrRejoin) = %q", role)
+	}
+	a.start(testVenue)
+	defer a.stop()
+	defer b.stop()
+	select {
+	case <-a.node.Promoted():
+	case <-b.node.Promoted():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no node took over within 10 s (TTL 800 ms): a holds the lease: %v, b: %v", a.fo.Lease().Held(), b.fo.Lease().Held())
 	}
 }
