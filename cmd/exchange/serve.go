@@ -326,6 +326,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		runErr = err
 	}
 	stopSink()
+	// The followers (publisher, streams, snapshot publishing) end with the
+	// core: wait for them, so that a serve that starts again (a promotion,
+	// a rejoin) never runs beside this one's.
+	waited := make(chan struct{})
+	go func() { sinkWG.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(httpDrainTimeout):
+		log.Warn("exchange: followers still running after the core closed", "waited", httpDrainTimeout)
+	}
 	log.Info("exchange: stopped", "seq", pl.Processor().LastSeq(), "state_hash", pl.Processor().StateHash())
 	return runErr
 }
