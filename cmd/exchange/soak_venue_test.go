@@ -50,6 +50,7 @@ import (
 	"github.com/ubscore/ubscore/persist/chaintx/evm"
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/publish"
+	"github.com/ubscore/ubscore/replication"
 )
 
 // Users of the soak (ids apart from the other tests').
@@ -619,7 +620,7 @@ func (v *soak) failover(s *e2eServer, sig syscall.Signal, name string) {
 	offline := rmOfflineHash(t, dir)
 	v.s = other // the clients' requests during the take-over go to the standby
 	v.gone = false
-	if sig == syscall.SIGKILL && v.r.IntN(2) == 0 {
+	if v.r.IntN(2) == 0 { // else the stopped node races the standby for the lease
 		if v.waitPrimary(20*time.Second, true, other) == nil {
 			t.Fatalf("%s of the primary: the standby did not take over within 20 s: %s", name, v.pairStatus(other))
 		}
@@ -641,6 +642,9 @@ func (v *soak) failover(s *e2eServer, sig syscall.Signal, name string) {
 		v.events["failover "+name]++
 		v.takeovers = append(v.takeovers, took)
 		what = "failover: the standby took over"
+		if sig == syscall.SIGTERM {
+			v.leaseReleased(other, stopped, "after a SIGTERM of the primary")
+		}
 	} else {
 		v.s, v.standby = restarted, other
 		v.events["lease won back after "+name]++
@@ -667,6 +671,29 @@ func (v *soak) failover(s *e2eServer, sig syscall.Signal, name string) {
 	v.wsConnect()
 	v.converged(fmt.Sprint("after ", name, " of the primary"))
 	v.check(fmt.Sprint("after restart ", v.events["restart SIGKILL"]+v.events["restart SIGTERM"], " (", name, ")"))
+}
+
+// leaseReleased: s, the standby that took over from a primary stopped by
+// a SIGTERM (its exit seen at stopped), acquired the lease well within its
+// TTL (--lease-ttl's default, 1.5 s): the stopped primary released it (a
+// lease it left to expire is taken a TTL after its last renewal at the
+// soonest; a released one at the standby's next look, 100 ms).
+func (v *soak) leaseReleased(s *e2eServer, stopped time.Time, when string) {
+	t := v.t
+	t.Helper()
+	acq := svRecords(s.Logs(), "replication: lease acquired")
+	if len(acq) == 0 {
+		t.Fatalf("%s: the standby took over without a log record \"replication: lease acquired\"", when)
+	}
+	at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(acq[len(acq)-1]["time"]))
+	if err != nil {
+		t.Fatalf("%s: lease acquired at %v: %v", when, acq[len(acq)-1]["time"], err)
+	}
+	if d := at.Sub(stopped); d > replication.DefaultFailoverLeaseTTL/2 {
+		v.contra++
+		t.Errorf("%s: the standby acquired the lease %v after the primary's exit, want < %v: was the lease released?",
+			when, d, replication.DefaultFailoverLeaseTTL/2)
+	}
 }
 
 // converged waits, up to 20 s while the clients go on, until the standby
@@ -833,6 +860,7 @@ func (v *soak) finishPair() {
 	}
 	v.takeovers = append(v.takeovers, time.Since(stopped))
 	v.events["failover SIGTERM at the end"]++
+	v.leaseReleased(sb, stopped, "at the end")
 	if rec := svLastRecord(t, sb.Logs(), "journal: recovered"); rec["seq"] != last["seq"] || rec["state_hash"] != last["state_hash"] {
 		v.contra++
 		t.Errorf("at the end: the standby took over with seq %v state hash %v; the primary stopped at %v with %v",
