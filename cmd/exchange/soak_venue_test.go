@@ -14,6 +14,16 @@ package main
 // connection cut and new ones refused for a while) and NATS (a TCP proxy
 // that drops its connections).
 //
+// With NATS on the machine the venue is a replicated pair under automatic
+// failover (--replication sync --failover auto, issue 38): a restart of the
+// primary is a failover when the standby takes over (the clients go on
+// against it meanwhile: 503 NOT_PRIMARY and REPLICATION_UNAVAILABLE are
+// refusals, 503 SERVICE_UNAVAILABLE an unknown outcome), or the stopped
+// node wins its lease back; the stopped node rejoins as a standby,
+// discarding a SIGKILL's unreplicated tail (then its state is checked by
+// convergence: the standby's state hashes compared with the primary's),
+// and the soak follows whichever node is the primary.
+//
 // The history checker (soak_venue_check_test.go) runs after every restart
 // and at the end: ready within 5 s of the process start; after a SIGTERM
 // the state hash logged at the stop equals the one recovered and the one
@@ -144,6 +154,7 @@ type soak struct {
 	sbDir       string                    // the standby's data dir
 	repl        func(dir string) []string // the flags of the node on dir under automatic failover (nil: no NATS here)
 	takeovers   []time.Duration           // a failover: the primary's stop to the other node serving as the primary
+	logProxy    map[string]*svProxy       // data dir -> the proxy its node reaches the replicated log (and the lease) through
 	logFile     *os.File                  // UBS_SOAK_LOG: every operation, for a rerun's study
 	ws          *svWS                     // the WebSocket streams' client (soak_venue_ws_test.go)
 }
@@ -281,10 +292,21 @@ func (v *soak) setup() {
 	if replicated {
 		v.sbDir = t.TempDir()
 		node := map[string]string{v.dir: "soak-a", v.sbDir: "soak-b"}
+		url := os.Getenv("UBS_NATS_URL")
+		if url == "" {
+			url = "nats://127.0.0.1:4222"
+		}
+		v.logProxy = map[string]*svProxy{}
+		for _, d := range []string{v.dir, v.sbDir} {
+			v.logProxy[d] = newSVProxy(t, strings.TrimPrefix(url, "nats://"))
+		}
 		v.repl = func(dir string) []string {
 			// A state hash every 50 commands: a restarted node's
-			// convergence is checked within a moment of traffic.
-			return append(repl(node[dir]), "--failover", "auto", "--replication-hash-every", "50")
+			// convergence is checked within a moment of traffic. Each
+			// node reaches the log through a proxy of its own (restart:
+			// a SIGKILL with the primary's log cut).
+			return append(repl(node[dir]), "--failover", "auto", "--replication-hash-every", "50",
+				"--replication-url", "nats://"+v.logProxy[dir].addr())
 		}
 		d = v.startPair()
 	} else {
@@ -552,7 +574,17 @@ func (v *soak) restart() {
 	s := v.s
 	name := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM"}[sig]
 	v.events["restart "+name]++
-	v.log("restart", "%v in %v", sig, delay)
+	// Every other SIGKILL of a replicated primary (the first included)
+	// cuts its connection to the log first: the commands it journals
+	// meanwhile are in its WAL, not in the log (a tail its restart
+	// discards), and its writes answer 503 REPLICATION_UNAVAILABLE.
+	cut := v.standby != nil && sig == syscall.SIGKILL && v.events["restart SIGKILL"]%2 == 1
+	if cut {
+		delay += 30 * time.Millisecond
+		v.events["SIGKILL with the log cut"]++
+		v.logProxy[v.dir].Down()
+	}
+	v.log("restart", "%v in %v (log cut: %v)", sig, delay, cut)
 	time.AfterFunc(delay, func() { _ = s.cmd.Process.Signal(sig) })
 	v.gone = false
 	for done := false; !done; {
@@ -618,6 +650,7 @@ func (v *soak) failover(s *e2eServer, sig syscall.Signal, name string) {
 		stopHash = svLastRecord(t, s.Logs(), "exchange: stopped")["state_hash"].(string)
 	}
 	offline := rmOfflineHash(t, dir)
+	v.logProxy[dir].Up()
 	v.s = other // the clients' requests during the take-over go to the standby
 	v.gone = false
 	if v.r.IntN(2) == 0 { // else the stopped node races the standby for the lease
@@ -868,6 +901,7 @@ func (v *soak) finishPair() {
 	}
 	v.s, v.dir, v.standby = sb, v.sbDir, nil
 	e2eWaitSink(t, v.s, v.pg)
+	v.checkStream() // the new primary's publisher continued the stream: still once, in order
 	v.s.stopWith(syscall.SIGTERM)
 	end := svLastRecord(t, v.s.Logs(), "exchange: stopped")
 	if off := rmOfflineHash(t, v.dir); off != end["state_hash"] {
