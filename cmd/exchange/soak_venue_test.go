@@ -837,16 +837,17 @@ func (v *soak) finish() {
 		evs = append(evs, fmt.Sprintf("%s=%d", k, n))
 	}
 	sort.Strings(evs)
-	tk := append([]time.Duration{0}, v.takeovers...)
-	if len(tk) > 1 {
-		tk = tk[1:]
+	failovers := ""
+	if len(v.takeovers) > 0 {
+		tk := append([]time.Duration{}, v.takeovers...)
+		sort.Slice(tk, func(i, j int) bool { return tk[i] < tk[j] })
+		failovers = fmt.Sprintf("; take-over (the primary's stop to the new primary serving) min/median/max %v/%v/%v over %d failovers",
+			tk[0].Round(time.Millisecond), tk[len(tk)/2].Round(time.Millisecond), tk[len(tk)-1].Round(time.Millisecond), len(tk))
 	}
-	sort.Slice(tk, func(i, j int) bool { return tk[i] < tk[j] })
-	t.Logf("venue soak report: seed %d, %v; operations %d (%s); restarts, failovers and outages: %s; acknowledged %d, lost %d, contradicted %d; ready min/median/max %v/%v/%v over %d restarts; take-over (stop to the new primary serving) min/median/max %v/%v/%v over %d failovers",
+	t.Logf("venue soak report: seed %d, %v; operations %d (%s); restarts and outages: %s; acknowledged %d, lost %d, contradicted %d; ready min/median/max %v/%v/%v over %d restarts%s",
 		v.seed, time.Since(v.started).Round(time.Second), v.n, strings.Join(kinds, " "), strings.Join(evs, " "),
 		v.acked, v.lost, v.contra, r[0].Round(time.Millisecond), r[len(r)/2].Round(time.Millisecond),
-		r[len(r)-1].Round(time.Millisecond), len(v.ready), tk[0].Round(time.Millisecond), tk[len(tk)/2].Round(time.Millisecond),
-		tk[len(tk)-1].Round(time.Millisecond), len(v.takeovers))
+		r[len(r)-1].Round(time.Millisecond), len(v.ready), failovers)
 }
 
 // finishPair ends the replicated pair: the standby reached the primary's
