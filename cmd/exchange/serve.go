@@ -300,6 +300,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("exchange: http shutdown", "err", err)
 	}
 	cancel()
+	// fasthttp's shutdown closes only the listeners Serve has registered: a
+	// promotion right after the start can come before that, and the port
+	// would stay bound for the next serve (bind: address already in use).
+	_ = ln.Close()
 	// The recovery worker, the conservation monitor and the core check use
 	// the core: stop them before it (a transfer step in progress finishes;
 	// the rest is resumed from Postgres by the next start's worker).
