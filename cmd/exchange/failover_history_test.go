@@ -371,6 +371,14 @@ type fvListed struct {
 	filled int64
 }
 
+func (o fvListed) String() string {
+	cid := "null"
+	if o.CID != nil {
+		cid = *o.CID
+	}
+	return fmt.Sprintf("{order %d of user %d cid %s %s filled %s}", o.ID, o.user, cid, o.Status, o.Filled)
+}
+
 // fvListOrders reads every order of users 1..users from node s's order
 // history (GET /api/v1/orders?status=all, every page).
 func fvListOrders(t *testing.T, s *e2eServer, users int) []fvListed {
@@ -450,9 +458,9 @@ func fvCheckHistory(t *testing.T, s *e2eServer, h *fvHistory) {
 		got := byCID[op.cid]
 		switch {
 		case len(got) > 1:
-			t.Fatalf("%s: the order exists %d times: %+v", op, len(got), got)
+			t.Fatalf("%s: the order exists %d times: %v", op, len(got), got)
 		case op.class == fvRefused && len(got) == 1:
-			t.Fatalf("%s: refused, yet the order exists: %+v", op, got[0])
+			t.Fatalf("%s: refused, yet the order exists: %v", op, got[0])
 		case op.class == fvOK && len(got) == 0:
 			t.Fatalf("%s: acknowledged, missing from the final primary's history%s", op, why(op))
 		case op.class == fvOK:
@@ -470,7 +478,7 @@ func fvCheckHistory(t *testing.T, s *e2eServer, h *fvHistory) {
 	}
 	for cid, got := range byCID {
 		if placed[cid] == nil {
-			t.Fatalf("order %+v: no client placed client_order_id %q", got[0], cid)
+			t.Fatalf("order %v: no client placed client_order_id %q", got[0], cid)
 		}
 	}
 	for _, o := range listed {
