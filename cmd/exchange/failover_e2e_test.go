@@ -60,6 +60,7 @@ type fvNode struct {
 	id, dir, addr string
 	s             *e2eServer // the running process; nil while down
 	paused        bool       // SIGSTOPped
+	extra         []string   // flags of this node only
 	wiped         bool       // its data dir was wiped once (its WAL no longer starts at seq 1)
 }
 
@@ -68,7 +69,8 @@ type fvCluster struct {
 	t      *testing.T
 	nats   *natstest.Cluster
 	pg     string
-	stream string // the event publisher's stream
+	stream string   // the event publisher's stream
+	args   []string // every node's flags
 	nodes  []*fvNode
 }
 
@@ -77,10 +79,11 @@ type fvCluster struct {
 func fvStartCluster(t *testing.T, nc *natstest.Cluster, pg string, n int) *fvCluster {
 	t.Helper()
 	c := &fvCluster{t: t, nats: nc, pg: pg, stream: fmt.Sprintf("FV_EVENTS_%d", time.Now().UnixNano()%1e9)}
-	base := t.TempDir()
-	for i := 0; i < n; i++ {
-		c.nodes = append(c.nodes, &fvNode{id: string(rune('a' + i)), dir: filepath.Join(base, string(rune('a'+i))), addr: freePort(t)})
-	}
+	c.args = []string{"--failover", "auto", "--replication", "sync", "--replication-url", nc.URL(),
+		"--replication-replicas", "3", "--replication-hash-every", "200", "--snapshot-every", "500",
+		"--lease-ttl", fvTTL.String(), "--nats-url", nc.URL(), "--nats-stream", c.stream,
+		"--nats-subject-prefix", "fvev."} // the default ubs. would overlap the log's ubs.log.*
+	c.add(n)
 	for i := range c.nodes {
 		c.launch(i)
 	}
@@ -90,16 +93,21 @@ func fvStartCluster(t *testing.T, nc *natstest.Cluster, pg string, n int) *fvClu
 	return c
 }
 
+// add adds n nodes (not started), each with its data dir and address.
+func (c *fvCluster) add(n int) {
+	base := c.t.TempDir()
+	for i := 0; i < n; i++ {
+		c.nodes = append(c.nodes, &fvNode{id: string(rune('a' + i)), dir: filepath.Join(base, string(rune('a'+i))), addr: freePort(c.t)})
+	}
+}
+
 // launch starts node i's process (same flags, data dir and address as
 // always) without waiting for it.
 func (c *fvCluster) launch(i int) {
 	c.t.Helper()
 	nd := c.nodes[i]
-	args := []string{"--failover", "auto", "--replication", "sync", "--replication-url", c.nats.URL(),
-		"--replication-replicas", "3", "--replication-hash-every", "200", "--snapshot-every", "500",
-		"--lease-ttl", fvTTL.String(), "--node-id", nd.id,
-		"--nats-url", c.nats.URL(), "--nats-stream", c.stream,
-		"--http", nd.addr} // after e2eLaunch's own --http: the last one counts
+	args := append(slices.Clone(c.args), nd.extra...)
+	args = append(args, "--node-id", nd.id, "--http", nd.addr) // after e2eLaunch's own --http: the last one counts
 	nd.s = e2eLaunch(c.t, nd.dir, c.pg, args...)
 	nd.s.addr = nd.addr
 	nd.paused = false
