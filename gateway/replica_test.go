@@ -33,7 +33,7 @@ func (r *fakeReplica) Promote(context.Context) (uint64, error) {
 }
 func (r *fakeReplica) ReplicationStatus() any {
 	return map[string]any{"role": "standby", "mode": "sync", "epoch": 6, "fenced": false, "stream_seq": 9, "seq": 42,
-		"lag_commands": 0, "lag_seconds": 0, "primary": "a@10.0.0.1:8080", "diverged": false, "hash_checks": 3}
+		"lag_commands": 0, "lag_seconds": 0, "primary": "a@10.0.0.1:8080", "diverged": false, "hash_checks": 3, "failover": "manual", "lease_held": false}
 }
 
 // TestReplicaAnswers: a standby serves reads (with X-Ubs-Seq) and answers

@@ -698,7 +698,10 @@ func (l *Log) followFrom(ctx context.Context, next *uint64, fn func(sq uint64, r
 		if err != nil {
 			return fmt.Errorf("replication: follow: %w", err)
 		}
-		for m := range msgs.Messages() {
+		// A select, not a range: a promotion cancels ctx and must not wait
+		// out an idle fetch (up to FetchMaxWait) before it claims the log.
+		ch := msgs.Messages()
+		for m, ok := recvMsg(ctx, ch); ok; m, ok = recvMsg(ctx, ch) {
 			md, err := m.Metadata()
 			if err != nil {
 				return fmt.Errorf("replication: follow: %w", err)
@@ -725,6 +728,16 @@ func (l *Log) followFrom(ctx context.Context, next *uint64, fn func(sq uint64, r
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+	}
+}
+
+// recvMsg is the next message of ch, or false once ch is closed or ctx ends.
+func recvMsg(ctx context.Context, ch <-chan jetstream.Msg) (jetstream.Msg, bool) {
+	select {
+	case <-ctx.Done():
+		return nil, false
+	case m, ok := <-ch:
+		return m, ok
 	}
 }
 

@@ -60,7 +60,19 @@ type NodeConfig struct {
 	// Advertise is this node's HTTP address, written in its epoch marker,
 	// so a standby can tell clients where the primary is.
 	Advertise string
-	Logger    *slog.Logger
+	// Failover is FailoverManual (promotion by an operator; "" means it)
+	// or FailoverAuto (failover.go); LeaseTTL its lease's TTL
+	// (DefaultFailoverLeaseTTL if 0). Auto is the process's open Failover
+	// (OpenFailover) with FailoverAuto, nil otherwise.
+	Failover string
+	LeaseTTL time.Duration
+	Auto     *Failover
+	// CreateVenue gives this node's data dir a venue id of its own: called
+	// when a node without one claims a log that names none (the first
+	// primary of a venue under automatic failover, which started as a
+	// standby).
+	CreateVenue func() (string, error)
+	Logger      *slog.Logger
 }
 
 // DefaultNodeID is the host name plus 8 random hex digits.
@@ -80,6 +92,12 @@ func (c *NodeConfig) Validate() error {
 		return fmt.Errorf("replication: role %q: want %s or %s", c.Role, RolePrimary, RoleStandby)
 	case c.Log.URL == "":
 		return errors.New("replication: no NATS URL (--replication-url)")
+	case c.Failover != "" && c.Failover != FailoverManual && c.Failover != FailoverAuto:
+		return fmt.Errorf("replication: failover %q: want %s or %s", c.Failover, FailoverManual, FailoverAuto)
+	case c.Failover == FailoverAuto && c.Mode != ModeSync:
+		return fmt.Errorf("replication: --failover auto needs --replication sync, not %s: a rejoin discards the WAL past the log, which async mode has acknowledged", c.Mode)
+	case c.LeaseTTL < 0:
+		return fmt.Errorf("replication: lease TTL %v", c.LeaseTTL)
 	}
 	return nil
 }
@@ -103,7 +121,9 @@ type Node struct {
 
 	mu        sync.Mutex
 	primary   atomic.Bool
-	promoted  chan struct{}          // closed by Promote
+	promoted  chan struct{} // closed by Promote
+	rejoin    chan struct{} // closed when an automatic take-over failed: serve again as a standby
+	rejoinOne sync.Once
 	newWriter atomic.Pointer[string] // fenced: the node that claimed the log after this one
 	hashes    *hashCheck
 	ctx       context.Context
@@ -130,8 +150,12 @@ func StartNode(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline) (*Node
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: l, pl: pl, standby: NewStandby(l, pl), promoted: make(chan struct{})}
+	n := &Node{cfg: cfg, log: l, pl: pl, standby: NewStandby(l, pl), promoted: make(chan struct{}), rejoin: make(chan struct{})}
 	n.standby.adopt = cfg.AdoptVenue
+	n.standby.createVenue = cfg.CreateVenue
+	if cfg.Auto != nil {
+		n.standby.lease = cfg.Auto.lease
+	}
 	if cfg.HashEvery == 0 {
 		cfg.HashEvery = DefaultHashEvery
 	}
@@ -152,7 +176,58 @@ func StartNode(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline) (*Node
 	}
 	n.run(func(ctx context.Context) error { return n.standby.Run(ctx) })
 	cfg.Logger.Info("replication: standby following the log", "stream", l.cfg.Stream, "from_seq", pl.DurableSeq()+1)
+	if cfg.Auto != nil {
+		n.wg.Add(1)
+		go n.takeOver(cfg.Auto)
+	}
 	return n, nil
+}
+
+// takeOver waits for the lease beside the standby's following, then
+// promotes the node (Promoted is closed: the process serves again as the
+// primary, and the lease stays held across that restart). A promotion
+// that fails releases the lease, so another node may try, and asks the
+// process to serve again as a standby (Rejoin).
+func (n *Node) takeOver(f *Failover) {
+	defer n.wg.Done()
+	if _, err := f.lease.Acquire(n.ctx); err != nil {
+		return // closed
+	}
+	t0 := time.Now()
+	n.cfg.Logger.Info("replication: lease won: taking over as the primary", "seq", n.pl.DurableSeq())
+	epoch, err := n.Promote(n.ctx)
+	if err == nil {
+		f.takeovers.Add(1)
+		n.cfg.Logger.Info("replication: took over", "epoch", epoch, "took", time.Since(t0))
+		return
+	}
+	if n.ctx.Err() != nil {
+		return
+	}
+	logging.Critical(n.ctx, n.cfg.Logger, "replication: taking over failed; releasing the lease and serving again as a standby", "err", err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_ = f.lease.Release(ctx)
+	cancel()
+	n.rejoinOne.Do(func() { close(n.rejoin) })
+}
+
+// Rejoin is closed when the process must serve again as a standby under
+// automatic failover: the lease was lost, the log fenced this primary, or
+// a take-over failed. Nil (never closed) with manual failover.
+func (n *Node) Rejoin() <-chan struct{} {
+	if n.cfg.Auto == nil {
+		return nil
+	}
+	return n.rejoin
+}
+
+// Lost is closed when the lease of this primary ends (nil unless the node
+// is a primary under automatic failover).
+func (n *Node) Lost() <-chan struct{} {
+	if n.cfg.Auto == nil || !n.primary.Load() {
+		return nil
+	}
+	return n.cfg.Auto.lease.Lost()
 }
 
 // StartFor is StartNode for the exchange: nil when cfg.Mode is off (or
@@ -309,13 +384,18 @@ type Status struct {
 	Primary   string   `json:"primary,omitempty"` // the writer's name@address, from its epoch marker
 	Diverged  bool     `json:"diverged"`          // a state hash differed from the primary's: stopped
 	HashesOK  uint64   `json:"hash_checks"`       // the primary's state hashes compared equal
+	Failover  string   `json:"failover"`          // manual or auto
+	LeaseHeld bool     `json:"lease_held"`        // auto: this node holds the primary's lease now
 }
 
 // Status reads the node's state.
 func (n *Node) Status() Status {
 	s := Status{Role: RoleStandby, Mode: n.cfg.Mode, Epoch: n.standby.Epoch(), Fenced: n.log.Fenced(),
 		StreamSeq: n.standby.StreamSeq(), Primary: n.standby.Writer(), Diverged: n.hashes.diverged.Load() != nil,
-		HashesOK: n.hashes.compared.Load()}
+		HashesOK: n.hashes.compared.Load(), Failover: FailoverManual}
+	if n.cfg.Auto != nil {
+		s.Failover, s.LeaseHeld = FailoverAuto, n.cfg.Auto.lease.Held()
+	}
 	seq, t := n.standby.Submitted()
 	s.Seq = seq
 	if n.primary.Load() {
@@ -358,7 +438,7 @@ func (n *Node) Collectors() []prometheus.Collector {
 		}
 		return 0
 	}
-	return []prometheus.Collector{
+	cs := []prometheus.Collector{
 		g("primary", "1 if this node is the primary (writes the log), 0 if a standby", func(s Status) float64 { return b(s.Role == RolePrimary) }),
 		g("epoch", "the writer epoch this node knows (its own as the primary)", func(s Status) float64 { return float64(s.Epoch) }),
 		g("appended_seq", "the last command in the replicated log by this node's knowledge", func(s Status) float64 { return float64(s.Seq) }),
@@ -372,4 +452,21 @@ func (n *Node) Collectors() []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ubs_replication_fenced_appends_total",
 			Help: "this node's appends refused because another node had appended"}, func() float64 { return float64(n.log.Refused()) }),
 	}
+	if f := n.cfg.Auto; f != nil {
+		c := func(name, help string, v *atomic.Uint64) prometheus.Collector {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ubs_replication_" + name, Help: help},
+				func() float64 { return float64(v.Load()) })
+		}
+		cs = append(cs,
+			g("lease_held", "1 while this node holds the primary's lease (automatic failover)", func(s Status) float64 { return b(s.LeaseHeld) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ubs_replication_lease_acquisitions_total",
+				Help: "times this process acquired the primary's lease"}, func() float64 { return float64(f.lease.Acquisitions()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ubs_replication_lease_max_renewal_seconds",
+				Help: "the slowest successful lease renewal so far (the TTL must stay well above it)"}, func() float64 { return f.lease.MaxRenewal().Seconds() }),
+			c("takeovers_total", "standbys of this process promoted after winning the lease", &f.takeovers),
+			c("rejoins_total", "starts as a standby that discarded this node's unreplicated WAL tail", &f.rejoins),
+			c("bootstraps_total", "data dirs started from the newest snapshot of the bucket", &f.bootstraps),
+			c("set_aside_total", "journals set aside because they shared no entry with the log", &f.asides))
+	}
+	return cs
 }

@@ -53,6 +53,12 @@ type Standby struct {
 	adopt func(venue string) error
 	// hashes, if set, compares the log's state hashes with this node's.
 	hashes *hashCheck
+	// lease, under automatic failover: the primary's replicator is then
+	// LeasedReplicator, which acknowledges nothing once it is not held.
+	lease interface{ Held() bool }
+	// createVenue, if set, gives the data dir a venue of its own when this
+	// node claims a log that names none.
+	createVenue func() (string, error)
 }
 
 // NewStandby returns a standby applying log to pl.
@@ -271,6 +277,23 @@ func (s *Standby) appendTail(ctx context.Context, logLast core.Seq) error {
 	return nil
 }
 
+// ensureVenue gives a claim without a venue this node's own (createVenue):
+// the first claim of a venue whose nodes all started as standbys.
+func (s *Standby) ensureVenue() error {
+	s.log.mu.Lock()
+	have := s.log.cfg.Venue
+	s.log.mu.Unlock()
+	if have != "" || s.createVenue == nil {
+		return nil
+	}
+	v, err := s.createVenue()
+	if err != nil {
+		return fmt.Errorf("replication: the venue's id: %w", err)
+	}
+	s.log.setVenue(v)
+	return nil
+}
+
 // Promote makes this standby the primary: it stops following, reads the
 // log to its end, claims it with the next epoch (reading on and claiming
 // again while another node appends), and switches the pipeline to the
@@ -311,6 +334,9 @@ func (s *Standby) Promote(ctx context.Context, sync bool) (epoch uint64, err err
 			s.log.adopt(epoch, last, logLast)
 		} else {
 			epoch = s.epoch.Load() + 1
+			if err := s.ensureVenue(); err != nil {
+				return 0, err
+			}
 			err = s.log.Claim(ctx, last, logLast, epoch)
 		}
 		if errors.Is(err, ErrBehind) {
@@ -327,7 +353,9 @@ func (s *Standby) Promote(ctx context.Context, sync bool) (epoch uint64, err err
 				return 0, err
 			}
 		}
-		if sync {
+		if sync && s.lease != nil {
+			s.pl.Promote(LeasedReplicator{Log: s.log, Lease: s.lease})
+		} else if sync {
 			s.pl.Promote(s.log)
 		} else {
 			s.pl.Promote(nil)

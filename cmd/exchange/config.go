@@ -88,6 +88,9 @@ type Config struct {
 	// P2PRetention is how long finished spec 003 transfers stay in the core
 	// (--p2p-retention; only with Postgres: docs/p2p-retention.md).
 	P2PRetention time.Duration
+	// SnapshotEvery is how many commands apart the journal writes periodic
+	// snapshots (--snapshot-every; journal.DefaultSnapshotEvery).
+	SnapshotEvery uint64
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -190,6 +193,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	registerReplication(fs, &cfg.Replication)
 	cfg.Stream.Register(fs)
 	fs.DurationVar(&cfg.P2PRetention, "p2p-retention", gateway.DefaultP2PRetention, "how long a finished user-to-user transfer stays in the core before only Postgres holds it (with Postgres only; without it nothing is forgotten)")
+	fs.Uint64Var(&cfg.SnapshotEvery, "snapshot-every", journal.DefaultSnapshotEvery, "commands between the journal's periodic snapshots (written off the acknowledgement path; with --failover auto the primary also puts each in the NATS snapshot bucket for bootstrapping nodes)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -209,7 +213,16 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if err := cfg.P2P.Validate(); err != nil {
 		return Config{}, usageError{err}
 	}
+	if cfg.SnapshotEvery == 0 {
+		return Config{}, usageError{errors.New("--snapshot-every must be > 0")}
+	}
+	if cfg.Replication.Mode == replication.ModeOff && cfg.Replication.Failover == replication.FailoverAuto {
+		return Config{}, usageError{errors.New("--failover auto needs --replication sync")}
+	}
 	if cfg.Replication.Mode != replication.ModeOff {
+		if cfg.Replication.Failover == replication.FailoverAuto {
+			cfg.Replication.Role = replication.RoleStandby // the lease decides who becomes the primary
+		}
 		if cfg.Replication.Advertise == "" {
 			cfg.Replication.Advertise = cfg.HTTPAddr
 		}
@@ -281,6 +294,8 @@ func registerReplication(fs *flag.FlagSet, c *replication.NodeConfig) {
 	fs.StringVar((*string)(&c.Role), "role", string(replication.RolePrimary), "with --replication: primary (takes commands) or standby (applies the primary's, serves reads)")
 	fs.StringVar(&c.Log.Node, "node-id", replication.DefaultNodeID(), "this node's name in the log's epoch markers")
 	fs.StringVar(&c.Advertise, "advertise", "", "the HTTP address a standby gives clients for this node as the primary; empty = --http")
+	fs.StringVar(&c.Failover, "failover", replication.FailoverManual, "with --replication sync: manual (POST /admin/v1/replication/promote) or auto (every node starts as a standby; the holder of a lease in the NATS cluster takes over as the primary)")
+	fs.DurationVar(&c.LeaseTTL, "lease-ttl", replication.DefaultFailoverLeaseTTL, "with --failover auto: the lease's TTL (the same on every node): a dead primary is replaced about this long after its last renewal")
 	fs.Uint64Var(&c.HashEvery, "replication-hash-every", replication.DefaultHashEvery, "every node hashes its state at each multiple of this seq; a standby whose hash differs from the primary's stops (CRITICAL)")
 }
 

@@ -77,10 +77,21 @@ func run(args []string) error {
 			defer func() { pprof.StopCPUProfile(); f.Close() }()
 		}
 	}
-	err = serve(ctx, cfg, log)
-	for errors.Is(err, replication.ErrPromoted) { // a promoted standby serves again as the primary
-		cfg.Replication.Role = replication.RolePrimary
-		err = serve(ctx, cfg, log)
+	cfg.Replication.Logger = log
+	fo, err := replication.OpenFailover(ctx, cfg.Replication) // nil unless --failover auto
+	if err != nil {
+		return errors.Join(err, stopPG())
+	}
+	cfg.Replication.Auto = fo
+	for err = serve(ctx, cfg, log); ctx.Err() == nil; err = serve(ctx, cfg, log) {
+		if role := replication.NextRole(err, cfg.Replication); role != "" {
+			cfg.Replication.Role = role // promoted: serve as the primary; rejoining: as a standby
+		} else {
+			break
+		}
+	}
+	if fo != nil {
+		fo.Close() // a primary's lease is released: a standby takes over at once
 	}
 	if perr := stopPG(); perr != nil {
 		log.Error("postgres: stop failed", "err", perr.Error())

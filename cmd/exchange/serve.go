@@ -90,6 +90,19 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		OnJournalBatch: m.JournalBatch,
 		TruncateLimit:  ret.TruncateLimit(m.DurableSeq),
 		Standby:        replicated, // every replicated node starts by reading the log
+		SnapshotEvery:  cfg.SnapshotEvery,
+	}
+	if fo := cfg.Replication.Auto; fo != nil && standby {
+		// Automatic failover: rejoin (discard this node's unreplicated
+		// tail) or bootstrap the data dir before the journal opens it.
+		venue, _, err := persist.VenueIdentity(cfg.DataDir, false)
+		if err == nil {
+			err = fo.Prepare(ctx, cfg.DataDir, venue)
+		}
+		if err != nil {
+			return err
+		}
+		cfg.Replication.CreateVenue = func() (string, error) { return persist.LoadOrCreateWALID(cfg.DataDir) }
 	}
 	if cfg.PGURL != "" {
 		if pool, err = persist.OpenPool(ctx, cfg.PGURL, os.Getenv, log); err != nil {
@@ -177,6 +190,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 
 	publish.Start(sinkCtx, pub, pl, &sinkWG)
+	if fo := cfg.Replication.Auto; fo != nil && !standby { // snapshots for nodes that bootstrap
+		sinkWG.Go(func() { fo.PublishSnapshots(sinkCtx, cfg.DataDir) })
+	}
 
 	// Ready (issue 20): recovery done, HTTP serving, and every enabled
 	// feature initialised once: with Postgres, its migrations applied (the
@@ -306,7 +322,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if node != nil {
 		node.Close() // a standby stops applying the log before the core closes
 	}
-	if err := pl.Close(); err != nil && runErr == nil && !errors.Is(err, replication.ErrFenced) {
+	if err := pl.Close(); err != nil && runErr == nil && !errors.Is(err, replication.ErrFenced) && !errors.Is(err, replication.ErrLeaseLost) {
 		runErr = err
 	}
 	stopSink()
@@ -317,11 +333,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 // waitServing waits for the end of serving: a signal (nil), the core's
 // death, the HTTP server's failure, or a standby's promotion
 // (replication.ErrPromoted: the caller serves again as the primary). A
-// fenced primary keeps answering 503 NOT_PRIMARY until it is stopped.
+// fenced primary keeps answering 503 NOT_PRIMARY until it is stopped;
+// under automatic failover it serves again as a standby
+// (replication.ErrRejoin), as when its lease is lost or a take-over fails.
 func waitServing(ctx context.Context, pl *journal.Pipeline, node *replication.Node, httpErr <-chan error, log *slog.Logger) error {
-	var promoted <-chan struct{}
+	var promoted, rejoin, lost <-chan struct{}
 	if node != nil {
-		promoted = node.Promoted()
+		promoted, rejoin, lost = node.Promoted(), node.Rejoin(), node.Lost()
 	}
 	dead := pl.Dead()
 	for {
@@ -332,8 +350,19 @@ func waitServing(ctx context.Context, pl *journal.Pipeline, node *replication.No
 		case <-promoted:
 			log.Info("exchange: promoted to primary: restarting as the primary")
 			return replication.ErrPromoted
+		case <-lost:
+			log.Log(ctx, logging.LevelCritical, "exchange: the primary's lease is lost: acknowledging nothing more; rejoining as a standby")
+			return replication.ErrRejoin
+		case <-rejoin:
+			log.Warn("exchange: serving again as a standby")
+			return replication.ErrRejoin
 		case <-dead:
-			if err := pl.Err(); !errors.Is(err, replication.ErrFenced) {
+			err := pl.Err()
+			if rejoin != nil && (errors.Is(err, replication.ErrFenced) || errors.Is(err, replication.ErrLeaseLost)) {
+				log.Log(ctx, logging.LevelCritical, "exchange: FENCED: another node is the primary; rejoining as a standby", "err", err)
+				return replication.ErrRejoin
+			}
+			if !errors.Is(err, replication.ErrFenced) {
 				log.Error("exchange: core stopped", "err", err)
 				return err
 			}
