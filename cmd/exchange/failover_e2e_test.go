@@ -108,8 +108,18 @@ func (c *fvCluster) launch(i int) {
 	nd := c.nodes[i]
 	args := append(slices.Clone(c.args), nd.extra...)
 	args = append(args, "--node-id", nd.id, "--http", nd.addr) // after e2eLaunch's own --http: the last one counts
-	nd.s = e2eLaunch(c.t, nd.dir, c.pg, args...)
-	nd.s.addr = nd.addr
+	s := e2eLaunch(c.t, nd.dir, c.pg, args...)
+	s.addr = nd.addr
+	nd.s = s
+	if os.Getenv("UBS_FAILOVER_LOGS") != "" { // every process's WARN and worse, even when the test passes
+		c.t.Cleanup(func() {
+			for _, l := range strings.Split(s.Logs(), "\n") {
+				if !strings.Contains(l, `"level":"INFO"`) && !strings.Contains(l, `"level":"DEBUG"`) && !strings.Contains(l, "gateway: request failed") && l != "" {
+					c.t.Logf("node %s: %s", nd.id, l)
+				}
+			}
+		})
+	}
 	nd.paused = false
 }
 
