@@ -238,16 +238,36 @@ func (c *fvCluster) waitLog(i int, line string, count int, within time.Duration)
 	}
 }
 
-// waitTakeover waits for a 200 of a node other than old, answered after t0
-// (old was killed or paused at t0), and returns that node and the time
-// since t0 (the failover time).
-func (c *fvCluster) waitTakeover(h *fvHistory, t0 time.Time, within time.Duration, old ...int) (int, time.Duration) {
+// takeover waits up to within for a 200 of a node other than old,
+// answered after t0 (old was killed or paused at t0), and returns that node
+// and the time since t0 (the failover time). Besides the load's answers
+// it probes the other nodes itself: the load clients may be waiting out
+// their timeout on a paused node.
+func (c *fvCluster) takeover(h *fvHistory, t0 time.Time, within time.Duration, old int) (int, time.Duration, bool) {
 	c.t.Helper()
-	op, ok := h.waitOK(within, t0, old...)
-	if !ok {
-		c.t.Fatalf("no 200 from a new primary within %v of %v (nodes %v out)", within, t0.Format("15:04:05.000"), old)
+	deadline := time.Now().Add(within)
+	for i := 0; ; i++ {
+		if op, ok := h.firstOK(t0, old); ok {
+			return op.node, op.end.Sub(t0), true
+		}
+		if time.Now().After(deadline) {
+			return -1, 0, false
+		}
+		if n := i % len(c.nodes); n != old && c.nodes[n].s != nil && !c.nodes[n].paused {
+			h.probe(n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return op.node, op.end.Sub(t0)
+}
+
+// waitTakeover is takeover that fails the test if no node takes over.
+func (c *fvCluster) waitTakeover(h *fvHistory, t0 time.Time, within time.Duration, old int) (int, time.Duration) {
+	c.t.Helper()
+	n, d, ok := c.takeover(h, t0, within, old)
+	if !ok {
+		c.t.Fatalf("no 200 from a new primary within %v of %v (node %s out)", within, t0.Format("15:04:05.000"), c.nodes[old].id)
+	}
+	return n, d
 }
 
 // waitLoad waits until the history holds n more ok ops than now (the load
@@ -555,16 +575,12 @@ func TestFailoverEndToEnd(t *testing.T) {
 	// acknowledges nothing more and rejoins as a standby.
 	tStop := time.Now()
 	c.signal(p1, syscall.SIGSTOP)
-	op, ok := h.waitOK(3*fvTTL, tStop, p1)
-	if !ok { // not within the pause: keep it paused a while longer
-		op, ok = h.waitOK(15*time.Second, tStop, p1)
-	}
+	p2, took, ok := c.takeover(h, tStop, 15*time.Second, p1) // normally within the pause of 3 TTLs
 	if !ok {
 		c.signal(p1, syscall.SIGCONT)
 		t.Fatalf("primary %s paused: no other node answered 200 within %v", c.nodes[p1].id, time.Since(tStop).Round(time.Millisecond))
 	}
-	p2 := op.node
-	t.Logf("primary %s SIGSTOPped: first 200 from %s after %v", c.nodes[p1].id, c.nodes[p2].id, op.end.Sub(tStop).Round(time.Millisecond))
+	t.Logf("primary %s SIGSTOPped: first 200 from %s after %v", c.nodes[p1].id, c.nodes[p2].id, took.Round(time.Millisecond))
 	if d := time.Until(tStop.Add(3 * fvTTL)); d > 0 {
 		time.Sleep(d) // the pause lasts 3 TTLs (its length is the point, not a wait for a condition)
 	}
@@ -716,21 +732,18 @@ func TestFailoverKillLoop(t *testing.T) {
 			c.waitStandby(p, c.waitPrimary(60*time.Second), before, 90*time.Second)
 		case "pause-primary":
 			c.signal(p, syscall.SIGSTOP)
-			op, ok := h.waitOK(3*fvTTL, t0, p)
-			if !ok {
-				op, ok = h.waitOK(30*time.Second, t0, p)
-			}
+			np, took, ok := c.takeover(h, t0, 30*time.Second, p)
 			if !ok {
 				c.signal(p, syscall.SIGCONT)
 				t.Fatalf("action %d: primary %s paused: no other node answered 200 within %v", n, c.nodes[p].id, time.Since(t0).Round(time.Millisecond))
 			}
-			paused = append(paused, op.end.Sub(t0))
+			paused = append(paused, took)
 			if d := time.Until(t0.Add(3 * fvTTL)); d > 0 {
 				time.Sleep(d) // the pause's length is the point
 			}
 			tCont := time.Now()
 			c.signal(p, syscall.SIGCONT)
-			t.Logf("action %d: pause-primary %s: first 200 from %s after %v", n, c.nodes[p].id, c.nodes[op.node].id, op.end.Sub(t0).Round(time.Millisecond))
+			t.Logf("action %d: pause-primary %s: first 200 from %s after %v", n, c.nodes[p].id, c.nodes[np].id, took.Round(time.Millisecond))
 			c.waitStandby(p, c.waitPrimary(60*time.Second), before, 90*time.Second)
 			if oks := h.okFrom(p, tCont); len(oks) > 0 {
 				t.Fatalf("action %d: the old primary acknowledged %d ops after SIGCONT, first: %s", n, len(oks), &oks[0])

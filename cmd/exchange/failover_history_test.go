@@ -335,21 +335,6 @@ next:
 	return best, found
 }
 
-// waitOK waits (up to within) for an ok answered after t0 by a node not in
-// exclude and returns it.
-func (h *fvHistory) waitOK(within time.Duration, t0 time.Time, exclude ...int) (fvOp, bool) {
-	deadline := time.Now().Add(within)
-	for {
-		if o, ok := h.firstOK(t0, exclude...); ok {
-			return o, true
-		}
-		if time.Now().After(deadline) {
-			return fvOp{}, false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // okFrom is every ok operation of node i answered after t0.
 func (h *fvHistory) okFrom(i int, t0 time.Time) []fvOp {
 	var out []fvOp
@@ -447,9 +432,17 @@ func fvCheckHistory(t *testing.T, s *e2eServer, h *fvHistory) {
 	placed := map[string]*fvOp{}
 	cancels := map[uint64][]*fvOp{}
 	var n [3]int
+	answers := map[string]int{} // the answers that were not 200, by kind
 	for i := range ops {
 		op := &ops[i]
 		n[op.class]++
+		if op.class != fvOK {
+			a := op.kind + " " + strconv.Itoa(op.status) + " " + op.code
+			if op.status == 0 {
+				a = op.kind + " transport error"
+			}
+			answers[a]++
+		}
 		if op.kind == "cancel" {
 			cancels[op.orderID] = append(cancels[op.orderID], op)
 			continue
@@ -500,6 +493,6 @@ func fvCheckHistory(t *testing.T, s *e2eServer, h *fvHistory) {
 			t.Fatalf("order %d (%s) is CANCELLED, but no cancel of it was accepted or unanswered: %v", o.ID, placed[*o.CID], s)
 		}
 	}
-	t.Logf("history: %d ops (%d ok, %d refused, %d unknown), %d orders in the final primary's history",
-		len(ops), n[fvOK], n[fvRefused], n[fvUnknown], len(listed))
+	t.Logf("history: %d ops (%d ok, %d refused, %d unknown), %d orders in the final primary's history; not 200: %v",
+		len(ops), n[fvOK], n[fvRefused], n[fvUnknown], len(listed), answers)
 }
