@@ -260,11 +260,30 @@ func (c *fvCluster) takeover(h *fvHistory, t0 time.Time, within time.Duration, o
 	}
 }
 
+// dumpStacks makes every running node print its goroutines and exit
+// (SIGQUIT), for the logs of a test that failed on a stuck node.
+func (c *fvCluster) dumpStacks() {
+	for _, nd := range c.nodes {
+		if nd.s == nil {
+			continue
+		}
+		if nd.paused {
+			_ = nd.s.cmd.Process.Signal(syscall.SIGCONT)
+		}
+		_ = nd.s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-nd.s.exited:
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
 // waitTakeover is takeover that fails the test if no node takes over.
 func (c *fvCluster) waitTakeover(h *fvHistory, t0 time.Time, within time.Duration, old int) (int, time.Duration) {
 	c.t.Helper()
 	n, d, ok := c.takeover(h, t0, within, old)
 	if !ok {
+		c.dumpStacks()
 		c.t.Fatalf("no 200 from a new primary within %v of %v (node %s out)", within, t0.Format("15:04:05.000"), c.nodes[old].id)
 	}
 	return n, d
@@ -577,7 +596,7 @@ func TestFailoverEndToEnd(t *testing.T) {
 	c.signal(p1, syscall.SIGSTOP)
 	p2, took, ok := c.takeover(h, tStop, 15*time.Second, p1) // normally within the pause of 3 TTLs
 	if !ok {
-		c.signal(p1, syscall.SIGCONT)
+		c.dumpStacks()
 		t.Fatalf("primary %s paused: no other node answered 200 within %v", c.nodes[p1].id, time.Since(tStop).Round(time.Millisecond))
 	}
 	t.Logf("primary %s SIGSTOPped: first 200 from %s after %v", c.nodes[p1].id, c.nodes[p2].id, took.Round(time.Millisecond))
@@ -734,7 +753,7 @@ func TestFailoverKillLoop(t *testing.T) {
 			c.signal(p, syscall.SIGSTOP)
 			np, took, ok := c.takeover(h, t0, 30*time.Second, p)
 			if !ok {
-				c.signal(p, syscall.SIGCONT)
+				c.dumpStacks()
 				t.Fatalf("action %d: primary %s paused: no other node answered 200 within %v", n, c.nodes[p].id, time.Since(t0).Round(time.Millisecond))
 			}
 			paused = append(paused, took)
