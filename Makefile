@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 DATA    ?= ./data
 
-.PHONY: run chain-node test test-long soak replica-demo fuzz bench bench-quick bench-shape-instr bench-micro bench-median bench-wrk lint build clean
+.PHONY: run chain-node test test-long soak replica-demo failover-demo fuzz bench bench-quick bench-shape-instr bench-micro bench-median bench-wrk lint build clean
 
 ## build: compile every binary into ./bin
 build:
@@ -56,6 +56,10 @@ soak: chain-node
 ## replica-demo: a 3-node NATS cluster, a primary and a standby, a promotion (docs/replication.md)
 replica-demo:
 	bash scripts/replica-demo.sh
+
+## failover-demo: a 3-node NATS cluster, three exchanges with --failover auto: a kill, a take-over, a rejoin, a bootstrap
+failover-demo:
+	bash scripts/failover-demo.sh
 
 ## fuzz: run every fuzz target for FUZZTIME each
 FUZZTIME ?= 30s

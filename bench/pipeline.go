@@ -122,7 +122,7 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 	calN := 0 // calibration claims made; calibrating goroutine only
 	jc := cfg.Journal
 	jc.Dir, jc.Logger, jc.OnAck = cfg.Dir, cfg.Logger, lat.onAck
-	jc.MeasureApply = true
+	jc.MeasureApply, jc.MeasureApplyFrom = true, lat.from // the longest pause of the measured commands, as their latencies
 	if jc.TruncateLimit == nil {
 		jc.TruncateLimit = keepWholeWAL
 	}

@@ -57,10 +57,13 @@ type Config struct {
 	// start's state. Benchmarks' baseline only ("snapshots off").
 	NoSnapshots bool
 	// MeasureApply times every command on the processor (MaxApply): a
-	// benchmark's measure of the processor's longest pause.
-	MeasureApply bool
-	Core         core.Config
-	Logger       *slog.Logger
+	// benchmark's measure of the processor's longest pause, from seq
+	// MeasureApplyFrom on (a benchmark's warm-up and setup excluded, as
+	// from its latency histogram).
+	MeasureApply     bool
+	MeasureApplyFrom core.Seq
+	Core             core.Config
+	Logger           *slog.Logger
 	// Now returns unix nanoseconds; time.Now by default. Called once per
 	// command at sequencing.
 	Now func() int64

@@ -136,7 +136,7 @@ func (pl *Pipeline) processor() {
 				t0 = nanotime()
 			}
 			evs, discard := pl.applySafe(&slot.Cmd)
-			if pl.cfg.MeasureApply {
+			if pl.cfg.MeasureApply && slot.Cmd.Seq >= pl.cfg.MeasureApplyFrom {
 				if d := nanotime() - t0; d > pl.maxApply.Load() {
 					pl.maxApply.Store(d)
 				}

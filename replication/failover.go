@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ubscore/ubscore/journal"
+	"github.com/ubscore/ubscore/logging"
 )
 
 // Automatic failover (issue 38). With --failover auto every node of a
@@ -116,16 +118,22 @@ func OpenFailover(ctx context.Context, cfg NodeConfig) (*Failover, error) {
 // DefaultFailoverLeaseTTL is --lease-ttl's default.
 const DefaultFailoverLeaseTTL = 1500 * time.Millisecond
 
+// release gives the lease up if this node holds it.
+func (f *Failover) release() {
+	if !f.lease.Held() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := f.lease.Release(ctx); err != nil {
+		f.lg.Warn("replication: lease release failed; it expires after its TTL", "err", err)
+	}
+}
+
 // Close releases the lease if held (a graceful stop hands over at once
 // instead of after a TTL) and closes the connections.
 func (f *Failover) Close() {
-	if f.lease.Held() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if err := f.lease.Release(ctx); err != nil {
-			f.lg.Warn("replication: lease release failed; it expires after its TTL", "err", err)
-		}
-		cancel()
-	}
+	f.release()
 	f.lease.Close()
 	f.snaps.Close()
 	f.log.Close()
@@ -142,7 +150,38 @@ func (f *Failover) Lease() *Lease { return f.lease }
 // (renamed <dir>.aside-<unix time>, never deleted) and the node
 // bootstrapped. venue is the data dir's own ("" if it has none yet); a
 // log of another venue is refused (ErrForeignLog): an operator's matter.
+//
+// The log may be out of reach for a while (no quorum: the cluster lost two
+// nodes, or elects a leader): Prepare then tries again every half second
+// until ctx ends, logging a WARN every ten tries. A definitive refusal
+// (another venue's log, a local file or journal error) returns at once.
 func (f *Failover) Prepare(ctx context.Context, dataDir, venue string) error {
+	for try := 0; ; try++ {
+		err := f.prepare(ctx, dataDir, venue)
+		if err == nil || definitive(err) || ctx.Err() != nil {
+			return err
+		}
+		if try%10 == 0 {
+			f.lg.Warn("replication: cannot reach the log to rejoin or bootstrap; retrying", "err", err, "tries", try+1)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// definitive tells an error Prepare must not retry: the log is another
+// venue's, or the node's own files are at fault.
+func definitive(err error) bool {
+	var pe *fs.PathError
+	return errors.Is(err, ErrForeignLog) || errors.Is(err, ErrOtherVenue) || errors.Is(err, ErrDataDirNotEmpty) ||
+		errors.Is(err, journal.ErrCorrupt) || errors.Is(err, journal.ErrTornTail) || errors.Is(err, journal.ErrNoSnapshot) ||
+		errors.As(err, &pe)
+}
+
+func (f *Failover) prepare(ctx context.Context, dataDir, venue string) error {
 	if checkEmpty(dataDir, filepath.Join(dataDir, journal.WALDir)) == nil {
 		return f.bootstrap(ctx, dataDir)
 	}
@@ -185,9 +224,11 @@ func (f *Failover) Prepare(ctx context.Context, dataDir, venue string) error {
 
 // bootstrap starts an empty dataDir from the bucket's newest snapshot.
 func (f *Failover) bootstrap(ctx context.Context, dataDir string) error {
-	_, err := Bootstrap(ctx, f.snaps, dataDir, f.lg)
-	if errors.Is(err, ErrNoRemoteSnapshot) {
-		f.lg.Info("replication: no snapshot in the bucket; following the log from its start")
+	_, err := Bootstrap(ctx, f.snaps, f.log, dataDir, f.lg)
+	if errors.Is(err, ErrNoRemoteSnapshot) || errors.Is(err, ErrNoUsableSnapshot) {
+		// The log from its start, then: Standby refuses it (a gap) if its
+		// front was trimmed, and says so.
+		f.lg.Info("replication: no usable snapshot in the bucket; following the log from its start", "why", err)
 		return nil
 	}
 	if err != nil {
@@ -216,16 +257,21 @@ func (f *Failover) setAside(dataDir string) error {
 	return nil
 }
 
-// PublishSnapshots runs on the primary until ctx ends: it puts the
-// journal's newest snapshot in the bucket when there is a new one.
-func (f *Failover) PublishSnapshots(ctx context.Context, dataDir string) {
-	f.snaps.Publish(ctx, filepath.Join(dataDir, journal.SnapshotDir), 2*time.Second)
+// PublishSnapshots runs on the primary n until ctx ends: it puts the
+// journal's newest snapshot the log holds every command of in the bucket
+// (SnapshotBucket.Publish), when there is a new one.
+func (f *Failover) PublishSnapshots(ctx context.Context, dataDir string, n *Node) {
+	f.snaps.Publish(ctx, filepath.Join(dataDir, journal.SnapshotDir), 2*time.Second, n.log)
 }
 
 // NextRole is the role the process serves in next after serve returned
 // err ("" to stop): the primary after a promotion, a standby after
-// ErrRejoin, or, under automatic failover, after a primary's start that
-// failed because the lease or the log went to another node meanwhile.
+// ErrRejoin. Under automatic failover a primary's serve that failed
+// otherwise (its start met the log or the lease gone to another node, or
+// anything else) serves again as a standby rather than stopping the
+// process: it releases the lease if it holds it and waits a TTL before it
+// competes again, so that another node takes over first and a failure
+// that repeats cannot spin.
 func NextRole(err error, cfg NodeConfig) Role {
 	switch {
 	case err == nil:
@@ -233,10 +279,15 @@ func NextRole(err error, cfg NodeConfig) Role {
 	case errors.Is(err, ErrPromoted):
 		return RolePrimary
 	case errors.Is(err, ErrRejoin):
+		if cfg.Auto != nil {
+			cfg.Auto.release() // a fenced primary that still holds the lease lets another node have it
+		}
 		return RoleStandby
-	case cfg.Auto != nil && cfg.Role == RolePrimary &&
-		(errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrFenced) || errors.Is(err, ErrBehind) || !cfg.Auto.lease.Held()):
-		cfg.Auto.lg.Warn("replication: the primary's start failed; serving again as a standby", "err", err)
+	case cfg.Auto != nil && cfg.Role == RolePrimary:
+		f := cfg.Auto
+		logging.Critical(context.Background(), f.lg, "replication: the primary stopped; releasing the lease and serving again as a standby", "err", err)
+		f.release()
+		time.Sleep(f.lease.cfg.TTL)
 		return RoleStandby
 	}
 	return ""

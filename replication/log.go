@@ -297,6 +297,35 @@ func (l *Log) Tail(ctx context.Context) (uint64, *Record, error) {
 	return last, &r, nil
 }
 
+// Held is the range of commands the log holds, first..last: last is its
+// last record's Last(); first is the first command after the front of the
+// stream (which may have been trimmed): its first record's first command,
+// or, for an epoch marker or a hash, the command after the last one before
+// it. An empty stream holds none: first is last+1 (1, 0 if it never held a
+// record; a stream purged whole tells no last command either).
+func (l *Log) Held(ctx context.Context) (first, last core.Seq, err error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("replication: stream info: %w", err)
+	}
+	if info.State.Msgs == 0 {
+		return 1, 0, nil
+	}
+	head, err := l.get(ctx, info.State.FirstSeq)
+	if err != nil {
+		return 0, 0, err
+	}
+	tail, err := l.get(ctx, info.State.LastSeq)
+	if err != nil {
+		return 0, 0, err
+	}
+	first = head.Last() + 1
+	if head.Kind == KindCommands {
+		first = head.Seq
+	}
+	return first, tail.Last(), nil
+}
+
 // get reads and decodes the record at stream sequence sq.
 func (l *Log) get(ctx context.Context, sq uint64) (Record, error) {
 	m, err := l.stream.GetMsg(ctx, sq)
@@ -341,6 +370,14 @@ func (l *Log) Claim(ctx context.Context, at uint64, applied core.Seq, epoch uint
 	l.log.Info("replication: claimed the log", "node", l.cfg.Node, "epoch", epoch, "stream_seq", ack.Sequence,
 		"seq", applied)
 	return nil
+}
+
+// Venue is the venue this node's claims carry (Config.Venue, or the one
+// it adopted from the log's epoch markers).
+func (l *Log) Venue() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cfg.Venue
 }
 
 // setVenue sets the venue this node's claims carry.

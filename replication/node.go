@@ -174,7 +174,17 @@ func StartNode(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline) (*Node
 		}
 		return n, nil
 	}
-	n.run(func(ctx context.Context) error { return n.standby.Run(ctx) })
+	n.run(func(ctx context.Context) error {
+		err := n.standby.Run(ctx)
+		if err != nil && ctx.Err() == nil && cfg.Auto != nil && !errors.Is(err, ErrDivergedState) &&
+			!errors.Is(err, ErrDiverged) && !errors.Is(err, ErrOtherVenue) {
+			// Under automatic failover a standby whose following failed
+			// (not a divergence: that stops it for an operator) serves
+			// again as a standby, which prepares its data dir again.
+			go n.rejoinAfter(cfg.Auto.lease.cfg.TTL)
+		}
+		return err
+	})
 	cfg.Logger.Info("replication: standby following the log", "stream", l.cfg.Stream, "from_seq", pl.DurableSeq()+1)
 	if cfg.Auto != nil {
 		n.wg.Add(1)
@@ -190,8 +200,15 @@ func StartNode(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline) (*Node
 // process to serve again as a standby (Rejoin).
 func (n *Node) takeOver(f *Failover) {
 	defer n.wg.Done()
-	if _, err := f.lease.Acquire(n.ctx); err != nil {
+	// ErrLeaseHeld: this process kept the lease through its serving again
+	// as a standby (a fenced primary): it is the one to take over.
+	if _, err := f.lease.Acquire(n.ctx); err != nil && !errors.Is(err, ErrLeaseHeld) {
 		return // closed
+	}
+	if err := n.Err(); err != nil { // its following failed: never the primary (the rejoin runs it again)
+		n.cfg.Logger.Warn("replication: lease won by a standby whose following failed; releasing it", "err", err)
+		f.release()
+		return
 	}
 	t0 := time.Now()
 	n.cfg.Logger.Info("replication: lease won: taking over as the primary", "seq", n.pl.DurableSeq())
@@ -205,9 +222,18 @@ func (n *Node) takeOver(f *Failover) {
 		return
 	}
 	logging.Critical(n.ctx, n.cfg.Logger, "replication: taking over failed; releasing the lease and serving again as a standby", "err", err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	_ = f.lease.Release(ctx)
-	cancel()
+	f.release()
+	n.rejoinAfter(f.lease.cfg.TTL)
+}
+
+// rejoinAfter asks the process, after d (so that another node may take
+// over first and a failure that repeats cannot spin), to serve again as a
+// standby.
+func (n *Node) rejoinAfter(d time.Duration) {
+	select {
+	case <-n.ctx.Done():
+	case <-time.After(d):
+	}
 	n.rejoinOne.Do(func() { close(n.rejoin) })
 }
 
@@ -284,12 +310,18 @@ func (n *Node) promote(ctx context.Context) error {
 }
 
 // Promote makes a standby the primary (POST /admin/v1/replication/promote)
-// and returns its epoch; Promoted is closed then.
+// and returns its epoch; Promoted is closed then. Under automatic failover
+// only the lease's holder is promoted (ErrLeaseLost otherwise): an
+// operator's promotion of another node would fence the holder, which no
+// other node could then replace.
 func (n *Node) Promote(ctx context.Context) (uint64, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.primary.Load() {
 		return 0, ErrAlreadyPrimary
+	}
+	if f := n.cfg.Auto; f != nil && !f.lease.Held() {
+		return 0, fmt.Errorf("%w: with --failover auto the holder of the lease is the primary", ErrLeaseLost)
 	}
 	if err := n.promote(ctx); err != nil {
 		return 0, err

@@ -327,6 +327,12 @@ func (s *Standby) Promote(ctx context.Context, sync bool) (epoch uint64, err err
 		if tail != nil {
 			logLast = tail.Last()
 		}
+		if s.lease != nil && !s.lease.Held() {
+			// Automatic failover: only the lease's holder claims the log (a
+			// promoted node's restart as the primary whose lease lapsed
+			// meanwhile would otherwise fence the node that took it).
+			return 0, fmt.Errorf("%w: not claiming the log", ErrLeaseLost)
+		}
 		if tail != nil && tail.Kind == KindEpoch && tail.Node == s.log.cfg.Node && tail.Epoch == s.epoch.Load() {
 			// Our own claim is the log's last record (a promoted node
 			// serving again as the primary): it still holds.

@@ -90,6 +90,9 @@ func run(args []string) error {
 			break
 		}
 	}
+	if ctx.Err() != nil && (errors.Is(err, replication.ErrPromoted) || errors.Is(err, replication.ErrRejoin)) {
+		err = nil // a signal met a change of role: a graceful stop all the same
+	}
 	if fo != nil {
 		fo.Close() // a primary's lease is released: a standby takes over at once
 	}

@@ -191,7 +191,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	publish.Start(sinkCtx, pub, pl, &sinkWG)
 	if fo := cfg.Replication.Auto; fo != nil && !standby { // snapshots for nodes that bootstrap
-		sinkWG.Go(func() { fo.PublishSnapshots(sinkCtx, cfg.DataDir) })
+		sinkWG.Go(func() { fo.PublishSnapshots(sinkCtx, cfg.DataDir, node) })
 	}
 
 	// Ready (issue 20): recovery done, HTTP serving, and every enabled
