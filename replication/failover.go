@@ -188,14 +188,7 @@ func (f *Failover) prepare(ctx context.Context, dataDir, venue string) error {
 	if venue == "" {
 		return nil // a journal without a venue: the standby adopts the log's or refuses it
 	}
-	// Retried until ctx ends: a node serving again as a standby after a
-	// failed take-over gets here while the stream may have no leader; an
-	// error would end the process.
-	var claim *Record
-	err := untilReady(ctx, f.lg, "the log's newest epoch marker", nil, func() (err error) {
-		claim, err = f.log.LastEpoch(ctx)
-		return err
-	})
+	claim, err := f.log.LastEpoch(ctx)
 	if err != nil {
 		return err
 	}
