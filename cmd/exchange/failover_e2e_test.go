@@ -643,7 +643,7 @@ func TestFailoverEndToEnd(t *testing.T) {
 	c.restart(w)
 	c.waitLog(w, "replication: bootstrapping", 1, 10*time.Second)
 	c.waitStandby(w, p2, c.seqOf(p2), 60*time.Second)
-	c.waitLoad(h, 100, 30*time.Second)
+	c.waitLoad(h, 250, 30*time.Second) // past a multiple of 200: every standby compares a state hash (agree)
 
 	h.stopLoad()
 	loadStopped = true
@@ -776,6 +776,7 @@ func TestFailoverKillLoop(t *testing.T) {
 		}
 		c.waitLoad(h, 20, 60*time.Second)
 	}
+	c.waitLoad(h, 250, 60*time.Second) // past a multiple of 200: every standby compares a state hash (agree)
 	h.stopLoad()
 	loadStopped = true
 	t.Logf("failover (SIGKILL -> first 200), the log's stream leader survives: %s", fvDurations(survives))
