@@ -501,45 +501,62 @@ func fvStoredIDs(t *testing.T, url, stream string) []string {
 	}
 }
 
-// fvStreamLeader is the index of the NATS node leading stream (the
-// replicated log): its server name is n<index> (natstest).
-func fvStreamLeader(t *testing.T, c *natstest.Cluster, stream string) int {
+// fvNATSReady waits until the streams of the log, the lease and the
+// snapshot bucket each have a leader and every other replica is online and
+// current, and returns the index of the NATS node leading the log (its
+// server name is n<index>: natstest). Killing that node then takes one
+// replica of three, never a quorum: a node restarted just before may still
+// be catching up, and killing the leader then would leave one current
+// replica.
+func fvNATSReady(t *testing.T, c *natstest.Cluster, within time.Duration) int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	streams := []string{replication.DefaultStream, "KV_" + replication.DefaultLeaseBucket,
+		"OBJ_" + replication.SnapshotBucketName(replication.DefaultStream)}
+	deadline := time.Now().Add(within)
 	for {
-		leader, err := func() (string, error) {
+		leader, err := func() (int, error) {
 			nc, err := nats.Connect(c.URL(), nats.Timeout(2*time.Second))
 			if err != nil {
-				return "", err
+				return -1, err
 			}
 			defer nc.Close()
 			js, err := jetstream.New(nc)
 			if err != nil {
-				return "", err
+				return -1, err
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			s, err := js.Stream(ctx, stream)
-			if err != nil {
-				return "", err
+			leader := -1
+			for _, name := range streams {
+				s, err := js.Stream(ctx, name)
+				if err != nil {
+					return -1, fmt.Errorf("%s: %w", name, err)
+				}
+				info, err := s.Info(ctx)
+				if err != nil {
+					return -1, fmt.Errorf("%s: %w", name, err)
+				}
+				if info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 {
+					return -1, fmt.Errorf("%s: cluster %+v", name, info.Cluster)
+				}
+				for _, r := range info.Cluster.Replicas {
+					if r.Offline || !r.Current {
+						return -1, fmt.Errorf("%s: replica %s offline %v current %v lag %d", name, r.Name, r.Offline, r.Current, r.Lag)
+					}
+				}
+				if name == replication.DefaultStream {
+					if leader, err = strconv.Atoi(strings.TrimPrefix(info.Cluster.Leader, "n")); err != nil {
+						return -1, fmt.Errorf("leader %q", info.Cluster.Leader)
+					}
+				}
 			}
-			info, err := s.Info(ctx)
-			if err != nil {
-				return "", err
-			}
-			if info.Cluster == nil || info.Cluster.Leader == "" {
-				return "", fmt.Errorf("no leader yet")
-			}
-			return info.Cluster.Leader, nil
+			return leader, nil
 		}()
 		if err == nil {
-			if i, perr := strconv.Atoi(strings.TrimPrefix(leader, "n")); perr == nil {
-				return i
-			}
-			err = fmt.Errorf("leader %q", leader)
+			return leader
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("stream %s: no leader: %v", stream, err)
+			t.Fatalf("the NATS cluster is not whole within %v: %v", within, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -712,7 +729,7 @@ func TestFailoverKillLoop(t *testing.T) {
 	var paused []time.Duration
 	for n := 0; n < actions || len(survives) < kills || len(dies) < kills; n++ {
 		p = c.waitPrimary(60 * time.Second)
-		leader := fvStreamLeader(t, nc, replication.DefaultStream)
+		leader := fvNATSReady(t, nc, 60*time.Second)
 		var kind string
 		switch x := r.IntN(10); {
 		case x < 3 && len(survives) < kills || x < 1:
