@@ -111,10 +111,12 @@ func (c *fvCluster) launch(i int) {
 	s := e2eLaunch(c.t, nd.dir, c.pg, args...)
 	s.addr = nd.addr
 	nd.s = s
-	if os.Getenv("UBS_FAILOVER_LOGS") != "" { // every process's WARN and worse, even when the test passes
+	if os.Getenv("UBS_FAILOVER_LOGS") != "" { // every process's replication story, WARN and worse, even when the test passes
 		c.t.Cleanup(func() {
 			for _, l := range strings.Split(s.Logs(), "\n") {
-				if !strings.Contains(l, `"level":"INFO"`) && !strings.Contains(l, `"level":"DEBUG"`) && !strings.Contains(l, "gateway: request failed") && l != "" {
+				info := strings.Contains(l, `"level":"INFO"`) || strings.Contains(l, `"level":"DEBUG"`)
+				story := strings.Contains(l, `"msg":"replication: `) || strings.Contains(l, `"msg":"exchange: `)
+				if l != "" && !strings.Contains(l, "gateway: request failed") && (!info || story) {
 					c.t.Logf("node %s: %s", nd.id, l)
 				}
 			}
