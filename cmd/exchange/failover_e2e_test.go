@@ -375,6 +375,15 @@ func (c *fvCluster) finish(h *fvHistory) {
 	p := c.agree(60 * time.Second)
 	ps := c.nodes[p].s
 	e2eWaitSink(c.t, ps, c.pg)
+	var gaps int64 // ranges a new primary's sink could not derive from its WAL (its checkpoint below the WAL's front)
+	var first string
+	if err := e2eConn(c.t, c.pg).QueryRow(context.Background(),
+		"SELECT count(*), coalesce(min(from_seq || '-' || to_seq || ': ' || reason), '') FROM sink_gaps").Scan(&gaps, &first); err != nil {
+		c.t.Fatal(err)
+	}
+	if gaps != 0 {
+		c.t.Errorf("Postgres: %d ranges of commands skipped by a sink after a take-over (sink_gaps), e.g. %s", gaps, first)
+	}
 	fvCheckHistory(c.t, ps, h)
 	deadline := time.Now().Add(30 * time.Second)
 	for ps.metric("ubs_publisher_lag_commands") != 0 {
