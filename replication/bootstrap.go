@@ -95,6 +95,9 @@ type SnapshotBucket struct {
 	last uint64 // the newest seq this handle put (PublishNewest)
 }
 
+// listAttempt bounds one attempt of SnapshotBucket.List.
+const listAttempt = 5 * time.Second
+
 // SnapshotBucketName is the bucket of the log stream's snapshots.
 func SnapshotBucketName(stream string) string { return stream + "_SNAP" }
 
@@ -185,8 +188,21 @@ func (b *SnapshotBucket) prune(ctx context.Context, seq uint64) error {
 
 // List returns the bucket's snapshots, oldest first. Objects whose name
 // does not match their recorded seq are left out (with a warning).
+//
+// Each attempt is bounded (listAttempt) and retried: jetstream's List waits
+// for its watcher's "initial values done" marker, which never comes when
+// the watcher's first request (the bucket's last meta message) fails, as
+// on a bucket just created whose stream has no leader yet: the first node
+// of a new venue then hung in Prepare's bootstrap for good.
 func (b *SnapshotBucket) List(ctx context.Context) ([]RemoteSnapshot, error) {
-	infos, err := b.obs.List(ctx)
+	var infos []*jetstream.ObjectInfo
+	noObjects := func(err error) bool { return errors.Is(err, jetstream.ErrNoObjectsFound) }
+	err := untilReady(ctx, b.log, "snapshot bucket listing", noObjects, func() (err error) {
+		actx, cancel := context.WithTimeout(ctx, listAttempt)
+		defer cancel()
+		infos, err = b.obs.List(actx)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
 	}

@@ -724,8 +724,13 @@ func inOrder(sq, next uint64) (bool, error) {
 // followFrom is one ordered consumer's session of Follow, from *next.
 func (l *Log) followFrom(ctx context.Context, next *uint64, fn func(sq uint64, r Record) error) error {
 	attempt, cancel := context.WithTimeout(ctx, l.cfg.Attempt) // a cluster regaining its quorum may not answer yet
+	// MaxResetAttempts 1: the ordered consumer re-creates its consumer on
+	// every Fetch, by default retrying without end and without looking at
+	// ctx; a failed re-creation must come back here instead (Follow reads
+	// on, or stops once ctx ends): a promotion waits for the follow to
+	// stop, and hung forever while the stream's leader was being replaced.
 	cons, err := l.stream.OrderedConsumer(attempt, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: *next})
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: *next, MaxResetAttempts: 1})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("replication: follow from %d: %w", *next, err)

@@ -79,6 +79,22 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if standby {
 		cfg.PGURL, cfg.Publish.NATSURL, cfg.Chain.RPC, cfg.P2P.Standby = "", "", "", true
 	}
+	if standby && cfg.Replication.Auto != nil {
+		// A standby of automatic failover may become the primary, whose
+		// sink and publisher continue from their checkpoints (Postgres,
+		// the event stream), which trail the log: it keeps the WAL they
+		// may need as the primary's own followers pin it (up to
+		// --follower-max-retained behind the durable seq). Without the pin
+		// it truncated to its newest snapshot and a new primary's sink
+		// skipped the commands between its checkpoint and there (sink_gaps).
+		maxRet := core.Seq(cfg.FollowerMaxRetained)
+		ret.Register("failover", func() core.Seq {
+			if d := m.DurableSeq(); maxRet > 0 && d > maxRet {
+				return d - maxRet
+			}
+			return 1
+		})
+	}
 	jc := journal.Config{Dir: cfg.DataDir, Logger: log, ReadView: true,
 		Core: core.Config{AllowFaults: cfg.FaultInjection},
 		OnView: func(c *core.Command, evs []core.Event) {
