@@ -63,6 +63,11 @@ func TestReplicaAnswers(t *testing.T) {
 	}
 	h.fails("POST", "/api/v1/order", user, orderBody(), 503, CodeNotPrimary)
 	h.fails("POST", "/admin/v1/adjust", h.admin, `{"user_id":1,"asset":"BTC","amount":"1","ref":"r"}`, 503, CodeNotPrimary)
+	// A write of a feature the standby does not run (Postgres's): the
+	// primary serves it, so NOT_PRIMARY, not 404; a path no node serves
+	// stays 404.
+	h.fails("POST", "/admin/v1/deposit", h.admin, `{"user_id":1,"asset":"BTC","amount":"1","tx_ref":"r"}`, 503, CodeNotPrimary)
+	h.fails("POST", "/admin/v1/no-such-thing", h.admin, `{}`, 404, CodeNotFound)
 	h.ok("GET", "/admin/v1/replication", h.admin, "")
 
 	rep.promoteErr = errors.New("no quorum")

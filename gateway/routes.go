@@ -197,6 +197,20 @@ func (s *Server) matchRoute(method, path []byte, params *[maxParams][]byte) (*ro
 	return nil, errNotFound
 }
 
+// elsewhere tells whether method and path name a route of a feature this
+// server does not run (a standby runs none of Postgres's): another node of
+// the venue may serve it.
+func elsewhere(method, path []byte) bool {
+	var params [maxParams][]byte
+	for i := range routes {
+		r := &routes[i]
+		if r.needs != 0 && string(method) == r.method && matchPath(r.segs, path, &params) {
+			return true
+		}
+	}
+	return false
+}
+
 var (
 	errNotFound         = &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such endpoint"}
 	errMethodNotAllowed = &APIError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: "method not allowed on this endpoint"}

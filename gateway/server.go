@@ -216,6 +216,14 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	r, err := s.matchRoute(ctx.Method(), path, &st.params)
+	if err == errNotFound && s.replica != nil && !s.replica.Primary() && elsewhere(ctx.Method(), path) {
+		// A write the primary serves with a feature a standby does not run
+		// (Postgres's transfers, deposits, withdrawals): NOT_PRIMARY, naming
+		// the primary, not 404 — a client in a failover must learn where to go.
+		if perr := s.notPrimary(ctx); perr != nil {
+			err = perr
+		}
+	}
 	if err != nil {
 		if err.Code == CodeMethodNotAllowed {
 			ctx.Response.Header.Set("Allow", s.allowedMethods(path))

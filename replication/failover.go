@@ -172,6 +172,11 @@ func (f *Failover) Prepare(ctx context.Context, dataDir, venue string) error {
 	}
 }
 
+// logAttempt bounds one try of Prepare's reads of the log (a request sent
+// as the connection dropped gets no answer, and would otherwise wait out
+// the caller's whole deadline).
+const logAttempt = 10 * time.Second
+
 // definitive tells an error Prepare must not retry: the log is another
 // venue's, or the node's own files are at fault.
 func definitive(err error) bool {
@@ -188,14 +193,16 @@ func (f *Failover) prepare(ctx context.Context, dataDir, venue string) error {
 	if venue == "" {
 		return nil // a journal without a venue: the standby adopts the log's or refuses it
 	}
-	claim, err := f.log.LastEpoch(ctx)
+	lctx, cancel := context.WithTimeout(ctx, logAttempt)
+	defer cancel()
+	claim, err := f.log.LastEpoch(lctx)
 	if err != nil {
 		return err
 	}
 	if claim == nil {
 		return nil // nobody claimed the log yet: this node's journal is all there is (the first primary appends it)
 	}
-	fork, err := DiscardUnreplicated(ctx, f.log, dataDir, venue, journal.Options{Logger: f.lg})
+	fork, err := DiscardUnreplicated(lctx, f.log, dataDir, venue, journal.Options{Logger: f.lg})
 	switch {
 	case err == nil:
 		if fork.WALLast > fork.At {

@@ -239,20 +239,17 @@ func ackedAfter(pl *journal.Pipeline, d time.Duration) bool {
 	return pl.WaitContext(ctx, r) == nil
 }
 
-// TestPrepareSetsAsideAForeignJournal: a data dir whose WAL shares no
-// entry with the log is renamed aside (nothing deleted) and the node
-// starts empty; one of another venue is refused with nothing changed.
-func TestPrepareSetsAsideAForeignJournal(t *testing.T) {
-	c := natstest.Start(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cfg := autoConfig(c.URL(), "w")
+// logOf50 is a log of testVenue claimed by "w", holding commands 1..50
+// of "log" (cmds).
+func logOf50(t *testing.T, ctx context.Context, url string) {
+	t.Helper()
+	cfg := autoConfig(url, "w")
 	cfg.Log.Venue = testVenue
 	l, err := replication.Open(ctx, cfg.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(l.Close)
 	if err := l.Claim(ctx, 0, 0, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +259,16 @@ func TestPrepareSetsAsideAForeignJournal(t *testing.T) {
 	if err := l.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPrepareSetsAsideAForeignJournal: a data dir whose WAL shares no
+// entry with the log is renamed aside (nothing deleted) and the node
+// starts empty; one of another venue is refused with nothing changed.
+func TestPrepareSetsAsideAForeignJournal(t *testing.T) {
+	c := natstest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	logOf50(t, ctx, c.URL())
 	fo := openAuto(t, c.URL(), "x", "")
 	defer fo.fo.Close()
 
@@ -319,22 +326,7 @@ func TestPrepareWaitsForTheLog(t *testing.T) {
 	c := natstest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := autoConfig(c.URL(), "w")
-	cfg.Log.Venue = testVenue
-	l, err := replication.Open(ctx, cfg.Log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := l.Claim(ctx, 0, 0, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Append(1, cmds("log", 1, 50)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	logOf50(t, ctx, c.URL())
 	fo := openAuto(t, c.URL(), "x", "")
 	defer fo.fo.Close()
 	_, dir := walWith(t, 1, cmds("log", 1, 50), cmds("tail", 51, 60)) // the log's 1..50, then a tail it never stored

@@ -213,6 +213,21 @@ func (n *Node) takeOver(f *Failover) {
 	t0 := time.Now()
 	n.cfg.Logger.Info("replication: lease won: taking over as the primary", "seq", n.pl.DurableSeq())
 	epoch, err := n.Promote(n.ctx)
+	// The log may be electing a leader (its leader's host died with the
+	// primary: 4-9 s here): while this node holds the lease it tries again,
+	// rather than giving the lease up after one attempt and leaving the
+	// next node to wait a TTL and fail the same way. (Promote is safe to
+	// repeat: a claim whose answer was lost is found as this node's own.)
+	for tries := 1; err != nil && retryable(err) && n.ctx.Err() == nil && f.lease.Held(); tries++ {
+		if tries%10 == 1 {
+			n.cfg.Logger.Warn("replication: taking over: the log does not answer yet; trying again", "err", err, "tries", tries)
+		}
+		select {
+		case <-n.ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+		epoch, err = n.Promote(n.ctx)
+	}
 	if err == nil {
 		f.takeovers.Add(1)
 		n.cfg.Logger.Info("replication: took over", "epoch", epoch, "took", time.Since(t0))
@@ -224,6 +239,15 @@ func (n *Node) takeOver(f *Failover) {
 	logging.Critical(n.ctx, n.cfg.Logger, "replication: taking over failed; releasing the lease and serving again as a standby", "err", err)
 	f.release()
 	n.rejoinAfter(f.lease.cfg.TTL)
+}
+
+// retryable tells a failed take-over that may succeed if tried again
+// (the log unreachable, electing a leader) from one that will not (this
+// node's state, its venue, or the lease).
+func retryable(err error) bool {
+	return !errors.Is(err, ErrDiverged) && !errors.Is(err, ErrDivergedState) && !errors.Is(err, ErrOtherVenue) &&
+		!errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrAlreadyPrimary) &&
+		!errors.Is(err, errSwitched)
 }
 
 // rejoinAfter asks the process, after d (so that another node may take

@@ -277,6 +277,11 @@ func (s *Standby) appendTail(ctx context.Context, logLast core.Seq) error {
 	return nil
 }
 
+// errSwitched marks a promotion that failed after the pipeline became the
+// primary's: it must not be tried again (the node would read its own
+// commands back as a standby); the process serves again instead.
+var errSwitched = errors.New("replication: promotion failed after the switch to primary")
+
 // ensureVenue gives a claim without a venue this node's own (createVenue):
 // the first claim of a venue whose nodes all started as standbys.
 func (s *Standby) ensureVenue() error {
@@ -369,7 +374,7 @@ func (s *Standby) Promote(ctx context.Context, sync bool) (epoch uint64, err err
 		// The primary now: it trips what its recovery found open as a
 		// standby (which issues no command), as a primary's start does.
 		if err := s.pl.TripDeferred(ctx); err != nil {
-			return 0, fmt.Errorf("replication: the recovery's breaker trips: %w", err)
+			return 0, fmt.Errorf("%w: the recovery's breaker trips: %w", errSwitched, err)
 		}
 		return epoch, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ubscore/ubscore/gateway"
@@ -229,6 +230,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 		if err := cfg.Replication.Validate(); err != nil {
 			return Config{}, usageError{err}
 		}
+		if err := subjectsApart(cfg.Publish, cfg.Replication.Log); err != nil {
+			return Config{}, usageError{err}
+		}
 	}
 	if _, _, err := net.SplitHostPort(cfg.HTTPAddr); err != nil {
 		return Config{}, usageError{fmt.Errorf("--http %q: %w", cfg.HTTPAddr, err)}
@@ -366,4 +370,32 @@ func readSecretFile(path string, log *slog.Logger) (Secret, error) {
 		log.Warn("exchange: the JWT secret file is readable by other users; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
 	}
 	return Secret(s), nil
+}
+
+// subjectsApart refuses an event publisher and a replicated log on the same
+// NATS server whose subjects overlap (the defaults do: ubs.> holds
+// ubs.log.*): JetStream refuses the second stream, and the publisher would
+// retry it for ever, publishing nothing.
+func subjectsApart(pub publish.Config, log replication.Config) error {
+	if pub.NATSURL == "" {
+		return nil
+	}
+	shared := false
+	for _, a := range strings.Split(pub.NATSURL, ",") {
+		for _, b := range strings.Split(log.URL, ",") {
+			shared = shared || strings.TrimSpace(a) == strings.TrimSpace(b)
+		}
+	}
+	prefix, subj := pub.Prefix, log.Subject
+	if prefix == "" {
+		prefix = publish.SubjectPrefix
+	}
+	if subj == "" {
+		subj = replication.DefaultSubject
+	}
+	if shared && (strings.HasPrefix(subj+".", prefix) || strings.HasPrefix(prefix, subj+".")) {
+		return fmt.Errorf("--nats-subject-prefix %q holds the replicated log's subjects %s.* on the same NATS server: "+
+			"give one of them another prefix (e.g. --nats-subject-prefix events.)", prefix, subj)
+	}
+	return nil
 }

@@ -94,6 +94,12 @@ func TestConfigRejects(t *testing.T) {
 		{"--config", "testdata/does-not-exist.json"},
 		{"--bogus"},
 		{"extra-arg"},
+		{"--snapshot-every", "0"},
+		{"--failover", "auto"}, // without --replication sync
+		{"--replication", "async", "--replication-url", "nats://n:4222", "--failover", "auto"},
+		{"--replication", "sync", "--replication-url", "nats://n:4222", "--failover", "sometimes"},
+		// the publisher's default subjects (ubs.>) hold the log's (ubs.log.*) on the same server
+		{"--replication", "sync", "--replication-url", "nats://n:4222", "--nats-url", "nats://n:4222"},
 	} {
 		if _, err := parseConfig(args, envOf(nil), io.Discard); err == nil {
 			t.Errorf("%q accepted", args)
@@ -101,6 +107,15 @@ func TestConfigRejects(t *testing.T) {
 	}
 	if _, err := parseConfig(nil, envOf(map[string]string{"UBS_JWT_SECRET": "short"}), io.Discard); err == nil {
 		t.Error("short UBS_JWT_SECRET accepted")
+	}
+	for _, args := range [][]string{ // the same, set apart
+		{"--replication", "sync", "--replication-url", "nats://n:4222", "--nats-url", "nats://n:4222", "--nats-subject-prefix", "events."},
+		{"--replication", "sync", "--replication-url", "nats://n:4222", "--nats-url", "nats://other:4222"},
+		{"--replication", "sync", "--replication-url", "nats://n:4222", "--failover", "auto", "--lease-ttl", "1s", "--snapshot-every", "500"},
+	} {
+		if _, err := parseConfig(append(args, "--jwt-secret", testSecret), envOf(nil), io.Discard); err != nil {
+			t.Errorf("%q refused: %v", args, err)
+		}
 	}
 	if _, err := parseConfig([]string{"-h"}, envOf(map[string]string{"UBS_JWT_SECRET": testSecret}), io.Discard); err == nil {
 		t.Error("-h did not return ErrHelp")

@@ -21,6 +21,9 @@ type replStatus struct {
 	Seq        uint64 `json:"seq"`
 	HashChecks uint64 `json:"hash_checks"`
 	Diverged   bool   `json:"diverged"`
+	Primary    string `json:"primary"`    // the writer's name@address, from its epoch marker
+	Failover   string `json:"failover"`   // manual or auto
+	LeaseHeld  bool   `json:"lease_held"` // auto: the node holds the primary's lease
 }
 
 // replicationStatus reads s's replication status.
@@ -32,6 +35,20 @@ func replicationStatus(t *testing.T, s *e2eServer) replStatus {
 		t.Fatalf("replication status: %d %s", a.status, a.body)
 	}
 	return st
+}
+
+// replicationStatusTry reads s's replication status, or says why not (the
+// process gone, or between two of its serve loops).
+func replicationStatusTry(s *e2eServer) (replStatus, error) {
+	var st replStatus
+	a, err := s.replTry("GET", "/admin/v1/replication", s.token(1000, true), nil)
+	switch {
+	case err != nil:
+		return st, err
+	case a.status != 200:
+		return st, fmt.Errorf("replication status: %d %s", a.status, a.body)
+	}
+	return st, json.Unmarshal(a.body, &st)
 }
 
 // systemReplication gives the flags of sync replication on the machine's

@@ -316,6 +316,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("exchange: http shutdown", "err", err)
 	}
 	cancel()
+	// fasthttp's shutdown closes only the listeners Serve has registered: a
+	// promotion right after the start can come before that, and the port
+	// would stay bound for the next serve (bind: address already in use).
+	_ = ln.Close()
 	// The recovery worker, the conservation monitor and the core check use
 	// the core: stop them before it (a transfer step in progress finishes;
 	// the rest is resumed from Postgres by the next start's worker).
@@ -342,6 +346,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		runErr = err
 	}
 	stopSink()
+	// The followers (publisher, streams, snapshot publishing) end with the
+	// core: wait for them, so that a serve that starts again (a promotion,
+	// a rejoin) never runs beside this one's.
+	waited := make(chan struct{})
+	go func() { sinkWG.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(httpDrainTimeout):
+		log.Warn("exchange: followers still running after the core closed", "waited", httpDrainTimeout)
+	}
 	log.Info("exchange: stopped", "seq", pl.Processor().LastSeq(), "state_hash", pl.Processor().StateHash())
 	return runErr
 }

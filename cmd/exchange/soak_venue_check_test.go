@@ -41,6 +41,13 @@ func (v *soak) check(when string) {
 		v.t.Errorf(when+": CONTRADICTED: "+format, args...)
 	}
 	v.get200("/health/ready", 0) // the process is up
+	// Automatic failover: the node the clients use is still the primary.
+	if v.standby != nil {
+		if st, err := replicationStatusTry(v.s); err != nil || st.Role != "primary" || !st.LeaseHeld {
+			v.t.Fatalf("%s: the primary (%s) is no longer the primary, and the soak stopped neither node: %+v %v; %s",
+				when, v.s.dataDir, st, err, v.pairStatus(v.s, v.standby))
+		}
+	}
 	if _, h := v.get200("/api/v1/health/matching", 0); h["core_halted"] == true {
 		v.coreHalted = true // a fault whose answer was lost, or a repair cut short
 	}

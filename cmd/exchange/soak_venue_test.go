@@ -14,6 +14,16 @@ package main
 // connection cut and new ones refused for a while) and NATS (a TCP proxy
 // that drops its connections).
 //
+// With NATS on the machine the venue is a replicated pair under automatic
+// failover (--replication sync --failover auto, issue 38): a restart of the
+// primary is a failover when the standby takes over (the clients go on
+// against it meanwhile: 503 NOT_PRIMARY and REPLICATION_UNAVAILABLE are
+// refusals, 503 SERVICE_UNAVAILABLE an unknown outcome), or the stopped
+// node wins its lease back; the stopped node rejoins as a standby,
+// discarding a SIGKILL's unreplicated tail (then its state is checked by
+// convergence: the standby's state hashes compared with the primary's),
+// and the soak follows whichever node is the primary.
+//
 // The history checker (soak_venue_check_test.go) runs after every restart
 // and at the end: ready within 5 s of the process start; after a SIGTERM
 // the state hash logged at the stop equals the one recovered and the one
@@ -50,6 +60,7 @@ import (
 	"github.com/ubscore/ubscore/persist/chaintx/evm"
 	"github.com/ubscore/ubscore/persist/pgtest"
 	"github.com/ubscore/ubscore/publish"
+	"github.com/ubscore/ubscore/replication"
 )
 
 // Users of the soak (ids apart from the other tests').
@@ -136,12 +147,16 @@ type soak struct {
 	faults      int    // core faults injected
 	desync      string // the market a drifted level halts (until resolved)
 	lastFault   time.Time
-	deposits    []map[string]any // the bodies of deposits answered credited
-	adjusts     []map[string]any // the bodies of adjustments answered 200
-	gone        bool             // a request met no process: the restart's stop is under way
-	standby     *e2eServer       // the replicated primary's standby (nil: no NATS here)
-	logFile     *os.File         // UBS_SOAK_LOG: every operation, for a rerun's study
-	ws          *svWS            // the WebSocket streams' client (soak_venue_ws_test.go)
+	deposits    []map[string]any          // the bodies of deposits answered credited
+	adjusts     []map[string]any          // the bodies of adjustments answered 200
+	gone        bool                      // a request met no process: the restart's stop is under way
+	standby     *e2eServer                // the replicated primary's standby (nil: no NATS here)
+	sbDir       string                    // the standby's data dir
+	repl        func(dir string) []string // the flags of the node on dir under automatic failover (nil: no NATS here)
+	takeovers   []time.Duration           // a failover: the primary's stop to the other node serving as the primary
+	logProxy    map[string]*svProxy       // data dir -> the proxy its node reaches the replicated log (and the lease) through
+	logFile     *os.File                  // UBS_SOAK_LOG: every operation, for a rerun's study
+	ws          *svWS                     // the WebSocket streams' client (soak_venue_ws_test.go)
 }
 
 func TestVenueSoak(t *testing.T) {
@@ -225,6 +240,22 @@ func (v *soak) call(method, path string, user uint64, body any) (int, map[string
 	return st, b, err
 }
 
+// svUnknown: an answer to a write that leaves its outcome unknown, as a
+// transport error does: 503 SERVICE_UNAVAILABLE ("may or may not have been
+// applied": the core stopped, or the lease ended, after the command was
+// sent to the log; the next primary then applies it).
+func svUnknown(st int, b map[string]any) bool {
+	return st == 503 && b["code"] == "SERVICE_UNAVAILABLE"
+}
+
+// svNotApplied: a replicated venue's definitive refusal of a write, before
+// it was sequenced: 503 NOT_PRIMARY (a standby, or an old primary) or 503
+// REPLICATION_UNAVAILABLE (the log does not confirm appends, a take-over
+// under way). Nothing happened.
+func svNotApplied(st int, b map[string]any) bool {
+	return st == 503 && (b["code"] == "NOT_PRIMARY" || b["code"] == "REPLICATION_UNAVAILABLE")
+}
+
 // must sends an operator request that must answer 200 (setup only).
 func (v *soak) must(method, path string, body any) map[string]any {
 	v.t.Helper()
@@ -249,18 +280,37 @@ func (v *soak) setup() {
 		"--p2p-hold", "300ms", "--p2p-retention", "1s", "--transfer-stale-after", "1s", "--transfer-rate-per-second", "0", "--transfer-per-day", "0"}, chain...)
 	v.flags[len(v.flags)-1] = fmt.Sprint("venue-soak-", v.seed)
 	v.natsSetup()
-	// The primary replicates its log (sync, R=1 on the machine's NATS,
-	// reached directly: the NATS outages cut the publisher's proxy only);
-	// a standby follows it from the first start to the end.
+	// Two nodes replicate the log (sync, R=1 on the machine's NATS,
+	// reached directly: the NATS outages cut the publisher's proxy only)
+	// under automatic failover (issue 38), started alike apart from their
+	// node id, data dir and address: the holder of the lease is the
+	// primary, the other node its standby, and a restart of the primary is
+	// a failover when the standby takes over (restart).
 	repl, replicated := systemReplication(t, "soak")
-	if replicated {
-		v.flags = append(v.flags, repl("soak-a")...)
-	}
 	v.started = time.Now()
-	d := v.start()
+	var d time.Duration
 	if replicated {
-		sb := append(append(append([]string{}, v.flags...), repl("soak-b")...), "--role", "standby")
-		v.standby = e2eStart(t, t.TempDir(), "", sb...)
+		v.sbDir = t.TempDir()
+		node := map[string]string{v.dir: "soak-a", v.sbDir: "soak-b"}
+		url := os.Getenv("UBS_NATS_URL")
+		if url == "" {
+			url = "nats://127.0.0.1:4222"
+		}
+		v.logProxy = map[string]*svProxy{}
+		for _, d := range []string{v.dir, v.sbDir} {
+			v.logProxy[d] = newSVProxy(t, strings.TrimPrefix(url, "nats://"))
+		}
+		v.repl = func(dir string) []string {
+			// A state hash every 50 commands: a restarted node's
+			// convergence is checked within a moment of traffic. Each
+			// node reaches the log through a proxy of its own (restart:
+			// a SIGKILL with the primary's log cut).
+			return append(repl(node[dir]), "--failover", "auto", "--replication-hash-every", "50",
+				"--replication-url", "nats://"+v.logProxy[dir].addr())
+		}
+		d = v.startPair()
+	} else {
+		d = v.start()
 	}
 	defer func() { v.started = time.Now() }() // the run's clock starts once the venue is set up
 	t.Logf("first start (migrations included): ready %v", d.Round(time.Millisecond))
@@ -324,6 +374,83 @@ func (v *soak) start() time.Duration {
 		v.t.Errorf("ready %v after the process start, want <= %v", d, maxReady)
 	}
 	return d
+}
+
+// launch starts the node on dir (one of the replicated pair) and waits
+// until it answers ready: as a standby, the role every node starts in.
+func (v *soak) launch(dir string) (*e2eServer, time.Duration) {
+	v.t.Helper()
+	t0 := time.Now()
+	s := e2eLaunch(v.t, dir, v.pgProxy.URL(), append(append([]string{}, v.flags...), v.repl(dir)...)...)
+	s.waitReady(60 * time.Second)
+	return s, time.Since(t0)
+}
+
+// startPair starts the replicated pair: the node on v.dir first, alone, so
+// that it takes the lease and serves as the primary, then its standby.
+func (v *soak) startPair() time.Duration {
+	v.t.Helper()
+	t0 := time.Now()
+	v.s, _ = v.launch(v.dir)
+	if v.waitPrimary(30*time.Second, false, v.s) == nil {
+		v.t.Fatalf("the first node did not serve as the primary within 30 s: %s", v.pairStatus(v.s))
+	}
+	d := time.Since(t0)
+	v.standby, _ = v.launch(v.sbDir)
+	v.ready = []time.Duration{} // the first start applies the migrations: not a restart to time
+	v.wsConnect()
+	return d
+}
+
+// waitPrimary waits, up to within, until exactly one of nodes serves as the
+// primary (its role primary, holding the lease, ready) while each other one
+// says it is a standby, and returns it (nil: not within the time). With
+// step the venue's clients go on meanwhile against v.s whenever it answers
+// /health/ready, as through a load balancer routing by readiness: as a
+// standby (503 NOT_PRIMARY), as the primary once it took over. (Between a
+// promotion and ready some routes answer 503 SERVICE_UNAVAILABLE, which
+// gateway/openapi/openapi.json does not describe for them: POST
+// /admin/v1/deposit's "the transfer service is not ready".)
+func (v *soak) waitPrimary(within time.Duration, step bool, nodes ...*e2eServer) *e2eServer {
+	v.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var primary []*e2eServer
+		standbys := 0
+		for _, s := range nodes {
+			st, err := replicationStatusTry(s)
+			switch {
+			case err != nil:
+			case st.Role == "primary" && st.LeaseHeld && s.ready():
+				primary = append(primary, s)
+			case st.Role == "standby":
+				standbys++
+			}
+		}
+		if len(primary) == 1 && standbys == len(nodes)-1 {
+			return primary[0]
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		if step && !v.gone && v.s.ready() {
+			v.step()
+			time.Sleep(10 * time.Millisecond) // a client retrying, not a flood of refusals
+		} else {
+			v.gone = false // a request met a node between its serve loops: try again in a moment
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// pairStatus describes the replication status of nodes (a failure's report).
+func (v *soak) pairStatus(nodes ...*e2eServer) string {
+	var out []string
+	for _, s := range nodes {
+		st, err := replicationStatusTry(s)
+		out = append(out, fmt.Sprintf("%s (%s): %+v %v", s.addr, s.dataDir, st, err))
+	}
+	return strings.Join(out, "; ")
 }
 
 // run is the generator: operations one after another, with restarts and
@@ -435,7 +562,8 @@ func (v *soak) pgOutage() time.Duration {
 }
 
 // restart stops the process, SIGKILL or SIGTERM, a few ms after the next
-// operation was sent, and checks the start and the history.
+// operation was sent, and checks the start and the history. A replicated
+// venue's restart is a failover (failover).
 func (v *soak) restart() {
 	v.t.Helper()
 	sig := syscall.SIGKILL // SIGKILL and SIGTERM in turn, the first by the seed
@@ -446,7 +574,17 @@ func (v *soak) restart() {
 	s := v.s
 	name := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM"}[sig]
 	v.events["restart "+name]++
-	v.log("restart", "%v in %v", sig, delay)
+	// Every other SIGKILL of a replicated primary (the first included)
+	// cuts its connection to the log first: the commands it journals
+	// meanwhile are in its WAL, not in the log (a tail its restart
+	// discards), and its writes answer 503 REPLICATION_UNAVAILABLE.
+	cut := v.standby != nil && sig == syscall.SIGKILL && v.events["restart SIGKILL"]%2 == 1
+	if cut {
+		delay += 30 * time.Millisecond
+		v.events["SIGKILL with the log cut"]++
+		v.logProxy[v.dir].Down()
+	}
+	v.log("restart", "%v in %v (log cut: %v)", sig, delay, cut)
 	time.AfterFunc(delay, func() { _ = s.cmd.Process.Signal(sig) })
 	v.gone = false
 	for done := false; !done; {
@@ -463,6 +601,10 @@ func (v *soak) restart() {
 	}
 	if sig == syscall.SIGTERM && s.cmd.ProcessState.ExitCode() != 0 {
 		v.t.Fatalf("exit code %d after SIGTERM:\n%s", s.cmd.ProcessState.ExitCode(), s.Logs())
+	}
+	if v.standby != nil {
+		v.failover(s, sig, name)
+		return
 	}
 	stopHash := ""
 	if sig == syscall.SIGTERM {
@@ -481,6 +623,180 @@ func (v *soak) restart() {
 	v.check(fmt.Sprint("after restart ", v.events["restart SIGKILL"]+v.events["restart SIGTERM"], " (", name, ")"))
 }
 
+// failover follows the stop of the replicated primary s (already exited):
+// the standby takes over (at once after a SIGTERM, which releases the
+// lease; after the lease's TTL after a SIGKILL) while the clients go on
+// against it, the stopped node restarts on its data dir (at once, or after
+// a SIGKILL once the standby took over: restarted within the TTL under its
+// node id it may win its own lease back), and v.s / v.dir point at the
+// node serving as the primary, v.standby / v.sbDir at the other.
+//
+// The stopped node's recovery: without a discarded tail its state hash
+// recovered at the start is the one computed offline from its data dir
+// before the start (and, after a SIGTERM, the one it logged at its stop);
+// a SIGKILL may leave a tail of commands the log never stored, which the
+// restart discards ("replication: rejoining as a standby" with
+// "discarded_tail": true; never after a SIGTERM, whose stop drains into
+// the log), and the state it recovered is then checked by convergence:
+// whichever node is the standby compares a state hash with the primary's
+// after the restart, and never diverged.
+func (v *soak) failover(s *e2eServer, sig syscall.Signal, name string) {
+	t := v.t
+	t.Helper()
+	stopped := time.Now()
+	dir, other, otherDir := v.dir, v.standby, v.sbDir
+	stopHash := ""
+	if sig == syscall.SIGTERM {
+		stopHash = svLastRecord(t, s.Logs(), "exchange: stopped")["state_hash"].(string)
+	}
+	offline := rmOfflineHash(t, dir)
+	v.logProxy[dir].Up()
+	v.s = other // the clients' requests during the take-over go to the standby
+	v.gone = false
+	if v.r.IntN(2) == 0 { // else the stopped node races the standby for the lease
+		if v.waitPrimary(20*time.Second, true, other) == nil {
+			t.Fatalf("%s of the primary: the standby did not take over within 20 s: %s", name, v.pairStatus(other))
+		}
+		v.log("restart", "the standby took over in %v", time.Since(stopped).Round(time.Millisecond))
+	}
+	restarted, d := v.launch(dir)
+	v.ready = append(v.ready, d)
+	if d > maxReady {
+		t.Errorf("ready %v after the process start, want <= %v", d, maxReady)
+	}
+	p := v.waitPrimary(20*time.Second, true, restarted, other)
+	if p == nil {
+		t.Fatalf("%s of the primary: no node serves as the primary 20 s after the restart: %s", name, v.pairStatus(restarted, other))
+	}
+	took := time.Since(stopped)
+	what := "the restarted node won its lease back"
+	if p == other {
+		v.s, v.dir, v.standby, v.sbDir = other, otherDir, restarted, dir
+		v.events["failover "+name]++
+		v.takeovers = append(v.takeovers, took)
+		what = "failover: the standby took over"
+		if sig == syscall.SIGTERM {
+			v.leaseReleased(other, stopped, "after a SIGTERM of the primary")
+		}
+	} else {
+		v.s, v.standby = restarted, other
+		v.events["lease won back after "+name]++
+	}
+	v.gone = false
+
+	logs := restarted.Logs()
+	rejoin := svRecords(logs, "replication: rejoining as a standby")
+	discarded := len(rejoin) > 0 && rejoin[0]["discarded_tail"] == true
+	recovered, _ := svFirstRecord(t, logs, "journal: recovered")["state_hash"].(string)
+	switch {
+	case discarded && sig == syscall.SIGTERM:
+		v.contra++
+		t.Errorf("SIGTERM: the restart discarded a tail of the stopped primary's WAL (%v): a graceful stop must leave none", rejoin[0])
+	case discarded:
+		v.events["rejoin with a discarded tail"]++
+	case recovered != offline || (sig == syscall.SIGTERM && stopHash != recovered):
+		v.contra++
+		t.Errorf("%v: state hash logged at the stop %q, computed offline %s, recovered at the start %s: want all equal",
+			sig, stopHash, offline, recovered)
+	}
+	v.log("restart", "ready in %v, %s %v after the stop; rejoin %v, offline %s, recovered %s",
+		d.Round(time.Millisecond), what, took.Round(time.Millisecond), rejoin, offline, recovered)
+	v.wsConnect()
+	// The history check first: it also ends a fault's halt the stop cut
+	// short (a halted core sequences nothing, no state hash to compare).
+	v.check(fmt.Sprint("after restart ", v.events["restart SIGKILL"]+v.events["restart SIGTERM"], " (", name, ")"))
+	v.converged(fmt.Sprint("after ", name, " of the primary"))
+}
+
+// leaseReleased: s, the standby that took over from a primary stopped by
+// a SIGTERM (its exit seen at stopped), acquired the lease well within its
+// TTL (--lease-ttl's default, 1.5 s): the stopped primary released it (a
+// lease it left to expire is taken a TTL after its last renewal at the
+// soonest; a released one at the standby's next look, 100 ms).
+func (v *soak) leaseReleased(s *e2eServer, stopped time.Time, when string) {
+	t := v.t
+	t.Helper()
+	acq := svRecords(s.Logs(), "replication: lease acquired")
+	if len(acq) == 0 {
+		t.Fatalf("%s: the standby took over without a log record \"replication: lease acquired\"", when)
+	}
+	at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(acq[len(acq)-1]["time"]))
+	if err != nil {
+		t.Fatalf("%s: lease acquired at %v: %v", when, acq[len(acq)-1]["time"], err)
+	}
+	if d := at.Sub(stopped); d > replication.DefaultFailoverLeaseTTL/2 {
+		v.contra++
+		t.Errorf("%s: the standby acquired the lease %v after the primary's exit, want < %v: was the lease released?",
+			when, d, replication.DefaultFailoverLeaseTTL/2)
+	}
+}
+
+// converged waits, up to 20 s while the clients go on, until the standby
+// compared one more of the primary's state hashes with its own (it follows
+// the log to the primary's state), never having diverged.
+func (v *soak) converged(when string) {
+	t := v.t
+	t.Helper()
+	base, err := replicationStatusTry(v.standby)
+	if err != nil {
+		t.Fatalf("%s: the standby's replication status: %v", when, err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		st, err := replicationStatusTry(v.standby)
+		switch {
+		case err != nil:
+			t.Fatalf("%s: the standby's replication status: %v", when, err)
+		case st.Diverged || st.Role != "standby":
+			v.contra++
+			t.Fatalf("%s: the standby %+v, want a standby following the primary", when, st)
+		case st.HashChecks > base.HashChecks:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("%s: the standby compared no state hash with the primary's within 20 s: %s", when, v.pairStatus(v.s, v.standby))
+		}
+		if v.gone {
+			v.gone = false
+			time.Sleep(20 * time.Millisecond)
+		} else {
+			v.step()
+		}
+	}
+}
+
+// svRecords are the log records of logs whose message is msg, in order (a
+// process under automatic failover serves in turn as a standby and as the
+// primary, each time recovering and stopping its journal).
+func svRecords(logs, msg string) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(logs, "\n") {
+		var rec map[string]any
+		if strings.Contains(line, msg) && json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// svFirstRecord and svLastRecord are the first and the last log record
+// with message msg, which must carry a state hash.
+func svFirstRecord(t *testing.T, logs, msg string) map[string]any {
+	t.Helper()
+	recs := svRecords(logs, msg)
+	if len(recs) == 0 || recs[0]["state_hash"] == nil {
+		t.Fatalf("no log record %q with a state hash:\n%s", msg, logs)
+	}
+	return recs[0]
+}
+
+func svLastRecord(t *testing.T, logs, msg string) map[string]any {
+	t.Helper()
+	recs := svRecords(logs, msg)
+	if len(recs) == 0 || recs[len(recs)-1]["state_hash"] == nil {
+		t.Fatalf("no log record %q with a state hash:\n%s", msg, logs)
+	}
+	return recs[len(recs)-1]
+}
+
 // finish: the last check, the sink and the stream caught up, and the
 // report line.
 func (v *soak) finish() {
@@ -496,13 +812,16 @@ func (v *soak) finish() {
 	v.checkPostgresP2P()
 	v.checkP2PRetention()
 	v.checkStream()
-	v.s.stopWith(syscall.SIGTERM)
-	stopHash := rmLogHash(t, v.s.Logs(), "exchange: stopped")
-	if off := rmOfflineHash(t, v.dir); off != stopHash {
-		v.contra++
-		t.Errorf("at the end: state hash logged at the stop %s, offline %s", stopHash, off)
+	if v.standby != nil {
+		v.finishPair()
+	} else {
+		v.s.stopWith(syscall.SIGTERM)
+		stopHash := rmLogHash(t, v.s.Logs(), "exchange: stopped")
+		if off := rmOfflineHash(t, v.dir); off != stopHash {
+			v.contra++
+			t.Errorf("at the end: state hash logged at the stop %s, offline %s", stopHash, off)
+		}
 	}
-	v.checkStandby(stopHash)
 	e2eConverged(t, v.dir, v.pg)
 	v.checkPostgresPositions()
 	r := append([]time.Duration{0}, v.ready...) // [0]: none at all
@@ -520,60 +839,80 @@ func (v *soak) finish() {
 		evs = append(evs, fmt.Sprintf("%s=%d", k, n))
 	}
 	sort.Strings(evs)
-	t.Logf("venue soak report: seed %d, %v; operations %d (%s); restarts and outages: %s; acknowledged %d, lost %d, contradicted %d; ready min/median/max %v/%v/%v over %d restarts",
+	failovers := ""
+	if len(v.takeovers) > 0 {
+		tk := append([]time.Duration{}, v.takeovers...)
+		sort.Slice(tk, func(i, j int) bool { return tk[i] < tk[j] })
+		failovers = fmt.Sprintf("; take-over (the primary's stop to the new primary serving) min/median/max %v/%v/%v over %d failovers",
+			tk[0].Round(time.Millisecond), tk[len(tk)/2].Round(time.Millisecond), tk[len(tk)-1].Round(time.Millisecond), len(tk))
+	}
+	t.Logf("venue soak report: seed %d, %v; operations %d (%s); restarts and outages: %s; acknowledged %d, lost %d, contradicted %d; ready min/median/max %v/%v/%v over %d restarts%s",
 		v.seed, time.Since(v.started).Round(time.Second), v.n, strings.Join(kinds, " "), strings.Join(evs, " "),
 		v.acked, v.lost, v.contra, r[0].Round(time.Millisecond), r[len(r)/2].Round(time.Millisecond),
-		r[len(r)-1].Round(time.Millisecond), len(v.ready))
+		r[len(r)-1].Round(time.Millisecond), len(v.ready), failovers)
 }
 
-// checkStandby: the standby applied everything the stopped primary did, its
-// state hash checks against the primary's (every 200 commands) all passed,
-// and it stops at the primary's last seq with the primary's state hash.
-func (v *soak) checkStandby(primaryHash string) {
+// finishPair ends the replicated pair: the standby reached the primary's
+// last command and every state hash it compared with the primary's was
+// equal; a SIGTERM of the primary hands the venue over to it at once (the
+// lease released) and it recovers, as the primary, at the stopped
+// primary's last seq with its state hash (also the one computed offline
+// from the stopped primary's data dir); its own sink catches up and it
+// stops with the state computed offline from its data dir, which v.dir
+// then names (the end's checks against Postgres).
+func (v *soak) finishPair() {
 	t := v.t
-	if v.standby == nil {
-		return
-	}
-	last := stoppedSeq(t, v.s.Logs())
+	t.Helper()
+	p, sb := v.s, v.standby
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		a, err := v.standby.replTry("GET", "/api/v1/depth/BTC-USDT", v.standby.token(9, false), nil)
-		if err == nil && a.status == 200 && a.seq >= last {
+		pst, err := replicationStatusTry(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := sb.replTry("GET", "/api/v1/depth/BTC-USDT", sb.token(9, false), nil)
+		if err == nil && a.status == 200 && a.seq >= pst.Seq {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the standby did not reach the primary's last seq %d within 30 s: %+v %v", last, a, err)
+			t.Fatalf("the standby did not reach the primary's seq %d within 30 s: %+v %v", pst.Seq, a, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	st := replicationStatus(t, v.standby)
+	st := replicationStatus(t, sb)
 	if st.Role != "standby" || st.Diverged || st.HashChecks == 0 {
 		v.contra++
 		t.Errorf("standby at the end: %+v, want a standby that compared state hashes and never diverged", st)
 	}
-	v.standby.stopWith(syscall.SIGTERM)
-	sbHash, sbSeq := rmLogHash(t, v.standby.Logs(), "exchange: stopped"), stoppedSeq(t, v.standby.Logs())
-	if sbHash != primaryHash || sbSeq != last {
+	p.stopWith(syscall.SIGTERM)
+	stopped := time.Now()
+	last := svLastRecord(t, p.Logs(), "exchange: stopped")
+	if off := rmOfflineHash(t, v.dir); off != last["state_hash"] {
 		v.contra++
-		t.Errorf("standby stopped at seq %d with state hash %s; the primary at %d with %s", sbSeq, sbHash, last, primaryHash)
+		t.Errorf("at the end: state hash logged at the primary's stop %v, offline %s", last["state_hash"], off)
 	}
-	t.Logf("standby: followed %d restarts of the primary, %d state hash checks, stopped at seq %d with the primary's state hash",
-		v.events["restart SIGKILL"]+v.events["restart SIGTERM"], st.HashChecks, sbSeq)
-}
-
-// stoppedSeq is the seq of the "exchange: stopped" log record.
-func stoppedSeq(t *testing.T, logs string) uint64 {
-	t.Helper()
-	for _, line := range strings.Split(logs, "\n") {
-		var rec map[string]any
-		if strings.Contains(line, "exchange: stopped") && json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "exchange: stopped" {
-			if n, ok := rec["seq"].(float64); ok {
-				return uint64(n)
-			}
-		}
+	if v.waitPrimary(20*time.Second, false, sb) == nil {
+		t.Fatalf("at the end: the standby did not take over within 20 s of the primary's SIGTERM: %s", v.pairStatus(sb))
 	}
-	t.Fatalf("no log record \"exchange: stopped\" with a seq:\n%s", logs)
-	return 0
+	v.takeovers = append(v.takeovers, time.Since(stopped))
+	v.events["failover SIGTERM at the end"]++
+	v.leaseReleased(sb, stopped, "at the end")
+	if rec := svLastRecord(t, sb.Logs(), "journal: recovered"); rec["seq"] != last["seq"] || rec["state_hash"] != last["state_hash"] {
+		v.contra++
+		t.Errorf("at the end: the standby took over with seq %v state hash %v; the primary stopped at %v with %v",
+			rec["seq"], rec["state_hash"], last["seq"], last["state_hash"])
+	}
+	v.s, v.dir, v.standby = sb, v.sbDir, nil
+	e2eWaitSink(t, v.s, v.pg)
+	v.checkStream() // the new primary's publisher continued the stream: still once, in order
+	v.s.stopWith(syscall.SIGTERM)
+	end := svLastRecord(t, v.s.Logs(), "exchange: stopped")
+	if off := rmOfflineHash(t, v.dir); off != end["state_hash"] {
+		v.contra++
+		t.Errorf("at the end: state hash logged at the new primary's stop %v, offline %s", end["state_hash"], off)
+	}
+	t.Logf("standby: %d state hash checks, took over at seq %v with the stopped primary's state hash; stopped at seq %v",
+		st.HashChecks, last["seq"], end["seq"])
 }
 
 // quiesce ends what the run left open before the end's checks: a fault's
@@ -649,6 +988,8 @@ func (v *soak) placed(kind string, u uint64, cid string, body map[string]any) {
 	switch {
 	case err != nil:
 		v.log(kind, "user %d %v: no answer (%v)", u, body, err)
+	case svUnknown(st, b): // may or may not exist: neither acknowledged nor refused
+		v.log(kind, "user %d %v: unknown outcome %d %v", u, body, st, b["code"])
 	case st == 200:
 		oid := id(v.t, b["order_id"])
 		o := rmOrder{user: u, status: b["status"].(string), filled: rmFilled(v.t, b)}
@@ -773,11 +1114,12 @@ func (v *soak) binaryLife() {
 		m := finished[v.r.IntN(len(finished))]
 		st, b, err := v.call("POST", fmt.Sprintf("/admin/v1/binary-markets/%d/archive", m.id), svAdmin, nil)
 		switch {
-		case err != nil:
+		case err != nil, svUnknown(st, b):
 			m.unknown = true
 		case st == 200:
 			m.status = "ARCHIVED"
 			v.acked++
+		case svNotApplied(st, b): // during a failover: nothing happened
 		default:
 			v.t.Errorf("archive binary market %d (%s): %d %v", m.id, m.status, st, b)
 		}
@@ -798,11 +1140,14 @@ func (v *soak) binaryLife() {
 		st, b, err := v.call("POST", "/admin/v1/binary-markets", svAdmin, map[string]any{"market_id": m.id, "quote": "USDT",
 			"taker_fee_ppm": 2000, "question": fmt.Sprintf("Will soak %d pass step %d?", v.seed, v.n)})
 		switch {
-		case err != nil:
+		case err != nil, svUnknown(st, b):
 			m.unknown = true
 			v.binaries = append(v.binaries, m)
 		case st == 200:
 			v.acked++
+			v.binaries = append(v.binaries, m)
+		case svNotApplied(st, b): // during a failover: not created, its id free again
+			m.status = "ABSENT"
 			v.binaries = append(v.binaries, m)
 		default:
 			v.t.Errorf("create binary market %d: %d %v", m.id, st, b)
@@ -862,7 +1207,7 @@ func (v *soak) binaryLife() {
 	}
 	st, b, err := v.call("POST", url, svAdmin, body)
 	switch {
-	case err != nil:
+	case err != nil, svUnknown(st, b):
 		m.unknown = true
 	case st == 200:
 		v.acked++
@@ -894,7 +1239,7 @@ func (v *soak) internalTransfer() {
 	st, b, err := v.call("POST", "/api/v1/internal_transfer", u, xferBody(from, to, "USDT", amount, "cid", cid))
 	x := &svXfer{user: u}
 	switch {
-	case err != nil:
+	case err != nil, svUnknown(st, b):
 		x.told = "UNKNOWN"
 	case st == 200 && b["state"] == "COMMITTED":
 		x.told, x.reqID = "COMMITTED", fmt.Sprint(b["req_id"])
@@ -946,7 +1291,7 @@ func (v *soak) withdraw() {
 	st, b, err := v.call("POST", "/api/v1/withdrawals", u, map[string]any{"asset": "ETH", "amount": "0.001",
 		"address": evm.Checksummed(anviltest.Addr(0x3200 + v.r.IntN(8))), "cid": cid})
 	switch {
-	case err != nil || (st == 202 && b["state"] == "UNKNOWN"):
+	case err != nil || svUnknown(st, b) || (st == 202 && b["state"] == "UNKNOWN"):
 		v.wds[cid] = "UNKNOWN"
 	case st == 202:
 		v.wds[cid] = "ACCEPTED"
@@ -970,7 +1315,7 @@ func (v *soak) p2pCreate() {
 		"requestId": fmt.Sprintf("sv%d-p%d", v.seed, v.n)}
 	st, b, err := v.call("POST", "/transfers", uint64(svP2PFirst+i), body)
 	switch {
-	case err != nil || st >= 500:
+	case err != nil || (st >= 500 && !svNotApplied(st, b)):
 		v.p2pMaybe++
 	case st == 200:
 		v.p2p[fmt.Sprint(b["transferId"])] = &svP2P{told: "PENDING"}
@@ -1021,7 +1366,7 @@ func (v *soak) haltResume() {
 	}
 	st, b, err := v.call("POST", "/admin/v1/markets/"+m+"/"+action, svAdmin, nil)
 	switch {
-	case err != nil:
+	case err != nil, svUnknown(st, b):
 		v.spotMarkets[m] = "?"
 	case st == 200:
 		v.spotMarkets[m] = status
@@ -1074,11 +1419,11 @@ func (v *soak) fault() {
 		st, b, err = v.call("POST", "/admin/v1/faults/core", svAdmin, body)
 		v.log("fault", "%v: %d %v %v", body, st, b["code"], err)
 	}
-	if err == nil && st != 200 { // refused: nothing to repair
+	if err == nil && st != 200 && !svUnknown(st, b) { // refused: nothing to repair
 		v.coreHalted, v.desync = false, ""
 		return
 	}
-	if err == nil {
+	if err == nil && st == 200 {
 		v.acked++
 	}
 	v.waitHalt(5 * time.Second)
