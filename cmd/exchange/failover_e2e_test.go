@@ -159,6 +159,17 @@ func (c *fvCluster) addrs() []string {
 }
 
 // status reads node i's GET /admin/v1/replication (false: no answer).
+// noFlap requires node p to be the primary at epoch: no take-over (and
+// no lost lease) happened since that epoch's claim.
+func (c *fvCluster) noFlap(p int, epoch uint64) {
+	c.t.Helper()
+	st, ok := c.status(p)
+	if !ok || st.Role != "primary" || st.Epoch != epoch {
+		c.t.Fatalf("a failover without a kill or a pause: node %s is %+v (reachable %v), want the primary at epoch %d",
+			c.nodes[p].id, st, ok, epoch)
+	}
+}
+
 func (c *fvCluster) status(i int) (fvStatus, bool) {
 	nd := c.nodes[i]
 	if nd.s == nil || nd.paused {
@@ -634,6 +645,7 @@ func TestFailoverEndToEnd(t *testing.T) {
 		}
 	}()
 	c.waitLoad(h, 200, 30*time.Second)
+	c.noFlap(p0, 1) // under load, without kills or pauses: the first claim is the only one
 
 	// 1. SIGKILL the primary: another node takes the lease and serves.
 	t0 := time.Now()
@@ -772,6 +784,12 @@ func TestFailoverKillLoop(t *testing.T) {
 		}
 	}()
 	c.waitLoad(h, 100, 30*time.Second)
+	// No flapping: under load, without kills or pauses, the lease stays
+	// with the first primary for UBS_FAILOVER_STEADY seconds (60).
+	steady := time.Duration(fvEnvInt(t, "UBS_FAILOVER_STEADY", 60)) * time.Second
+	time.Sleep(steady)
+	c.noFlap(p, 1)
+	t.Logf("steady run of %v under load: one primary, epoch 1, no failover", steady)
 
 	var survives, dies []time.Duration // failover times: the stream leader survives / dies with the primary
 	var paused []time.Duration
