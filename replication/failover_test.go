@@ -354,6 +354,23 @@ func TestPrepareWaitsForTheLog(t *testing.T) {
 	}
 }
 
+// primaryAndStandby: a, which took the lease and the log, and b, a
+// standby that applied a's first 200 commands.
+func primaryAndStandby(t *testing.T) (*natstest.Cluster, *autoNode, *autoNode) {
+	t.Helper()
+	c := natstest.Start(t, 1)
+	a := openAuto(t, c.URL(), "a", t.TempDir())
+	t.Cleanup(a.fo.Close)
+	a.start("")
+	waitClosed(t, "a promoted", a.node.Promoted(), 10*time.Second)
+	b := openAuto(t, c.URL(), "b", t.TempDir())
+	t.Cleanup(b.fo.Close)
+	b.start("")
+	acked := submit(t, a.pl, workload(t, 1), 200)
+	waitFor(t, "b follows", func() bool { return b.pl.ViewSeq() >= acked })
+	return c, a, b
+}
+
 // TestNoClaimWithoutTheLease: a node promoted in place restarts as the
 // primary (serve's loop); if its lease lapsed meanwhile and another node
 // took over, the restart must not claim the log: it would fence the
@@ -361,16 +378,7 @@ func TestPrepareWaitsForTheLog(t *testing.T) {
 // the serve loop makes it a standby) and the holder goes on. So is an
 // operator's promotion of a node without the lease.
 func TestNoClaimWithoutTheLease(t *testing.T) {
-	c := natstest.Start(t, 1)
-	a := openAuto(t, c.URL(), "a", t.TempDir())
-	defer a.fo.Close()
-	a.start("")
-	waitClosed(t, "a promoted", a.node.Promoted(), 10*time.Second)
-	b := openAuto(t, c.URL(), "b", t.TempDir())
-	defer b.fo.Close()
-	b.start("")
-	acked := submit(t, a.pl, workload(t, 1), 200)
-	waitFor(t, "b follows", func() bool { return b.pl.ViewSeq() >= acked })
+	_, a, b := primaryAndStandby(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := b.node.Promote(ctx); !errors.Is(err, replication.ErrLeaseLost) {
@@ -404,16 +412,7 @@ func TestNoClaimWithoutTheLease(t *testing.T) {
 // serve loop's ErrRejoin): it must not keep the lease for ever, or no node
 // ever takes over again. Within a few TTLs some node is the primary.
 func TestFencedHolderLetsTheVenueGoOn(t *testing.T) {
-	c := natstest.Start(t, 1)
-	a := openAuto(t, c.URL(), "a", t.TempDir())
-	defer a.fo.Close()
-	a.start("")
-	waitClosed(t, "a promoted", a.node.Promoted(), 10*time.Second)
-	b := openAuto(t, c.URL(), "b", t.TempDir())
-	defer b.fo.Close()
-	b.start("")
-	acked := submit(t, a.pl, workload(t, 1), 200)
-	waitFor(t, "b follows", func() bool { return b.pl.ViewSeq() >= acked })
+	c, a, b := primaryAndStandby(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cfg := autoConfig(c.URL(), "x")
