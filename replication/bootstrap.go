@@ -118,14 +118,8 @@ func OpenSnapshotBucket(ctx context.Context, cfg SnapshotBucketConfig) (*Snapsho
 	if cfg.URL == "" {
 		return nil, errors.New("replication: snapshot bucket: no NATS URL")
 	}
-	nc, err := nats.Connect(cfg.URL, nats.Name("ubscore-snapshots-"+cfg.Node), nats.MaxReconnects(-1),
-		nats.ReconnectWait(100*time.Millisecond), nats.Timeout(2*time.Second))
+	nc, js, err := dial("ubscore-snapshots-"+cfg.Node, cfg.URL, false)
 	if err != nil {
-		return nil, fmt.Errorf("replication: snapshot bucket: connect %s: %w", cfg.URL, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
 		return nil, fmt.Errorf("replication: snapshot bucket: %w", err)
 	}
 	ocfg := jetstream.ObjectStoreConfig{Bucket: SnapshotBucketName(cfg.Stream), Storage: jetstream.FileStorage,

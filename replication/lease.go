@@ -169,14 +169,8 @@ func OpenLease(ctx context.Context, cfg LeaseConfig) (*Lease, error) {
 	case cfg.Margin <= 0 || cfg.Renew <= 0 || cfg.Margin >= cfg.TTL-cfg.Renew:
 		return nil, fmt.Errorf("replication: lease: margin %v must be > 0 and < TTL %v - renew %v", cfg.Margin, cfg.TTL, cfg.Renew)
 	}
-	nc, err := nats.Connect(cfg.URL, nats.Name("ubscore-lease-"+cfg.Node), nats.MaxReconnects(-1),
-		nats.ReconnectWait(100*time.Millisecond), nats.Timeout(2*time.Second))
+	nc, js, err := dial("ubscore-lease-"+cfg.Node, cfg.URL, false)
 	if err != nil {
-		return nil, fmt.Errorf("replication: lease: connect %s: %w", cfg.URL, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
 		return nil, fmt.Errorf("replication: lease: %w", err)
 	}
 	kcfg := jetstream.KeyValueConfig{

@@ -176,22 +176,34 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		maxMsg: int(nc.MaxPayload()) - headroom}, nil
 }
 
-// connect opens the NATS connection and its JetStream context; ordered:
-// try the URLs in the order given (the first is the stream's leader).
+// connect opens the log's NATS connection and its JetStream context;
+// ordered: try the URLs in the order given (the first is the stream's
+// leader).
 func connect(cfg Config, url string, ordered bool) (*nats.Conn, jetstream.JetStream, error) {
-	opts := []nats.Option{nats.Name("ubscore-replication-" + cfg.Node), nats.MaxReconnects(-1),
+	nc, js, err := dial("ubscore-replication-"+cfg.Node, url, ordered, jetstream.WithPublishAsyncTimeout(cfg.Attempt))
+	if err != nil {
+		return nil, nil, fmt.Errorf("replication: %w", err)
+	}
+	return nc, js, nil
+}
+
+// dial is every connection of the package (the log, the lease, the
+// snapshot bucket): named name, reconnecting without end, every 100 ms;
+// ordered: the URLs tried in the order given.
+func dial(name, url string, ordered bool, opts ...jetstream.JetStreamOpt) (*nats.Conn, jetstream.JetStream, error) {
+	nopts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1),
 		nats.ReconnectWait(100 * time.Millisecond), nats.Timeout(2 * time.Second)}
 	if ordered {
-		opts = append(opts, nats.DontRandomize())
+		nopts = append(nopts, nats.DontRandomize())
 	}
-	nc, err := nats.Connect(url, opts...)
+	nc, err := nats.Connect(url, nopts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("replication: connect %s: %w", url, err)
+		return nil, nil, fmt.Errorf("connect %s: %w", url, err)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(cfg.Attempt))
+	js, err := jetstream.New(nc, opts...)
 	if err != nil {
 		nc.Close()
-		return nil, nil, fmt.Errorf("replication: %w", err)
+		return nil, nil, err
 	}
 	return nc, js, nil
 }
