@@ -56,7 +56,6 @@ var ErrRejoin = errors.New("replication: no longer the primary: rejoining as a s
 // opens. It lives as long as the process (the serve loop's restarts keep
 // the lease held across a promotion). Nil when failover is manual.
 type Failover struct {
-	cfg   NodeConfig
 	lg    *slog.Logger
 	lease *Lease
 	snaps *SnapshotBucket
@@ -78,8 +77,8 @@ func OpenFailover(ctx context.Context, cfg NodeConfig) (*Failover, error) {
 	if cfg.Failover != FailoverAuto {
 		return nil, nil
 	}
-	if cfg.Mode != ModeSync {
-		return nil, fmt.Errorf("replication: --failover auto needs --replication sync (mode %q): in async mode a rejoin would discard acknowledged commands", cfg.Mode)
+	if err := cfg.Validate(); err != nil { // auto needs sync: in async mode a rejoin would discard acknowledged commands
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -93,7 +92,7 @@ func OpenFailover(ctx context.Context, cfg NodeConfig) (*Failover, error) {
 	if stream == "" {
 		stream = DefaultStream
 	}
-	f := &Failover{cfg: cfg, lg: cfg.Logger}
+	f := &Failover{lg: cfg.Logger}
 	var err error
 	if f.lease, err = OpenLease(ctx, LeaseConfig{URL: cfg.Log.URL, Key: stream, Node: cfg.Log.Node,
 		Replicas: cfg.Log.Replicas, TTL: ttl, Renew: renew, Margin: margin, Logger: cfg.Logger}); err != nil {

@@ -176,8 +176,7 @@ func StartNode(ctx context.Context, cfg NodeConfig, pl *journal.Pipeline) (*Node
 	}
 	n.run(func(ctx context.Context) error {
 		err := n.standby.Run(ctx)
-		if err != nil && ctx.Err() == nil && cfg.Auto != nil && !errors.Is(err, ErrDivergedState) &&
-			!errors.Is(err, ErrDiverged) && !errors.Is(err, ErrOtherVenue) {
+		if err != nil && ctx.Err() == nil && cfg.Auto != nil && !diverged(err) {
 			// Under automatic failover a standby whose following failed
 			// (not a divergence: that stops it for an operator) serves
 			// again as a standby, which prepares its data dir again.
@@ -245,9 +244,15 @@ func (n *Node) takeOver(f *Failover) {
 // (the log unreachable, electing a leader) from one that will not (this
 // node's state, its venue, or the lease).
 func retryable(err error) bool {
-	return !errors.Is(err, ErrDiverged) && !errors.Is(err, ErrDivergedState) && !errors.Is(err, ErrOtherVenue) &&
-		!errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrAlreadyPrimary) &&
-		!errors.Is(err, errSwitched)
+	return !diverged(err) && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrFenced) &&
+		!errors.Is(err, ErrAlreadyPrimary) && !errors.Is(err, errSwitched)
+}
+
+// diverged tells an error that stops a standby for an operator: its state
+// or its WAL differs from the log, or the log is another venue's. It
+// applies nothing more, and never takes over.
+func diverged(err error) bool {
+	return errors.Is(err, ErrDivergedState) || errors.Is(err, ErrDiverged) || errors.Is(err, ErrOtherVenue)
 }
 
 // rejoinAfter asks the process, after d (so that another node may take
@@ -308,7 +313,7 @@ func (n *Node) run(loop func(ctx context.Context) error) {
 		if err := loop(n.ctx); err != nil && n.ctx.Err() == nil {
 			n.failed.Store(&err)
 			logging.Critical(n.ctx, n.cfg.Logger, "replication: the node stopped following or writing the log", "err", err)
-			if errors.Is(err, ErrDivergedState) || errors.Is(err, ErrDiverged) || errors.Is(err, ErrOtherVenue) {
+			if diverged(err) {
 				n.cancel() // a diverged standby applies nothing more
 			}
 		}
