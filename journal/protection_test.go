@@ -425,6 +425,25 @@ func TestRetentionReleasesFollower(t *testing.T) {
 	}
 }
 
+// TestRetentionHold: a held follower (a standby's, for the primary it may
+// become) keeps the WAL as far back as MaxRetained allows, without ever
+// being released or alerted on.
+func TestRetentionHold(t *testing.T) {
+	var logs walLogBuf
+	r := NewRetention(100, textLog(&logs))
+	durable := core.Seq(0)
+	r.Hold("failover", func() core.Seq { return durable })
+	for _, tc := range []struct{ durable, want core.Seq }{{50, 0}, {100, 0}, {107, 7}, {1000, 900}} {
+		durable = tc.durable
+		if got := r.Limit(durable); got != tc.want {
+			t.Errorf("durable %d: limit %d, want %d", tc.durable, got, tc.want)
+		}
+	}
+	if fs := r.Followers(); len(fs) != 1 || fs[0].Released != 0 || strings.Contains(logs.String(), "CRITICAL") {
+		t.Fatalf("a held follower released or alerted: %+v\n%s", fs, logs.String())
+	}
+}
+
 // TestCheckerNeedsReplica: the view replica is required for CheckOnView,
 // the state follower for CheckOnState.
 func TestCheckerNeedsReplica(t *testing.T) {

@@ -65,6 +65,25 @@ func (r *Retention) Register(name string, checkpoint func() core.Seq) *FollowerP
 	return f
 }
 
+// Hold registers a follower that is not running here but may start later
+// from a checkpoint this process cannot see (a standby under automatic
+// failover keeps the WAL for the sink and publisher of the primary it may
+// become): its checkpoint is always the floor, so the WAL is kept as far
+// back as MaxRetained allows, and it is never released nor alerted on.
+// durable is the durable seq (Limit's argument).
+func (r *Retention) Hold(name string, durable func() core.Seq) *FollowerPin {
+	return r.Register(name, func() core.Seq { return r.floor(durable()) })
+}
+
+// floor is the oldest seq kept for any follower: MaxRetained behind
+// durable (0: keep everything).
+func (r *Retention) floor(durable core.Seq) core.Seq {
+	if durable > r.max {
+		return durable - r.max
+	}
+	return 0
+}
+
 // Limit is the seq the WAL must be kept from (Config.TruncateLimit's
 // meaning: 0 = keep everything), given the durable seq: the slowest
 // checkpoint, floored at durable-MaxRetained. With no follower it is durable
@@ -76,10 +95,7 @@ func (r *Retention) Limit(durable core.Seq) core.Seq {
 	if len(fs) == 0 {
 		return durable
 	}
-	var floor core.Seq
-	if durable > r.max {
-		floor = durable - r.max
-	}
+	floor := r.floor(durable)
 	lim := core.Seq(math.MaxUint64)
 	for _, f := range fs {
 		cp := f.checkpoint()

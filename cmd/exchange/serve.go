@@ -87,13 +87,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// --follower-max-retained behind the durable seq). Without the pin
 		// it truncated to its newest snapshot and a new primary's sink
 		// skipped the commands between its checkpoint and there (sink_gaps).
-		maxRet := core.Seq(cfg.FollowerMaxRetained)
-		ret.Register("failover", func() core.Seq {
-			if d := m.DurableSeq(); maxRet > 0 && d > maxRet {
-				return d - maxRet
-			}
-			return 1
-		})
+		ret.Hold("failover", m.DurableSeq)
 	}
 	jc := journal.Config{Dir: cfg.DataDir, Logger: log, ReadView: true,
 		Core: core.Config{AllowFaults: cfg.FaultInjection},
