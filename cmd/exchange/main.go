@@ -84,11 +84,11 @@ func run(args []string) error {
 	}
 	cfg.Replication.Auto = fo
 	for err = serve(ctx, cfg, log); ctx.Err() == nil; err = serve(ctx, cfg, log) {
-		if role := replication.NextRole(err, cfg.Replication); role != "" {
-			cfg.Replication.Role = role // promoted: serve as the primary; rejoining: as a standby
-		} else {
+		role := replication.NextRole(err, cfg.Replication) // promoted: the primary; rejoining: a standby
+		if role == "" {
 			break
 		}
+		cfg.Replication.Role = role
 	}
 	if ctx.Err() != nil && (errors.Is(err, replication.ErrPromoted) || errors.Is(err, replication.ErrRejoin)) {
 		err = nil // a signal met a change of role: a graceful stop all the same
