@@ -310,6 +310,7 @@ func TestLeaseHolderRetakesItsOwnLapsedLease(t *testing.T) {
 // A node waiting for the lease does not take it from a live holder: in a
 // steady run, one acquisition and no failover. Logs the slowest renewal.
 func TestLeaseNoFailoverInASteadyRun(t *testing.T) {
+	t.Parallel() // it waits out its run: the package's other tests load the machine meanwhile
 	d := 4 * time.Second
 	if !testing.Short() {
 		d = 20 * time.Second

@@ -292,8 +292,12 @@ func (l *Log) Stalled() time.Duration {
 }
 
 // Tail is the stream's last record (nil if the stream is empty) and its
-// stream sequence.
+// stream sequence. It is bounded by two attempts' time: a request sent on
+// a connection whose server died, or to a stream without a leader, may
+// never be answered, and the caller (a promotion) tries again.
 func (l *Log) Tail(ctx context.Context) (uint64, *Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*l.cfg.Attempt)
+	defer cancel()
 	info, err := l.stream.Info(ctx)
 	if err != nil {
 		return 0, nil, fmt.Errorf("replication: stream info: %w", err)

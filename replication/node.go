@@ -211,22 +211,11 @@ func (n *Node) takeOver(f *Failover) {
 	}
 	t0 := time.Now()
 	n.cfg.Logger.Info("replication: lease won: taking over as the primary", "seq", n.pl.DurableSeq())
-	epoch, err := n.Promote(n.ctx)
 	// The log may be electing a leader (its leader's host died with the
 	// primary: 4-9 s here): while this node holds the lease it tries again,
 	// rather than giving the lease up after one attempt and leaving the
-	// next node to wait a TTL and fail the same way. (Promote is safe to
-	// repeat: a claim whose answer was lost is found as this node's own.)
-	for tries := 1; err != nil && retryable(err) && n.ctx.Err() == nil && f.lease.Held(); tries++ {
-		if tries%10 == 1 {
-			n.cfg.Logger.Warn("replication: taking over: the log does not answer yet; trying again", "err", err, "tries", tries)
-		}
-		select {
-		case <-n.ctx.Done():
-		case <-time.After(250 * time.Millisecond):
-		}
-		epoch, err = n.Promote(n.ctx)
-	}
+	// next node to wait a TTL and fail the same way.
+	epoch, err := n.promoteWhile(n.ctx, f.lease.Held)
 	if err == nil {
 		f.takeovers.Add(1)
 		n.cfg.Logger.Info("replication: took over", "epoch", epoch, "took", time.Since(t0))
@@ -343,7 +332,36 @@ func (n *Node) promote(ctx context.Context) error {
 // only the lease's holder is promoted (ErrLeaseLost otherwise): an
 // operator's promotion of another node would fence the holder, which no
 // other node could then replace.
+//
+// A promotion the log does not answer (a stream electing its leader, a
+// quorum just back: "JetStream system temporarily unavailable") is tried
+// again every 250 ms until ctx ends; an error that trying again cannot
+// mend (retryable) is returned at once.
 func (n *Node) Promote(ctx context.Context) (uint64, error) {
+	return n.promoteWhile(ctx, func() bool { return true })
+}
+
+// promoteWhile promotes the node, trying again while the error is
+// retryable, ctx lives and more holds. (Promoting is safe to repeat: a
+// claim whose answer was lost is found as this node's own, and the log is
+// read on from where the failed attempt stopped.)
+func (n *Node) promoteWhile(ctx context.Context, more func() bool) (uint64, error) {
+	epoch, err := n.promoteOnce(ctx)
+	for tries := 1; err != nil && retryable(err) && ctx.Err() == nil && more(); tries++ {
+		if tries%10 == 1 {
+			n.cfg.Logger.Warn("replication: promoting: the log does not answer yet; trying again", "err", err, "tries", tries)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+		epoch, err = n.promoteOnce(ctx)
+	}
+	return epoch, err
+}
+
+// promoteOnce is one attempt of Promote.
+func (n *Node) promoteOnce(ctx context.Context) (uint64, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.primary.Load() {

@@ -16,10 +16,16 @@ import (
 
 func startNode(t *testing.T, url, id string, role replication.Role) (*replication.Node, *journal.Pipeline) {
 	t.Helper()
+	return startNodeR(t, url, id, role, 1)
+}
+
+// startNodeR is startNode on a stream of the given replicas.
+func startNodeR(t *testing.T, url, id string, role replication.Role, replicas int) (*replication.Node, *journal.Pipeline) {
+	t.Helper()
 	pl := startPipeline(t, journal.Config{Standby: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := replication.StartNode(ctx, replication.NodeConfig{Log: replication.Config{URL: url, Node: id},
+	n, err := replication.StartNode(ctx, replication.NodeConfig{Log: replication.Config{URL: url, Node: id, Replicas: replicas},
 		Mode: replication.ModeSync, Role: role, Advertise: "127.0.0.1:80" + id[len(id)-1:], HashEvery: 100, Logger: quiet()}, pl)
 	if err != nil {
 		t.Fatal(err)
@@ -81,5 +87,50 @@ func TestNodePromoteAndMetrics(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(nb.Collectors()[1]); v != 2 {
 		t.Fatalf("ubs_replication_epoch = %v, want 2", v)
+	}
+}
+
+// TestPromoteWaitsForTheLog: an operator's promotion while the log has no
+// quorum (two of three NATS nodes down; the moment just after one returns
+// answers "JetStream system temporarily unavailable") tries again until
+// its context ends, rather than failing at the first refused read: it
+// completes once a quorum is back, holding every acknowledged command.
+func TestPromoteWaitsForTheLog(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	if err := c.WaitReady(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_, pa := startNodeR(t, c.URL(), "node-a", replication.RolePrimary, 3)
+	nb, pb := startNodeR(t, c.URL(), "node-b", replication.RoleStandby, 3)
+	last := submit(t, pa, workload(t, 1), 300)
+	waitFor(t, "the standby", func() bool { return pb.DurableSeq() >= last })
+	c.StopNode(1)
+	c.StopNode(2)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	type result struct {
+		epoch uint64
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() { e, err := nb.Promote(ctx); done <- result{e, err} }()
+	select {
+	case r := <-done:
+		t.Fatalf("the promotion ended without a quorum: epoch %d, %v", r.epoch, r.err)
+	case <-time.After(3 * time.Second):
+	}
+	if err := c.StartNode(1); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.epoch != 2 {
+		t.Fatalf("promote once a quorum is back: epoch %d, %v", r.epoch, r.err)
+	}
+	if got := pb.DurableSeq(); got < last {
+		t.Fatalf("the promoted node holds seq %d, below the acknowledged %d", got, last)
+	}
+	if err := c.StartNode(2); err != nil {
+		t.Fatal(err)
 	}
 }
