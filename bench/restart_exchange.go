@@ -66,6 +66,7 @@ var readyMsgs = []string{
 	"journal: start: read view's replica restored",
 	"exchange: core recovered",
 	"exchange: history rebuilt from the WAL",
+	"exchange: history seeded with the resting orders",
 	"exchange: serving",
 }
 
