@@ -60,7 +60,7 @@ func warmupVenue(t *testing.T, dir string) (before, after [3]core.OrderID, snapS
 	}
 	half := func() (ids [3]core.OrderID) {
 		ids[0] = order(1, core.Sell, 100)
-		ids[1] = order(2, core.Buy, 100) // fills both
+		ids[1] = order(2, core.Buy, 100)  // fills both
 		ids[2] = order(1, core.Sell, 500) // rests
 		return ids
 	}
