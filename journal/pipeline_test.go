@@ -6,8 +6,10 @@ package journal
 // poison command is rejected whole and deterministically on replay.
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"github.com/ubscore/ubscore/core"
@@ -127,5 +129,54 @@ func TestPipelinePoisonCommand(t *testing.T) {
 	full.WAL.Close()
 	if _, ok := full.Poisoned[seq]; full.StateHash != hash || !ok {
 		t.Fatalf("replay: hash equal=%v poisoned=%v", full.StateHash == hash, full.Poisoned)
+	}
+}
+
+// TestRecoverKeepsTheBaseBytes: a recovery that replays nothing (a
+// graceful stop snapshots at its last seq) hands the replicas the base
+// snapshot's own bytes, which are exactly the recovered state's
+// serialization (so its state hash is the one every node computes); one
+// that replays commands serializes the state it reached.
+func TestRecoverKeepsTheBaseBytes(t *testing.T) {
+	dir := t.TempDir()
+	pl, err := Start(Config{Dir: dir, Logger: quietLog(), SnapshotEvery: 40, TruncateLimit: keepAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAll(t, pl, setupCmds())
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := OpenSnapshotStore(filepath.Join(dir, SnapshotDir), quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, file, err := snaps.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Recover(RecoverConfig{Dir: dir, Logger: quietLog(), ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.WAL.Close()
+	if rec.Replayed != 0 || uint64(rec.SnapshotSeq) != last {
+		t.Fatalf("recovered from %d replaying %d: want the final snapshot %d, nothing replayed", rec.SnapshotSeq, rec.Replayed, last)
+	}
+	if !bytes.Equal(rec.State, file) {
+		t.Fatal("the state handed on is not the base's bytes")
+	}
+	if !bytes.Equal(rec.State, rec.Proc.AppendSnapshot(nil)) || rec.StateHash != rec.Proc.StateHash() {
+		t.Fatal("the base's bytes are not the recovered state's serialization")
+	}
+	// From an older snapshot: the commands after it are replayed, and the
+	// state handed on is the serialization of where they led.
+	rec, err = Recover(RecoverConfig{Dir: dir, Logger: quietLog(), ReadOnly: true, UpTo: core.Seq(last) - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.WAL.Close()
+	if rec.Replayed == 0 || !bytes.Equal(rec.State, rec.Proc.AppendSnapshot(nil)) {
+		t.Fatalf("replayed %d: the state handed on is not the replayed state's serialization", rec.Replayed)
 	}
 }

@@ -128,7 +128,7 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 	var emitted core.Seq
 	for {
 		tb := time.Now()
-		proc, snapSeq, skipped, err := loadBase(snaps, w, rc, upTo)
+		proc, snapSeq, baseData, skipped, err := loadBase(snaps, w, rc, upTo)
 		if err != nil {
 			w.Close()
 			return nil, err
@@ -157,6 +157,13 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 			return nil, perr
 		}
 		out.Proc, out.Replayed = proc, n
+		if n == 0 && len(out.Poisoned) == 0 && len(baseData) > 0 && baseData[0] == core.SnapshotVersion {
+			// Nothing replayed onto a base of this version: its bytes are
+			// the state's serialization (a restored state serializes to
+			// them: core's property tests; TestRecoverKeepsTheBaseBytes), so
+			// the replicas restore from them without serializing again.
+			out.State = baseData
+		}
 		rc.Logger.Info("journal: recovery: WAL replayed; full check next", "replayed", n, "took", time.Since(tb))
 		break
 	}
@@ -176,7 +183,9 @@ func Recover(rc RecoverConfig) (*Recovered, error) {
 		logging.Critical(context.Background(), rc.Logger, "journal: recovered state holds invariant violations under halts in force; operator action needed",
 			"violations", describeViolations(out.Contained), "core_halted", out.Proc.Halted())
 	}
-	out.State = out.Proc.AppendSnapshot(nil)
+	if out.State == nil {
+		out.State = out.Proc.AppendSnapshot(nil)
+	}
 	out.StateHash = core.StateHashOf(out.State)
 	out.Duration = time.Since(start)
 	rc.Logger.Info("journal: recovered", "seq", out.Proc.LastSeq(), "snapshot_seq", out.SnapshotSeq,
@@ -199,7 +208,7 @@ func describeViolations(vs []core.Violation) string {
 
 // loadBase returns the processor to replay onto (see Recover for the order
 // of preference) and why newer bases were skipped.
-func loadBase(snaps *SnapshotStore, w *WAL, rc RecoverConfig, upTo core.Seq) (*core.Processor, core.Seq, []string, error) {
+func loadBase(snaps *SnapshotStore, w *WAL, rc RecoverConfig, upTo core.Seq) (*core.Processor, core.Seq, []byte, []string, error) {
 	var skipped []string
 	skip := func(seq uint64, why string) {
 		skipped = append(skipped, fmt.Sprintf("snapshot %d: %s", seq, why))
@@ -210,7 +219,7 @@ func loadBase(snaps *SnapshotStore, w *WAL, rc RecoverConfig, upTo core.Seq) (*c
 	if !rc.IgnoreSnapshots {
 		infos, err := snaps.List()
 		if err != nil {
-			return nil, 0, nil, err
+			return nil, 0, nil, nil, err
 		}
 		for i := len(infos) - 1; i >= 0; i-- {
 			seq := infos[i].Seq
@@ -220,7 +229,7 @@ func loadBase(snaps *SnapshotStore, w *WAL, rc RecoverConfig, upTo core.Seq) (*c
 			data, err := snaps.Load(seq)
 			if err != nil {
 				if !errors.Is(err, ErrCorrupt) {
-					return nil, 0, nil, err
+					return nil, 0, nil, nil, err
 				}
 				skip(seq, err.Error())
 				continue
@@ -244,21 +253,21 @@ func loadBase(snaps *SnapshotStore, w *WAL, rc RecoverConfig, upTo core.Seq) (*c
 				}
 				continue
 			}
-			return proc, core.Seq(seq), skipped, nil
+			return proc, core.Seq(seq), data, skipped, nil
 		}
 	}
 	if w.LastSeq() == 0 || w.FirstSeq() <= 1 {
 		if len(skipped) > 0 {
 			rc.Logger.Warn("journal: replaying the whole WAL from seq 1 (no usable snapshot)", "skipped", len(skipped))
 		}
-		return core.New(rc.Core), 0, skipped, nil
+		return core.New(rc.Core), 0, nil, skipped, nil
 	}
 	if lastResort != nil {
 		rc.Logger.Warn("journal: the WAL no longer starts at seq 1; recovering from a snapshot that breaks invariants",
 			"seq", lastResortSeq)
-		return lastResort, core.Seq(lastResortSeq), skipped, nil
+		return lastResort, core.Seq(lastResortSeq), nil, skipped, nil
 	}
-	return nil, 0, skipped, fmt.Errorf("journal: WAL starts at seq %d and no usable snapshot covers the gap (%s)",
+	return nil, 0, nil, skipped, fmt.Errorf("journal: WAL starts at seq %d and no usable snapshot covers the gap (%s)",
 		w.FirstSeq(), strings.Join(skipped, "; "))
 }
 
