@@ -104,9 +104,10 @@ type Config struct {
 	// parallel with the restores of the replicas (start-up time at
 	// scale), and Start waits for it: a consumer's own replay of the WAL
 	// up to the recovered seq (pl.Recovery().Seq; the exchange's order
-	// history). It may use pl.Recovery, NewFollower and DurableSeq (the
-	// recovered seq), nothing else: no command runs and no OnView is
-	// called before it returns. Its error fails Start.
+	// history). It may use pl.Recovery, NewFollower, DurableSeq (the
+	// recovered seq) and read pl.Processor (the recovered state), nothing
+	// else: no command runs and no OnView is called before it returns. Its
+	// error fails Start.
 	WarmUp func(pl *Pipeline) error
 }
 
@@ -512,8 +513,9 @@ func (pl *Pipeline) Close() error {
 	return err
 }
 
-// Processor returns the core processor. Only safe to use after Close (or
-// from OnAck... never: the processor goroutine owns it while running).
+// Processor returns the core processor. Only safe to use after Close, or
+// to read during Config.WarmUp (the processor goroutine owns it while
+// running).
 func (pl *Pipeline) Processor() *core.Processor { return pl.proc }
 
 func (pl *Pipeline) String() string {

@@ -101,7 +101,7 @@ func warmupRestart(t *testing.T, dir string, wholeMax core.Seq) (*gateway.Histor
 		t.Fatal(err)
 	}
 	defer pl.Close()
-	if err := seedHistory(context.Background(), pl, hist, warmErr, log); err != nil {
+	if err := warmedUp(context.Background(), warmErr); err != nil {
 		t.Fatal(err)
 	}
 	return hist, pl.Recovery()
