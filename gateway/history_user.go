@@ -63,6 +63,16 @@ func (h *History) raiseFloor(f core.OrderID) {
 	}
 }
 
+// Skipped tells History that the commands up to seq were never applied
+// to it (a warm-up that starts after a snapshot, or where the WAL begins):
+// the archive must have persisted seq before it answers for orders or
+// trades below the floors, whose changes until then History did not see.
+// Call it before the first Apply.
+func (h *History) Skipped(seq core.Seq) {
+	h.belowSeq = max(h.belowSeq, seq)
+	h.mine.belowSeq = max(h.mine.belowSeq, seq)
+}
+
 // touch records a change to order id: below the floor, the archive must
 // catch up to this seq before it answers for such orders.
 func (h *History) touch(id core.OrderID) {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ubscore/ubscore/core"
@@ -216,6 +217,12 @@ func (n *Node) takeOver(f *Failover) {
 	// rather than giving the lease up after one attempt and leaving the
 	// next node to wait a TTL and fail the same way.
 	epoch, err := n.promoteWhile(n.ctx, f.lease.Held)
+	if errors.Is(err, ErrAlreadyPrimary) {
+		// An operator's promotion (POST .../promote, which under auto
+		// needs the lease this node holds) got there first: the node is
+		// the primary, the lease stays held.
+		epoch, err = n.log.Epoch(), nil
+	}
 	if err == nil {
 		f.takeovers.Add(1)
 		n.cfg.Logger.Info("replication: took over", "epoch", epoch, "took", time.Since(t0))
@@ -229,12 +236,16 @@ func (n *Node) takeOver(f *Failover) {
 	n.rejoinAfter(f.lease.cfg.TTL)
 }
 
-// retryable tells a failed take-over that may succeed if tried again
-// (the log unreachable, electing a leader) from one that will not (this
-// node's state, its venue, or the lease).
+// retryable tells a failed promotion that may succeed if tried again
+// (the log unreachable, electing a leader) from one that will not: this
+// node's state, WAL or files, its venue, the lease, a record it cannot
+// read, its pipeline or connection closed.
 func retryable(err error) bool {
-	return !diverged(err) && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrFenced) &&
-		!errors.Is(err, ErrAlreadyPrimary) && !errors.Is(err, errSwitched)
+	return !diverged(err) && !definitive(err) && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrFenced) &&
+		!errors.Is(err, ErrAlreadyPrimary) && !errors.Is(err, errSwitched) && !errors.Is(err, ErrNodeClosed) &&
+		!errors.Is(err, ErrRecord) && !errors.Is(err, nats.ErrConnectionClosed) &&
+		!errors.Is(err, journal.ErrStopped) && !errors.Is(err, journal.ErrSequence) &&
+		!errors.Is(err, journal.ErrFailed) && !errors.Is(err, journal.ErrClosed)
 }
 
 // diverged tells an error that stops a standby for an operator: its state
@@ -345,8 +356,15 @@ func (n *Node) Promote(ctx context.Context) (uint64, error) {
 // retryable, ctx lives and more holds. (Promoting is safe to repeat: a
 // claim whose answer was lost is found as this node's own, and the log is
 // read on from where the failed attempt stopped.)
+//
+// A node that closes (the process stopping) ends the promotion at once,
+// whatever ctx allows: it must not claim the log on its way out.
 func (n *Node) promoteWhile(ctx context.Context, more func() bool) (uint64, error) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(n.ctx, stop)()
 	epoch, err := n.promoteOnce(ctx)
+	cause := err // the last error that is not ctx's own ending
 	for tries := 1; err != nil && retryable(err) && ctx.Err() == nil && more(); tries++ {
 		if tries%10 == 1 {
 			n.cfg.Logger.Warn("replication: promoting: the log does not answer yet; trying again", "err", err, "tries", tries)
@@ -355,15 +373,35 @@ func (n *Node) promoteWhile(ctx context.Context, more func() bool) (uint64, erro
 		case <-ctx.Done():
 		case <-time.After(250 * time.Millisecond):
 		}
-		epoch, err = n.promoteOnce(ctx)
+		if epoch, err = n.promoteOnce(ctx); err != nil && ctx.Err() == nil {
+			cause = err
+		}
 	}
-	return epoch, err
+	switch {
+	case err == nil:
+		return epoch, nil
+	case n.ctx.Err() != nil:
+		return 0, fmt.Errorf("%w (promotion abandoned: %w)", ErrNodeClosed, cause)
+	case ctx.Err() != nil && cause != err:
+		return 0, fmt.Errorf("%w (the log did not answer: %w)", ctx.Err(), cause)
+	}
+	return 0, err
 }
+
+// ErrNodeClosed: the node is closing (the process stops); it promotes
+// nothing more.
+var ErrNodeClosed = errors.New("replication: the node is closing")
 
 // promoteOnce is one attempt of Promote.
 func (n *Node) promoteOnce(ctx context.Context) (uint64, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.ctx.Err() != nil {
+		return 0, ErrNodeClosed
+	}
+	if err := n.Err(); err != nil && diverged(err) { // as takeOver: a diverged node is never the primary
+		return 0, fmt.Errorf("replication: not promoting a node stopped for an operator: %w", err)
+	}
 	if n.primary.Load() {
 		return 0, ErrAlreadyPrimary
 	}

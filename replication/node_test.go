@@ -134,3 +134,31 @@ func TestPromoteWaitsForTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPromoteOfAClosedNode: a node that is closing (the process stopping
+// while a promote request runs) promotes nothing: at once, with
+// ErrNodeClosed, and the log keeps the live primary's claim — whether its
+// connection is still draining or closed.
+func TestPromoteOfAClosedNode(t *testing.T) {
+	for _, drained := range []bool{false, true} {
+		c := natstest.Start(t, 1)
+		na, pa := startNode(t, c.URL(), "node-a", replication.RolePrimary)
+		nb, pb := startNode(t, c.URL(), "node-b", replication.RoleStandby)
+		last := submit(t, pa, workload(t, 1), 100)
+		waitFor(t, "the standby", func() bool { return pb.DurableSeq() >= last })
+		nb.Close()
+		if drained {
+			time.Sleep(time.Second)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		t0 := time.Now()
+		_, err := nb.Promote(ctx)
+		cancel()
+		if d := time.Since(t0); !errors.Is(err, replication.ErrNodeClosed) || d > 2*time.Second {
+			t.Fatalf("drained %v: promote of a closed node: %v after %v (want ErrNodeClosed at once)", drained, err, d)
+		}
+		if !na.Primary() || na.Status().Fenced {
+			t.Fatalf("drained %v: the live primary was fenced by a closed node", drained)
+		}
+	}
+}

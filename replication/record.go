@@ -79,7 +79,9 @@ func (r *Record) Last() core.Seq {
 	return r.Seq
 }
 
-// ErrRecord is returned for a message body that is not a valid record.
+// ErrRecord is returned for a message body that is not a valid record, and
+// for a record a follower cannot apply where the log holds it (a gap
+// before it, a command at another seq than its place).
 var ErrRecord = errors.New("replication: invalid record")
 
 // AppendCommands appends the body of a KindCommands record to dst.

@@ -181,7 +181,7 @@ func (s *Standby) apply(r Record, buf *[]core.Command) error {
 	}
 	have := core.Seq(s.submitted.Load())
 	if r.Seq > have+1 {
-		return fmt.Errorf("replication: the log skips from command %d to %d", have, r.Seq)
+		return fmt.Errorf("%w: the log skips from command %d to %d", ErrRecord, have, r.Seq)
 	}
 	if err := s.checkOverlap(r, have); err != nil {
 		return err
@@ -194,10 +194,10 @@ func (s *Standby) apply(r Record, buf *[]core.Command) error {
 		}
 		var c core.Command
 		if err := core.DecodeCommand(b, &c); err != nil {
-			return fmt.Errorf("replication: command %d: %w", seq, err)
+			return fmt.Errorf("%w: command %d: %w", ErrRecord, seq, err)
 		}
 		if c.Seq != seq {
-			return fmt.Errorf("replication: record of command %d holds command %d", seq, c.Seq)
+			return fmt.Errorf("%w: the record of command %d holds command %d", ErrRecord, seq, c.Seq)
 		}
 		cmds = append(cmds, c)
 	}

@@ -128,8 +128,10 @@ func TestHistoryWarmUp(t *testing.T) {
 	if _, ok := h.Order(after[0]); ok {
 		t.Fatal("a finished order before the snapshot is in History: the WAL was replayed")
 	}
-	if f := h.Floors(); f.Order != core.OrderID(gateway.NoFloor) {
-		t.Fatalf("order floor %d: no order was seen placed", f.Order)
+	// Below the floors the archive answers only once it has persisted the
+	// recovered seq: History saw none of the commands before it.
+	if f := h.Floors(); f.Order != core.OrderID(gateway.NoFloor) || f.OrderSeq < rec.Seq || f.TradeSeq < rec.Seq {
+		t.Fatalf("floors %+v: want no order floor, the archive awaited to seq %d", f, rec.Seq)
 	}
 
 	// A crash leaves the periodic snapshot the newest: the commands after
@@ -154,6 +156,9 @@ func TestHistoryWarmUp(t *testing.T) {
 	}
 	if f := h.Floors(); f.Order == core.OrderID(gateway.NoFloor) || f.Order > after[0] || f.Order <= before[2] {
 		t.Fatalf("order floor %d: want the first order placed after the snapshot (<= %d, > %d)", f.Order, after[0], before[2])
+	}
+	if f := h.Floors(); f.OrderSeq < mid || f.TradeSeq < mid {
+		t.Fatalf("floors %+v: the archive must have persisted the snapshot's seq %d before it answers below them", f, mid)
 	}
 
 	// A WAL within the bound is replayed whole: every order is here.

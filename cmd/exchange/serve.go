@@ -435,6 +435,7 @@ func replayHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.Hist
 		start = rec.SnapshotSeq + 1
 	}
 	if start > target {
+		hist.Skipped(target)
 		log.Info("exchange: history rebuilt from the WAL", "from_seq", start, "to_seq", target, "note", "nothing to replay: the recovery's snapshot is at the recovered seq")
 		seedResting(pl, hist, log)
 		return nil
@@ -450,6 +451,9 @@ func replayHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.Hist
 	from := f.NextSeq()
 	if standby && from == 1 {
 		hist.FromStart()
+	}
+	if from > 1 {
+		hist.Skipped(from - 1)
 	}
 	for f.NextSeq() <= target {
 		if err := ctx.Err(); err != nil { // SIGTERM during a long warm-up
