@@ -348,8 +348,18 @@ func (n *Node) promote(ctx context.Context) error {
 // quorum just back: "JetStream system temporarily unavailable") is tried
 // again every 250 ms until ctx ends; an error that trying again cannot
 // mend (retryable) is returned at once.
+//
+// A promotion by an operator that fails leaves the node a standby that
+// follows the log again (its reads stay current; promoting again
+// completes a claim whose answer was lost).
 func (n *Node) Promote(ctx context.Context) (uint64, error) {
-	return n.promoteWhile(ctx, func() bool { return true })
+	epoch, err := n.promoteWhile(ctx, func() bool { return true })
+	if err != nil && n.cfg.Auto == nil && n.ctx.Err() == nil && !n.primary.Load() &&
+		!errors.Is(err, errSwitched) && !diverged(err) && n.standby.resume() {
+		n.cfg.Logger.Warn("replication: promotion not completed; following the log again", "err", err)
+		n.run(n.standby.Run)
+	}
+	return epoch, err
 }
 
 // promoteWhile promotes the node, trying again while the error is

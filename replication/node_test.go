@@ -162,3 +162,39 @@ func TestPromoteOfAClosedNode(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedPromotionFollowsAgain: an operator's promotion that cannot
+// complete (no quorum until its context ends) leaves the node a standby
+// that follows the log again: what the primary appends once the quorum is
+// back reaches it.
+func TestFailedPromotionFollowsAgain(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	if err := c.WaitReady(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	na, pa := startNodeR(t, c.URL(), "node-a", replication.RolePrimary, 3)
+	nb, pb := startNodeR(t, c.URL(), "node-b", replication.RoleStandby, 3)
+	w := workload(t, 1)
+	last := submit(t, pa, w, 200)
+	waitFor(t, "the standby", func() bool { return pb.DurableSeq() >= last })
+	c.StopNode(1)
+	c.StopNode(2)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, err := nb.Promote(ctx)
+	cancel()
+	if err == nil || nb.Primary() {
+		t.Fatalf("promote without a quorum: %v (primary %v)", err, nb.Primary())
+	}
+	if err := c.StartNode(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartNode(2); err != nil {
+		t.Fatal(err)
+	}
+	if !na.Primary() {
+		t.Fatal("the primary lost its place to a promotion that did not complete")
+	}
+	more := submit(t, pa, w, 200)
+	waitFor(t, "the standby following again", func() bool { return pb.DurableSeq() >= more })
+}

@@ -48,7 +48,8 @@ type Standby struct {
 	submitted atomic.Uint64          // the last command handed to the pipeline
 	lastTime  atomic.Int64           // that command's Time (unix ns)
 	writer    atomic.Pointer[string] // the node of the newest epoch marker read
-	promoted  atomic.Bool
+	promoted  atomic.Bool            // Promote called: Run follows no more (until resume)
+	switched  atomic.Bool            // the pipeline was made the primary's: never a standby again
 	// adopt, if set, makes the node's data dir take the venue of an epoch
 	// marker (its WAL id), or refuses a log of another venue.
 	adopt func(venue string) error
@@ -94,7 +95,8 @@ func (s *Standby) Submitted() (core.Seq, int64) {
 }
 
 // Run follows the log until ctx ends, Promote is called, or an error (a
-// record out of order, the pipeline stopped). Call it once.
+// record out of order, the pipeline stopped). Call it once, and again
+// only after resume.
 func (s *Standby) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
@@ -115,6 +117,19 @@ func (s *Standby) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// resume makes a standby whose promotion failed before its pipeline
+// became the primary's a standby again, for Run to follow the log from
+// where it stopped. It reports false if the pipeline is the primary's.
+func (s *Standby) resume() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.switched.Load() {
+		return false
+	}
+	s.promoted.Store(false)
+	return true
 }
 
 // position finds, once, where in the log this node's WAL ends (Seek) and
@@ -398,6 +413,7 @@ func (s *Standby) Promote(ctx context.Context, sync bool) (epoch uint64, err err
 				return 0, err
 			}
 		}
+		s.switched.Store(true)
 		if sync && s.lease != nil {
 			s.pl.Promote(LeasedReplicator{Log: s.log, Lease: s.lease})
 		} else if sync {
