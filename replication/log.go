@@ -380,6 +380,7 @@ func (l *Log) Claim(ctx context.Context, at uint64, applied core.Seq, epoch uint
 	}
 	l.mu.Lock()
 	l.epoch, l.last, l.sentUpTo = epoch, ack.Sequence, applied
+	l.queue = nil // a failed attempt's appends: the claim follows whatever of them the log stored
 	l.mu.Unlock()
 	l.streamSq.Store(ack.Sequence)
 	l.appended.Store(uint64(applied))
@@ -408,6 +409,7 @@ func (l *Log) setVenue(v string) {
 func (l *Log) adopt(epoch, at uint64, applied core.Seq) {
 	l.mu.Lock()
 	l.epoch, l.last, l.sentUpTo = epoch, at, applied
+	l.queue = nil // as Claim
 	l.mu.Unlock()
 	l.streamSq.Store(at)
 	l.appended.Store(uint64(applied))
