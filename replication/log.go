@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -77,7 +78,8 @@ type Log struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	stream jetstream.Stream
-	maxMsg int // bytes of one message's body
+	maxMsg int             // bytes of one message's body
+	enc    commandsEncoder // Append's buffers (one goroutine appends; not under mu)
 
 	// The writer's state, guarded by mu (Append runs on the journaler,
 	// WaitStored on the pipeline's replication stage).
@@ -466,31 +468,59 @@ func msgID(epoch uint64, k Kind, seq core.Seq) string {
 // returns before they are journaled), and a second copy after the epoch
 // marker would break the log's order for every follower. A gap (first
 // beyond the next command) is refused: the log would miss commands.
+//
+// The records are encoded (compressed) outside mu: WaitStored takes it to
+// learn each ack, and must not wait for a large group commit's encoding.
 func (l *Log) Append(first core.Seq, cmds [][]byte) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.writable(); err != nil {
+	err := l.writable()
+	epoch, upTo := l.epoch, l.sentUpTo
+	l.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	if first > l.sentUpTo+1 {
-		return fmt.Errorf("replication: append from command %d, but the log holds commands up to %d only (a gap)", first, l.sentUpTo)
+	if first > upTo+1 {
+		return fmt.Errorf("replication: append from command %d, but the log holds commands up to %d only (a gap)", first, upTo)
 	}
-	if skip := int(min(uint64(l.sentUpTo+1-first), uint64(len(cmds)))); skip > 0 {
+	if skip := int(min(uint64(upTo+1-first), uint64(len(cmds)))); skip > 0 {
 		first, cmds = first+core.Seq(skip), cmds[skip:]
 	}
 	for len(cmds) > 0 {
-		n, size := 0, commandsOverhead
-		for n < len(cmds) && (n == 0 || size+len(cmds[n])+10 <= l.maxMsg) {
-			size += len(cmds[n]) + 10
-			n++
+		n := l.fits(cmds)
+		r := sent{id: msgID(epoch, KindCommands, first), subject: l.subject(KindCommands),
+			body: l.enc.append(nil, epoch, first, cmds[:n]), upTo: first + core.Seq(n) - 1}
+		l.mu.Lock()
+		err := l.writable()
+		if err == nil && (l.epoch != epoch || l.sentUpTo != first-1) {
+			err = fmt.Errorf("replication: the log moved during an append (epoch %d, commands up to %d; expected %d, %d)",
+				l.epoch, l.sentUpTo, epoch, first-1)
 		}
-		l.enqueue(sent{id: msgID(l.epoch, KindCommands, first), subject: l.subject(KindCommands),
-			body: AppendCommands(nil, l.epoch, first, cmds[:n]),
-			upTo: first + core.Seq(n) - 1})
+		if err == nil {
+			l.enqueue(r)
+		}
+		l.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		first += core.Seq(n)
 		cmds = cmds[n:]
 	}
 	return nil
+}
+
+// fits is how many of cmds (at least one) one KindCommands record takes:
+// within maxCommandsCount and maxCommandsPart, and its body within the
+// server's max payload even if they do not compress at all.
+func (l *Log) fits(cmds [][]byte) int {
+	n, part := 1, commandsPart(cmds[:1])
+	for ; n < min(len(cmds), maxCommandsCount); n++ {
+		next := part + commandsPart(cmds[n:n+1])
+		if next > maxCommandsPart || commandsOverhead+s2.MaxEncodedLen(next) > l.maxMsg {
+			break
+		}
+		part = next
+	}
+	return n
 }
 
 // AppendHash sends the writer's state hash after command seq, which must
