@@ -46,6 +46,7 @@ type ackLatency struct {
 	target   core.Seq                          // close done when this seq is acked
 	done     chan struct{}
 	from     core.Seq // record latencies of seqs >= from only (warm-up excluded)
+	base     core.Seq // the seq before the run's first (a state under the workload); claim i = seq base+i+1
 }
 
 func newAckLatency(target core.Seq) *ackLatency {
@@ -56,7 +57,7 @@ func newAckLatency(target core.Seq) *ackLatency {
 // onAck is journal.Config.OnAck: called once per command, in seq order, never concurrently.
 func (l *ackLatency) onAck(s *journal.Slot) {
 	now := nanotime()
-	if i := int(s.Cmd.Seq) - 1; i < calClaims && l.cal[i].t2 != 0 {
+	if i := int(s.Cmd.Seq-l.base) - 1; s.Cmd.Seq > l.base && i < calClaims && l.cal[i].t2 != 0 {
 		if span := max(l.cal[i].t2-l.cal[i].t1, 1); l.bestSpan == 0 || span < l.bestSpan {
 			l.offset, l.bestSpan = s.Enq-(l.cal[i].t1+l.cal[i].t2)/2, span
 		}

@@ -59,6 +59,15 @@ type PipelineConfig struct {
 	// (journal.RunChecker) during the run, as the exchange does
 	// (--core-check-interval); CheckOnView needs Journal.ReadView.
 	Check journal.CheckerConfig
+	// Large, if set, first writes this state into Dir (BuildLargeState,
+	// its command times ending before Time) and runs the workload on top
+	// of it (Workload.On(ShiftOf(...)): its own assets, markets, users and
+	// orders, with ids above the state's): journal.Start recovers the
+	// state, so the core and every replica hold it, and every snapshot and
+	// check is of it. Building and starting are not measured; the latency
+	// and the processor's pauses are measured from the same seq as
+	// without it, shifted by the state's last seq.
+	Large *LargeState
 }
 
 // PipelineResult is the scenario's outcome; its JSON form is the bench's
@@ -92,7 +101,22 @@ type PipelineResult struct {
 	SnapSerializeMs float64 `json:"-"`
 	SnapWriteMs     float64 `json:"-"`
 	SnapBytes       int64   `json:"-"`
+	// With Config.Large: the state under the workload (its last seq, its
+	// snapshot's size, the time to build it) and journal.Start's time on it.
+	Large LargeStateBuilt `json:"-"`
+	Start time.Duration   `json:"-"`
+	// With Config.Large and snapshots on: the state follower's lag behind
+	// the last ack when the run ended, the snapshots it had written by
+	// then, and how long it then took to catch up (after the measurement;
+	// Snapshots and the Snap fields are as of then).
+	StateLag       core.Seq      `json:"-"`
+	SnapshotsInRun uint64        `json:"-"`
+	CatchUp        time.Duration `json:"-"`
 }
+
+// stateCatchUpLimit bounds the wait for the state follower after a run on a
+// large state.
+const stateCatchUpLimit = 5 * time.Minute
 
 // keepWholeWAL forbids WAL front truncation, so `replay verify` can re-derive
 // every command from seq 1.
@@ -111,12 +135,25 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 	if err != nil {
 		return PipelineResult{}, err
 	}
-	lat := newAckLatency(core.Seq(cfg.Commands))
+	var large LargeStateBuilt
+	if cfg.Large != nil {
+		ls := *cfg.Large
+		ls.EndTime = cfg.Time
+		if large, err = BuildLargeState(cfg.Dir, ls); err != nil {
+			return PipelineResult{}, err
+		}
+		w = w.On(ShiftOf(large))
+	}
+	base := large.Seq // the workload's seqs are base+1..base+Commands
+	lat := newAckLatency(base + core.Seq(cfg.Commands))
+	lat.base = base
 	if cfg.Warmup > 0 {
 		// Never exclude more than half of the steady commands, so a short
 		// run still reports latencies.
 		steady := max(cfg.Commands-w.SetupLen(), 0)
-		lat.from = core.Seq(w.SetupLen() + min(cfg.Warmup, steady/2) + 1)
+		lat.from = base + core.Seq(w.SetupLen()+min(cfg.Warmup, steady/2)+1)
+	} else if base > 0 {
+		lat.from = base + 1
 	}
 	var calibrating atomic.Bool
 	calN := 0 // calibration claims made; calibrating goroutine only
@@ -133,12 +170,17 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 		}
 		return fixed
 	}
+	t1 := time.Now()
 	pl, err := journal.Start(jc)
 	if err != nil {
 		return PipelineResult{}, err
 	}
-	if last := pl.AckedSeq(); last != 0 {
+	startTook := time.Since(t1)
+	if last := pl.AckedSeq(); last != base {
 		_ = pl.Close()
+		if base > 0 {
+			return PipelineResult{}, fmt.Errorf("bench: %s: recovered seq %d, want the large state's %d", cfg.Dir, last, base)
+		}
 		return PipelineResult{}, fmt.Errorf("bench: %s already holds a WAL up to seq %d; use an empty data dir", cfg.Dir, last)
 	}
 
@@ -175,6 +217,20 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 	waitErr = errors.Join(waitErr, stopCheck())
 	perr := errs()
 	st := pl.StateStats()
+	// With a large state the state follower may be far behind at the last
+	// ack (a full check or a snapshot of it takes a while): how far, and,
+	// after the measurement, the time it takes to catch up, so that the
+	// snapshots of the run are reported.
+	lag, inRun, catchUp := core.Seq(0), st.Snapshots, time.Duration(0)
+	if last := pl.AckedSeq(); cfg.Large != nil && !jc.NoSnapshots && waitErr == nil {
+		lag = last - min(st.Seq, last)
+		t2 := time.Now()
+		for st.Seq < last && time.Since(t2) < stateCatchUpLimit && pl.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+			st = pl.StateStats()
+		}
+		catchUp = time.Since(t2)
+	}
 	cerr := pl.Close()
 	if err := errors.Join(waitErr, perr, cerr); err != nil {
 		return PipelineResult{}, err
@@ -205,6 +261,11 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 		SnapSerializeMs: float64(st.LastSerialize.Microseconds()) / 1e3,
 		SnapWriteMs:     float64(st.LastWrite.Microseconds()) / 1e3,
 		SnapBytes:       st.LastBytes,
+		Large:           large,
+		Start:           startTook,
+		StateLag:        lag,
+		SnapshotsInRun:  inRun,
+		CatchUp:         catchUp,
 	}, nil
 }
 

@@ -98,6 +98,56 @@ type Workload struct {
 	marketStart, fundStart, seedStart, steadyStart core.Seq
 	seedTotal                                      uint64       // seeded orders (ids 1..seedTotal)
 	firstSteadyID                                  core.OrderID // id of the first steady place
+
+	shift Shift // see On
+}
+
+// Shift moves a workload onto a data dir that already holds a state (a
+// LargeState): its first command comes after Seq, and its ids, all above
+// the state's, are the workload's own plus these (its asset ids + Asset,
+// market ids + Market, user ids + User, order ids + OrderID).
+type Shift struct {
+	Seq     core.Seq     // the state's last seq
+	OrderID core.OrderID // order ids the state assigned (its next id - 1)
+	User    core.UserID  // the workload's users are User+1..User+Users
+	Market  core.MarketID
+	Asset   core.AssetID
+}
+
+// On returns the workload shifted by s (the zero Shift: w itself).
+func (w *Workload) On(s Shift) *Workload {
+	c := *w
+	c.shift = s
+	return &c
+}
+
+// ShiftOf is the Shift that puts a workload on top of the state b.
+func ShiftOf(b LargeStateBuilt) Shift {
+	return Shift{Seq: b.Seq, OrderID: b.NextOrderID - 1, User: b.NextUser - 1, Market: b.NextMarket - 1, Asset: b.NextAsset - 1}
+}
+
+// apply moves c's ids by s.
+func (s *Shift) apply(c *core.Command) {
+	switch c.Kind {
+	case core.KindConfigAsset:
+		c.Asset += s.Asset
+	case core.KindConfigMarket:
+		c.Market += s.Market
+		c.Cfg.Base += s.Asset
+		c.Cfg.Quote += s.Asset
+	case core.KindAdjust:
+		c.User += s.User
+		c.Asset += s.Asset
+	case core.KindPlaceOrder:
+		c.User += s.User
+		c.Market += s.Market
+	case core.KindCancelOrder:
+		c.User += s.User
+		c.Market += s.Market
+		c.OrderID += s.OrderID
+	default:
+		panic("bench: Shift of an unexpected command kind")
+	}
 }
 
 // NewWorkload returns the workload for seed and opts.
@@ -140,10 +190,22 @@ func (w *Workload) Options() Options { return w.opts }
 // orders); the steady mix starts at seq SetupLen()+1.
 func (w *Workload) SetupLen() int { return int(w.steadyStart - firstSeq) }
 
-// Fill writes the command for seq (>= 1) into c, overwriting all of it
-// (Seq and Time are left zero: the sequencer stamps them). It does not
-// allocate.
+// Fill writes the command for seq (>= 1, or > Shift.Seq) into c,
+// overwriting all of it (Seq and Time are left zero: the sequencer stamps
+// them). It does not allocate.
 func (w *Workload) Fill(seq core.Seq, c *core.Command) {
+	if w.shift == (Shift{}) {
+		w.fill(seq, c)
+		return
+	}
+	if seq <= w.shift.Seq {
+		panic("bench: Fill of a seq of the state under the workload")
+	}
+	w.fill(seq-w.shift.Seq, c)
+	w.shift.apply(c)
+}
+
+func (w *Workload) fill(seq core.Seq, c *core.Command) {
 	*c = core.Command{}
 	switch {
 	case seq < firstSeq:
@@ -186,6 +248,20 @@ func (w *Workload) fillSteady(seq core.Seq, c *core.Command) {
 // OrderIDAt returns the order id the core assigns to the place command at
 // seq, and false if seq is not a place command.
 func (w *Workload) OrderIDAt(seq core.Seq) (core.OrderID, bool) {
+	if w.shift != (Shift{}) {
+		if seq <= w.shift.Seq {
+			return 0, false
+		}
+		id, ok := w.orderIDAt(seq - w.shift.Seq)
+		if ok {
+			id += w.shift.OrderID
+		}
+		return id, ok
+	}
+	return w.orderIDAt(seq)
+}
+
+func (w *Workload) orderIDAt(seq core.Seq) (core.OrderID, bool) {
 	switch {
 	case seq < w.seedStart:
 		return 0, false

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/ubscore/ubscore/bench"
 	"github.com/ubscore/ubscore/core"
@@ -37,7 +38,8 @@ scenarios:
   p2p           spec 003 transfers: POST /transfers and GET balance vs the hello-world ceiling, core execution, publisher
   replication   durable commands/s and ack latency with sync replication (R=3 JetStream, in process) vs the local WAL alone
   ws            WebSocket fan-out: 1,000 subscribers on one market; pipeline rate with it on vs off, msgs/s, ack -> delivery latency
-  state         spec 003 transfers with a short retention through the pipeline: memory and snapshot size vs transfers made
+  state         spec 003 transfers with a short retention through the pipeline: memory and snapshot size vs transfers made;
+                --large-compare N: snapshots and the check off vs on at bench restart's large state (pipeline --state-compare --large-state)
   restart       journal.Start on a large state (accounts, resting orders, pending transfers, binary markets): time to ready
   wrk-check     our load generator vs wrk on the same hello-world target (rate, p50, p99, ratios)
   merge         merge several bench all outputs into one report of per-row medians
@@ -134,6 +136,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Journal.NoSnapshots, "no-snapshots", false, "run no state follower: no snapshots (the \"off\" runs of --state-compare; with --trace, to compare one run of each)")
 	var stateCompare int
 	fs.IntVar(&stateCompare, "state-compare", 0, "run N rounds with snapshots and the check off, then on (the state follower: --snapshot-every, --check-interval or 100ms), interleaved, and print pauses, ack percentiles and ratios (issue 39; subdirs of --data)")
+	large := largeStateFlags(fs, false)
 	var compare int
 	fs.IntVar(&compare, "check-compare", 0, "run N rounds of the same run with the check off, on the view and on a follower, interleaved, and print the rates and ratios (subdirs of --data)")
 	fs.StringVar(&cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file")
@@ -162,6 +165,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg.Journal.SnapshotEvery = snapEvery
+	cfg.Large = large()
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if compare > 0 {
 		return compareCheck(cfg, compare, stdout, stderr)
@@ -192,6 +196,13 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return exitFail
+	}
+	if cfg.Large != nil {
+		fmt.Fprintln(stderr, largeLine(res))
+		if !cfg.Journal.NoSnapshots {
+			fmt.Fprintf(stderr, "state follower at the last ack: %d commands behind, %d snapshots written by then; caught up %v later (not measured)\n",
+				res.StateLag, res.SnapshotsInRun, res.CatchUp.Round(time.Millisecond))
+		}
 	}
 	if asJSON {
 		b, err := json.Marshal(res)

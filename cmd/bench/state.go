@@ -30,6 +30,8 @@ func runStateBench(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&cfg.Snapshot, "snapshot-every", 1_000_000, "commands between snapshots")
 	fs.BoolVar(&cfg.NoSync, "nosync", false, "skip fsync (NOT durable; for comparison only)")
 	fs.IntVar(&from, "compare-from", 5_000_000, "compare memory and snapshot size from the first point at or past this many transfers to the last")
+	var lc largeCompare
+	lc.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -39,6 +41,9 @@ func runStateBench(args []string, stdout, stderr io.Writer) int {
 	if cfg.Dir == "" || fs.NArg() != 0 {
 		fmt.Fprintln(stderr, "bench state: --data DIR is required")
 		return exitUsage
+	}
+	if lc.rounds > 0 {
+		return lc.run(cfg.Dir, cfg.NoSync, stdout, stderr)
 	}
 	cfg.Progress = func(p bench.StatePoint) { fmt.Fprintln(stdout, p) }
 	pts, err := bench.RunState(cfg)
