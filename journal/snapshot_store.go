@@ -107,7 +107,7 @@ func (s *SnapshotStore) Write(seq uint64, data []byte) error {
 		if _, err := f.Write(hdr[:]); err != nil {
 			return err
 		}
-		if _, err := f.Write(data); err != nil {
+		if err := writeBack(f, int64(len(hdr)), data); err != nil {
 			return err
 		}
 		return f.Sync()

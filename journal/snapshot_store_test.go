@@ -210,3 +210,22 @@ func TestPruneKeepingPin(t *testing.T) {
 		t.Fatalf("without a pin %d snapshots kept, want 2", len(infos))
 	}
 }
+
+// TestSnapshotStoreWriteInChunks: a snapshot of several writeBack chunks
+// (and a part of one) reads back whole, and a replaced one too.
+func TestSnapshotStoreWriteInChunks(t *testing.T) {
+	s, _ := snapTestOpen(t, filepath.Join(t.TempDir(), "snaps"))
+	for _, size := range []int{3*writeBackChunk + 4097, writeBackChunk, 1} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i*7 + size)
+		}
+		if err := s.Write(42, data); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Load(42)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes: read back %d bytes, equal %v, %v", size, len(got), bytes.Equal(got, data), err)
+		}
+	}
+}
