@@ -60,7 +60,11 @@ func runAll(t *testing.T, pl *Pipeline, cmds []core.Command) {
 	}
 }
 
-func TestPipelineRestartSameHash(t *testing.T) {
+// setupDir runs setupCmds through a pipeline (a snapshot every 40
+// commands, the whole WAL kept) and closes it: a data dir and the
+// pipeline, whose processor holds the final state.
+func setupDir(t *testing.T) (string, *Pipeline) {
+	t.Helper()
 	dir := t.TempDir()
 	pl, err := Start(Config{Dir: dir, Logger: quietLog(), SnapshotEvery: 40, TruncateLimit: keepAll})
 	if err != nil {
@@ -70,6 +74,11 @@ func TestPipelineRestartSameHash(t *testing.T) {
 	if err := pl.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return dir, pl
+}
+
+func TestPipelineRestartSameHash(t *testing.T) {
+	dir, pl := setupDir(t)
 	hash, last := pl.Processor().StateHash(), pl.Processor().LastSeq()
 
 	rec, err := Recover(RecoverConfig{Dir: dir, Logger: quietLog()})
@@ -138,15 +147,7 @@ func TestPipelinePoisonCommand(t *testing.T) {
 // serialization (so its state hash is the one every node computes); one
 // that replays commands serializes the state it reached.
 func TestRecoverKeepsTheBaseBytes(t *testing.T) {
-	dir := t.TempDir()
-	pl, err := Start(Config{Dir: dir, Logger: quietLog(), SnapshotEvery: 40, TruncateLimit: keepAll})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runAll(t, pl, setupCmds())
-	if err := pl.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := setupDir(t)
 	snaps, err := OpenSnapshotStore(filepath.Join(dir, SnapshotDir), quietLog())
 	if err != nil {
 		t.Fatal(err)
