@@ -28,6 +28,7 @@ import (
 	"github.com/ubscore/ubscore/publish"
 	"github.com/ubscore/ubscore/replication"
 	"github.com/ubscore/ubscore/stream"
+	"github.com/ubscore/ubscore/warmup"
 )
 
 // Shutdown budgets.
@@ -131,7 +132,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// parallel with the restores of the replicas (issue 39: restart at scale).
 	var warmErr error
 	jc.WarmUp = func(pl *journal.Pipeline) error {
-		if warmErr = replayHistory(ctx, pl, hist, prot.Breakers, standby, historyWarmupMax, log); ctx.Err() != nil {
+		if warmErr = warmup.History(ctx, pl, hist, prot.Breakers, standby, warmup.WholeMax, log); ctx.Err() != nil {
 			return nil // SIGTERM during the warm-up: a graceful stop below
 		}
 		return warmErr
@@ -397,90 +398,6 @@ func waitServing(ctx context.Context, pl *journal.Pipeline, node *replication.No
 			return fmt.Errorf("http: %w", err)
 		}
 	}
-}
-
-// historyWarmupMax bounds the history warm-up (replayHistory's wholeMax):
-// a WAL of at most this many
-// commands is replayed whole; a longer one from the snapshot the recovery
-// started from (at most SnapshotEvery commands, 0 after a graceful stop,
-// which snapshots at its last seq). Issue 39: at a million accounts and
-// orders, replaying 2M commands from seq 1 alone took 6 s of a restart.
-const historyWarmupMax = 1_000_000
-
-// replayHistory rebuilds the HTTP History (and the breakers' log) from the
-// WAL still on disk up to the recovered seq: journal.Config.WarmUp, run
-// during journal.Start beside the replicas' restores. Everything after that
-// seq (recovery's own breaker trips) goes through the read view's OnView.
-// A standby, which has no archive, knows its history is complete when it
-// has every command from seq 1 (gateway.History.FromStart).
-//
-// A long WAL is replayed from the recovery's snapshot only (historyWarmupMax):
-// History's floors then start at the first order and trade it sees, and
-// seedResting adds the resting orders. Pages below the floors come from
-// the archive (Postgres); a standby sends them to the primary; a primary
-// without Postgres lists what History holds, as it does once retention has
-// truncated the WAL (README: what a restart keeps).
-func replayHistory(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, brk *gateway.BreakerLog, standby bool,
-	wholeMax core.Seq, log *slog.Logger) error {
-	rec := pl.Recovery()
-	target := rec.Seq
-	if target == 0 {
-		if standby { // every command comes through OnView, from seq 1
-			hist.FromStart()
-		}
-		return nil
-	}
-	start := core.Seq(1)
-	if target > wholeMax {
-		start = rec.SnapshotSeq + 1
-	}
-	if start > target {
-		hist.Skipped(target)
-		log.Info("exchange: history rebuilt from the WAL", "from_seq", start, "to_seq", target, "note", "nothing to replay: the recovery's snapshot is at the recovered seq")
-		seedResting(pl, hist, log)
-		return nil
-	}
-	f, err := pl.NewFollower(start)
-	var gone *journal.HistoryGoneError
-	if errors.As(err, &gone) {
-		f, err = pl.NewFollower(gone.Earliest)
-	}
-	if err != nil {
-		return fmt.Errorf("history warm-up: %w", err)
-	}
-	from := f.NextSeq()
-	if standby && from == 1 {
-		hist.FromStart()
-	}
-	if from > 1 {
-		hist.Skipped(from - 1)
-	}
-	for f.NextSeq() <= target {
-		if err := ctx.Err(); err != nil { // SIGTERM during a long warm-up
-			return err
-		}
-		recs, err := f.Next(ctx, int(min(4096, target-f.NextSeq()+1)))
-		if err != nil {
-			return fmt.Errorf("history warm-up: %w", err)
-		}
-		for _, r := range recs {
-			hist.Apply(r.Cmd, r.Events)
-			brk.Replay(r.Cmd, r.Events)
-		}
-	}
-	log.Info("exchange: history rebuilt from the WAL", "from_seq", from, "to_seq", target)
-	seedResting(pl, hist, log)
-	return nil
-}
-
-// seedResting adds the orders resting in the recovered state that History
-// does not know (History.Seed), at the end of the warm-up: nothing else
-// reads or changes the History or the processor then (journal.Config.WarmUp),
-// and it runs beside the replicas' restores (1M orders: ~0.5 s of CPU).
-func seedResting(pl *journal.Pipeline, hist *gateway.History, log *slog.Logger) {
-	t := time.Now()
-	hist.Seed(pl.Processor())
-	log.Info("exchange: history seeded with the resting orders", "live", hist.Stats().LiveOrders, "took", time.Since(t))
 }
 
 // warmedUp ends the warm-up once journal.Start has returned: warmErr is

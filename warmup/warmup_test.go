@@ -1,4 +1,4 @@
-package main
+package warmup
 
 // The order history's warm-up at start-up (issue 39, restart at scale): a
 // WAL longer than the bound is replayed from the recovery's snapshot only,
@@ -94,14 +94,14 @@ func warmupRestart(t *testing.T, dir string, wholeMax core.Seq) (*gateway.Histor
 	var warmErr error
 	pl, err := journal.Start(journal.Config{Dir: dir, ReadView: true, Logger: log,
 		WarmUp: func(pl *journal.Pipeline) error {
-			warmErr = replayHistory(context.Background(), pl, hist, &gateway.BreakerLog{}, false, wholeMax, log)
+			warmErr = History(context.Background(), pl, hist, &gateway.BreakerLog{}, false, wholeMax, log)
 			return warmErr
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pl.Close()
-	if err := warmedUp(context.Background(), warmErr); err != nil {
+	if err := warmErr; err != nil {
 		t.Fatal(err)
 	}
 	return hist, pl.Recovery()
