@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -455,7 +456,8 @@ func rebuild(base []byte, w *WAL, cfg core.Config, upTo core.Seq, poisoned map[c
 var errBaseAhead = errors.New("journal: rebuild base past its target")
 
 // latestAtOrBelow returns the newest verified snapshot with seq <= upTo;
-// damaged ones are skipped with a warning.
+// damaged ones are skipped with a warning, and one removed since the
+// listing (pruned meanwhile) is passed over for the one before.
 func latestAtOrBelow(snaps *SnapshotStore, upTo uint64, log *slog.Logger) (uint64, []byte, error) {
 	infos, err := snaps.List()
 	if err != nil {
@@ -468,6 +470,9 @@ func latestAtOrBelow(snaps *SnapshotStore, upTo uint64, log *slog.Logger) (uint6
 		data, err := snaps.Load(infos[i].Seq)
 		if err == nil {
 			return infos[i].Seq, data, nil
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			continue
 		}
 		if !errors.Is(err, ErrCorrupt) {
 			return 0, nil, err
