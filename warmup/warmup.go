@@ -41,38 +41,33 @@ func History(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, b
 	wholeMax core.Seq, log *slog.Logger) error {
 	rec := pl.Recovery()
 	target := rec.Seq
-	if target == 0 {
-		if standby { // every command comes through OnView, from seq 1
-			hist.FromStart()
-		}
-		return nil
-	}
 	start := core.Seq(1)
 	if target > wholeMax {
 		start = rec.SnapshotSeq + 1
 	}
-	if start > target {
-		hist.Skipped(target)
-		log.Info("exchange: history rebuilt from the WAL", "from_seq", start, "to_seq", target, "note", "nothing to replay: the recovery's snapshot is at the recovered seq")
-		seedResting(pl, hist, log)
-		return nil
+	// from is where History's commands begin: start, or the earliest the
+	// WAL still derives; target+1 when there is nothing to replay.
+	from := start
+	var f *journal.Follower
+	if start <= target {
+		var err error
+		f, err = pl.NewFollower(start)
+		var gone *journal.HistoryGoneError
+		if errors.As(err, &gone) {
+			f, err = pl.NewFollower(gone.Earliest)
+		}
+		if err != nil {
+			return fmt.Errorf("history warm-up: %w", err)
+		}
+		from = f.NextSeq()
 	}
-	f, err := pl.NewFollower(start)
-	var gone *journal.HistoryGoneError
-	if errors.As(err, &gone) {
-		f, err = pl.NewFollower(gone.Earliest)
-	}
-	if err != nil {
-		return fmt.Errorf("history warm-up: %w", err)
-	}
-	from := f.NextSeq()
-	if standby && from == 1 {
+	if standby && from == 1 { // every command comes from seq 1: the replay's, then OnView's
 		hist.FromStart()
 	}
 	if from > 1 {
 		hist.Skipped(from - 1)
 	}
-	for f.NextSeq() <= target {
+	for f != nil && f.NextSeq() <= target {
 		if err := ctx.Err(); err != nil { // SIGTERM during a long warm-up
 			return err
 		}
@@ -85,7 +80,7 @@ func History(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, b
 			brk.Replay(r.Cmd, r.Events)
 		}
 	}
-	log.Info("exchange: history rebuilt from the WAL", "from_seq", from, "to_seq", target)
+	log.Info("exchange: history rebuilt from the WAL", "from_seq", from, "to_seq", target, "replayed", target+1-from)
 	seedResting(pl, hist, log)
 	return nil
 }

@@ -401,7 +401,7 @@ func waitServing(ctx context.Context, pl *journal.Pipeline, node *replication.No
 }
 
 // warmedUp ends the warm-up once journal.Start has returned: warmErr is
-// replayHistory's outcome (a SIGTERM during it is ctx's error).
+// warmup.History's outcome (a SIGTERM during it is ctx's error).
 func warmedUp(ctx context.Context, warmErr error) error {
 	if err := ctx.Err(); err != nil {
 		return err
