@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ubscore/ubscore/core"
@@ -384,15 +383,7 @@ func TestBootstrapOnlyFromASnapshotTheLogContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, c.URL())
 	st, err := js.Stream(ctx, replication.DefaultStream)
 	if err != nil {
 		t.Fatal(err)

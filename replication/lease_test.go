@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ubscore/ubscore/replication/natstest"
@@ -65,18 +64,11 @@ func acquire(t *testing.T, l *Lease, within time.Duration) uint64 {
 // compare-and-set on the revision; revisions grow.
 func TestLeaseKVSemanticsOnRealServer(t *testing.T) {
 	c := natstest.StartProcs(t, 3)
-	nc, err := nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, c.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var kv jetstream.KeyValue
+	var err error
 	for {
 		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "T", History: 1, TTL: time.Second,
 			Storage: jetstream.FileStorage, Replicas: 3})

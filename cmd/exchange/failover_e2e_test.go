@@ -507,15 +507,7 @@ func fvCheckEvents(t *testing.T, url, stream, dir string) {
 // fvStoredIDs reads the message ids of the whole stream.
 func fvStoredIDs(t *testing.T, url, stream string) []string {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.JetStream(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, stream)
