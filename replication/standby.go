@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ubscore/ubscore/core"
 	"github.com/ubscore/ubscore/journal"
@@ -303,12 +302,11 @@ const catchUpDirect = 4096
 // while the stream elects a leader (its leader's host died with the
 // primary) that failed again and again, 10 s each, and one take-over spent
 // 75 s reading 680 records. A failed read ends the promotion's attempt,
-// which its caller repeats while it holds the lease, from where this one
-// stopped.
+// which its caller repeats (promoteWhile) from where this one stopped.
 func (s *Standby) catchUp(ctx context.Context, from, to uint64) error {
 	var cmds []core.Command
 	for sq := from; sq <= to; sq++ {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		rctx, cancel := context.WithTimeout(ctx, s.log.cfg.Attempt) // as Tail's reads
 		r, err := s.log.get(rctx, sq)
 		cancel()
 		if err != nil {
