@@ -62,8 +62,8 @@ func restartInstruments(markets int) []byte {
 // readyMsgs are the start-up log lines reported as the restart's parts.
 var readyMsgs = []string{
 	"journal: recovered",
-	"journal: start: state follower's replica restored",
-	"journal: start: read view's replica restored",
+	"journal: start: state follower's replica copied",
+	"journal: start: read view's replica copied",
 	"exchange: core recovered",
 	"exchange: history rebuilt from the WAL",
 	"exchange: history seeded with the resting orders",

@@ -31,6 +31,7 @@ func TestPropertyBinaryStream(t *testing.T) {
 	midRand := rand.New(rand.NewPCG(seed, 43))
 	midAt := g.setupLen() + n/4 + midRand.IntN(n/2+1)
 	var q *Processor
+	var clones cloneCheck
 	var c Command
 	var probe stateProbe
 	probe.window = 8
@@ -87,6 +88,9 @@ func TestPropertyBinaryStream(t *testing.T) {
 				fail(i, "restored processor diverged at %s", firstEventDiff(ev, qev))
 			}
 		}
+		if err := clones.apply(&c, ev); err != nil {
+			fail(i, "%v", err)
+		}
 		g.observe(ev) // balances of both kinds; spot orders only
 		bg.observe(ev)
 		if i == midAt {
@@ -98,10 +102,16 @@ func TestPropertyBinaryStream(t *testing.T) {
 			if !bytes.Equal(q.AppendSnapshot(nil), snap) {
 				fail(i, "restored processor serializes differently")
 			}
+			if err := clones.start(p, snap); err != nil {
+				fail(i, "%v", err)
+			}
 		}
 	}
 	if hp, hq := p.StateHash(), q.StateHash(); hp != hq {
 		t.Fatalf("seed %d: final hash %s, restored processor %s", seed, hp, hq)
+	}
+	if err := clones.end(p); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
 	}
 	if bg.markets < 2 || bg.settled < 1 {
 		t.Errorf("the stream went through %d binary markets, %d settled: too few lifecycles", bg.markets, bg.settled)

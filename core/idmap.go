@@ -115,9 +115,25 @@ func (m *idMap) del(key uint64) bool {
 }
 
 // grow doubles the table (or creates it) and reinserts every entry.
-func (m *idMap) grow() {
+func (m *idMap) grow() { m.resize(max(idMapMinSlots, 2*len(m.slots))) }
+
+// reserve sizes the table for n keys in all, so that putting them grows it
+// at most once here instead of once per doubling (a restore knows its
+// count up front).
+func (m *idMap) reserve(n int) {
+	size := max(idMapMinSlots, len(m.slots))
+	for n<<idMapLoadShift >= size {
+		size *= 2
+	}
+	if size > len(m.slots) {
+		m.resize(size)
+	}
+}
+
+// resize rebuilds the table with size slots (a power of two holding every
+// key under the load bound) and reinserts every entry.
+func (m *idMap) resize(size int) {
 	old := m.slots
-	size := max(idMapMinSlots, 2*len(old))
 	m.slots = make([]idSlot, size)
 	m.shift = 64
 	for s := size; s > 1; s >>= 1 {

@@ -30,6 +30,11 @@ const (
 	orderDensity   = 4
 )
 
+// reserve sizes the map of ids below the window for n ids (a restore's
+// count): most of a large book's ids are there, and growing it by doubling
+// copied it once per power of two.
+func (x *orderIndex) reserve(n int) { x.old.reserve(n) }
+
 // len returns the number of ids present.
 func (x *orderIndex) len() int { return x.nWin + x.old.len() }
 

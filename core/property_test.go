@@ -282,6 +282,7 @@ func TestPropertyRandomStream(t *testing.T) {
 	midRand := rand.New(rand.NewPCG(seed, 42))
 	midAt := g.setupLen() + n/4 + midRand.IntN(n/2+1)
 	var q *Processor
+	var clones cloneCheck
 	var c Command
 	var probe stateProbe
 	probe.window = 8
@@ -326,6 +327,9 @@ func TestPropertyRandomStream(t *testing.T) {
 				fail(i, "restored processor diverged at %s", firstEventDiff(ev, qev))
 			}
 		}
+		if err := clones.apply(&c, ev); err != nil {
+			fail(i, "%v", err)
+		}
 		g.observe(ev)
 		if i == midAt {
 			snap := p.AppendSnapshot(nil)
@@ -336,6 +340,9 @@ func TestPropertyRandomStream(t *testing.T) {
 			if !bytes.Equal(q.AppendSnapshot(nil), snap) {
 				fail(i, "restored processor serializes differently")
 			}
+			if err := clones.start(p, snap); err != nil {
+				fail(i, "%v", err)
+			}
 			t.Logf("snapshot at seq %d: %d bytes, %d resting orders, %d accounts, %d ops",
 				c.Seq, len(snap), p.orderIdx.len(), len(p.accounts), len(p.opLog))
 		}
@@ -345,6 +352,9 @@ func TestPropertyRandomStream(t *testing.T) {
 	}
 	if hp, hq := p.StateHash(), q.StateHash(); hp != hq {
 		t.Fatalf("seed %d: final hash %s, restored processor %s", seed, hp, hq)
+	}
+	if err := clones.end(p); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
 	}
 	stats.log(t)
 }

@@ -64,6 +64,10 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 		if s.m == nil {
 			return nil, ErrSnapshot
 		}
+		// A hint only (a wrong count just grows the slice); bounded by what
+		// the rest of the snapshot could hold, so a corrupt count cannot
+		// make a large allocation.
+		s.orders = make([]order, 0, min(uint64(max(s.m.orders, 0)), uint64(len(r.b))/minOrderBytes))
 		for side := 0; side < 2 && r.err == nil; side++ {
 			if !s.readSide(&r, ver, Side(side+1)) {
 				return nil, ErrSnapshot
@@ -80,9 +84,10 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	}
 	orders := 0
 	for i := range ms {
-		orders += len(ms[i].sides[0]) + len(ms[i].sides[1])
+		orders += len(ms[i].orders)
 	}
 	p.pool.slots = slices.Grow(p.pool.slots, orders) // one allocation, not a doubling per power of two
+	p.orderIdx.reserve(orders)
 	for i := range ms {
 		if err := p.placeStaged(&ms[i], ver); err != nil {
 			return nil, err
@@ -123,7 +128,13 @@ type stagedMarket struct {
 	m      *market
 	levels [2][]level // per side, best first: the stored price, qty and count (version 2)
 	lens   [2][]int   // per side and level: how many orders it has (version 2)
-	sides  [2][]order // per side: its orders, best level first, FIFO within a level
+	// orders: both sides' orders, side 0 (bids) first, then side 1 from
+	// split on; per side best level first, FIFO within a level. One buffer
+	// sized from the market's stored count: growing a slice per side by
+	// append copied each side's orders about four times over (at 1M orders
+	// most of a restore's allocations, all garbage).
+	orders []order
+	split  int
 	pos    []position // a binary market's positions, accounts not yet resolved (acct unset)
 }
 
@@ -136,8 +147,9 @@ func (s *stagedMarket) readSide(r *rbuf, ver uint8, side Side) bool {
 			return false
 		}
 		for i := uint64(0); i < cnt && r.err == nil; i++ {
-			s.sides[si] = append(s.sides[si], readOrder(r, s.m, side))
+			s.orders = append(s.orders, readOrder(r, s.m, side))
 		}
+		s.sideEnd(si)
 		return r.err == nil
 	}
 	nl := r.uv()
@@ -153,10 +165,26 @@ func (s *stagedMarket) readSide(r *rbuf, ver uint8, side Side) bool {
 		s.levels[si] = append(s.levels[si], lv)
 		s.lens[si] = append(s.lens[si], int(n))
 		for i := uint64(0); i < n && r.err == nil; i++ {
-			s.sides[si] = append(s.sides[si], readOrder(r, s.m, side))
+			s.orders = append(s.orders, readOrder(r, s.m, side))
 		}
 	}
+	s.sideEnd(si)
 	return r.err == nil
+}
+
+// sideEnd marks the end of side si's orders in s.orders.
+func (s *stagedMarket) sideEnd(si Side) {
+	if si == 0 {
+		s.split = len(s.orders)
+	}
+}
+
+// side returns the staged orders of side si (0 bids, 1 asks).
+func (s *stagedMarket) side(si int) []order {
+	if si == 0 {
+		return s.orders[:s.split]
+	}
+	return s.orders[s.split:]
 }
 
 // placeStaged links a staged market's orders into its book: version 1
@@ -167,9 +195,9 @@ func (p *Processor) placeStaged(s *stagedMarket, ver uint8) error {
 		return ErrSnapshot
 	}
 	p.markets[s.m.id] = s.m
-	for si := range s.sides {
+	for si := range 2 {
 		if ver == 1 {
-			for _, o := range s.sides[si] {
+			for _, o := range s.side(si) {
 				if err := p.restoreOrder(s.m, o, si, 0, true); err != nil {
 					return err
 				}
@@ -181,7 +209,7 @@ func (p *Processor) placeStaged(s *stagedMarket, ver uint8) error {
 		next := 0
 		for li := range side.levels {
 			for k := 0; k < s.lens[si][li]; k++ {
-				if err := p.restoreOrder(s.m, s.sides[si][next], si, li, false); err != nil {
+				if err := p.restoreOrder(s.m, s.side(si)[next], si, li, false); err != nil {
 					return err
 				}
 				next++
@@ -268,6 +296,11 @@ func (p *Processor) readMarket(r *rbuf, ver uint8) *market {
 	return m
 }
 
+// minOrderBytes is a lower bound of one order's encoding (readOrder: ten
+// fields of at least a byte each): it bounds a staging buffer's size hint
+// by the bytes a snapshot has left.
+const minOrderBytes = 10
+
 func readOrder(r *rbuf, m *market, side Side) order {
 	o := order{side: side, typ: Limit}
 	if m != nil {
@@ -297,8 +330,11 @@ func (p *Processor) readAccounts(r *rbuf, ver uint8) ([]int32, error) {
 	if n > MaxUsers || n > uint64(len(r.b)) {
 		return nil, ErrSnapshot
 	}
-	var open []int32
+	// Sized once (n is bounded by the bytes left above): appending grew
+	// each by copying it several times over.
+	open := make([]int32, 0, n)
 	p.accounts = slices.Grow(p.accounts, int(n))
+	p.balExt = slices.Grow(p.balExt, int(n))
 	for ; n > 0 && r.err == nil; n-- {
 		u := UserID(r.uv())
 		if _, dup := p.userIdx.get(u); dup {

@@ -288,38 +288,34 @@ func Start(cfg Config) (*Pipeline, error) {
 	} else {
 		go func() { warmErr <- cfg.WarmUp(pl) }()
 	}
-	// The state follower's replica is restored beside the read view's (two
+	// The state follower's replica is copied beside the read view's (two
 	// copies of the recovered state, in parallel: start-up time at scale).
+	// Copies (core.Processor.Clone), not restores of base: Clone only reads
+	// rec.Proc, as the warm-up does beside them, and nothing applies a
+	// command to it before the processor goroutine starts below.
 	var sf *Follower
-	sfErr := make(chan error, 1)
+	sfDone := make(chan struct{})
 	if cfg.NoSnapshots {
-		sfErr <- nil
+		close(sfDone)
 	} else {
 		go func() {
+			defer close(sfDone)
 			t := time.Now()
-			var err error
-			sf, err = pl.newStateFollower(base)
-			cfg.Logger.Info("journal: start: state follower's replica restored", "took", time.Since(t))
-			sfErr <- err
+			sf = pl.newStateFollower(rec.Proc.Clone(), base)
+			cfg.Logger.Info("journal: start: state follower's replica copied", "took", time.Since(t))
 		}()
 	}
 	if cfg.ReadView {
 		t := time.Now()
-		view, err := core.Restore(cfg.Core, base)
-		cfg.Logger.Info("journal: start: read view's replica restored", "took", time.Since(t))
-		if err != nil {
-			<-sfErr
-			<-warmErr
-			rec.WAL.Close()
-			return nil, fmt.Errorf("journal: read view: %w", err)
-		}
-		pl.view, pl.viewSeq = view, pl.base
+		pl.view, pl.viewSeq = rec.Proc.Clone(), pl.base
+		cfg.Logger.Info("journal: start: read view's replica copied", "took", time.Since(t))
 		pl.vst = r.NewStage(pl.pst)
 		pl.rst = r.NewStage(durable, pl.vst)
 	} else {
 		pl.rst = r.NewStage(durable, pl.pst)
 	}
-	if err := errors.Join(<-sfErr, <-warmErr); err != nil {
+	<-sfDone
+	if err := <-warmErr; err != nil {
 		rec.WAL.Close()
 		return nil, err
 	}

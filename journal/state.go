@@ -91,14 +91,11 @@ func (pl *Pipeline) StateStats() StateStats {
 		LastWrite: time.Duration(st.writeNs.Load()), LastBytes: st.bytes.Load(), Seq: core.Seq(st.seq.Load())}
 }
 
-// newStateFollower returns a follower whose replica is base, the state at
-// pl.base (recovery's result: no second replay).
-func (pl *Pipeline) newStateFollower(base []byte) (*Follower, error) {
-	proc, err := core.Restore(pl.cfg.Core, base)
-	if err != nil {
-		return nil, fmt.Errorf("journal: state follower: %w", err)
-	}
-	return &Follower{pl: pl, proc: proc, base: base, poisoned: map[core.Seq]core.Rollback{}, next: pl.base + 1}, nil
+// newStateFollower returns a follower whose replica is proc, a copy of the
+// state at pl.base (recovery's result: no second replay) whose
+// serialization is base (its poison-rebuild base).
+func (pl *Pipeline) newStateFollower(proc *core.Processor, base []byte) *Follower {
+	return &Follower{pl: pl, proc: proc, base: base, poisoned: map[core.Seq]core.Rollback{}, next: pl.base + 1}
 }
 
 // stateSerial is the state follower's serialization of its replica at one

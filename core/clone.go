@@ -1,0 +1,88 @@
+package core
+
+import (
+	"maps"
+	"slices"
+)
+
+// Clone returns a deep copy of p: the same state (it serializes to the same
+// bytes and applies every later command with the same events), sharing no
+// memory that either may write. Strings are shared (immutable). Scratch
+// that Apply resets, and the full check's buffers, start empty.
+//
+// It is how a pipeline makes its replicas (read view, state follower) of the
+// recovered state at start: a copy of every table is a few memory moves
+// where Restore decodes a snapshot and inserts every order, account and
+// user into its indexes again (at 1M of each: ~0.5 s against ~3 s).
+// Clone only reads p: it may run beside other readers of p, never beside
+// Apply. TestCloneSharesNothing walks a rich state to pin that no slice,
+// map or pointer of the copy aliases the original's.
+func (p *Processor) Clone() *Processor {
+	c := *p // scalars and arrays (assets); every reference is replaced below
+	for i, m := range p.markets {
+		if m != nil {
+			c.markets[i] = m.clone()
+		}
+	}
+	c.accounts = slices.Clone(p.accounts)
+	c.balExt = make([][]Balance, len(p.balExt))
+	for i, e := range p.balExt {
+		c.balExt[i] = slices.Clone(e)
+	}
+	c.userIdx = userIndex{dense: slices.Clone(p.userIdx.dense), sparse: p.userIdx.sparse.clone(), n: p.userIdx.n}
+	c.pool = orderPool{slots: slices.Clone(p.pool.slots), free: slices.Clone(p.pool.free)}
+	c.orderIdx = orderIndex{win: slices.Clone(p.orderIdx.win), top: p.orderIdx.top, nWin: p.orderIdx.nWin, old: p.orderIdx.old.clone()}
+	c.clientIdx = maps.Clone(p.clientIdx)
+	c.ops = maps.Clone(p.ops)
+	c.opLog = slices.Clone(p.opLog)
+	c.events, c.res, c.touchedAssets, c.touchedMarket, c.levelHint, c.broken = nil, cmdResult{}, 0, 0, 0, Rollback{}
+	c.chk = checkScratch{}
+	c.p2p = p.p2p.clone()
+	return &c
+}
+
+func (m *market) clone() *market {
+	c := *m
+	c.bids.levels = slices.Clone(m.bids.levels)
+	c.asks.levels = slices.Clone(m.asks.levels)
+	if m.bin != nil {
+		b := *m.bin
+		b.pos = slices.Clone(m.bin.pos)
+		b.posIdx = posIndex{dense: slices.Clone(m.bin.posIdx.dense), far: m.bin.posIdx.far.clone(), n: m.bin.posIdx.n}
+		c.bin = &b
+	}
+	return &c
+}
+
+func (m *idMap) clone() idMap {
+	c := *m
+	c.slots = slices.Clone(m.slots)
+	return c
+}
+
+func (s *p2pState) clone() p2pState {
+	c := *s
+	c.users = slices.Clone(s.users)
+	c.byHandle = maps.Clone(s.byHandle)
+	c.byID = maps.Clone(s.byID)
+	c.transfers.chunks = make([]*p2pChunkOf, len(s.transfers.chunks))
+	for i, ch := range s.transfers.chunks {
+		if ch != nil {
+			cc := *ch
+			c.transfers.chunks[i] = &cc
+		}
+	}
+	c.reqs = maps.Clone(s.reqs)
+	c.pending = slices.Clone(s.pending)
+	c.pendingPer = maps.Clone(s.pendingPer)
+	c.byUser = make(map[UserID]*p2pHist, len(s.byUser))
+	// One allocation for every user's header: a pointer into one slice
+	// each, never appended to after.
+	hists := make([]p2pHist, 0, len(s.byUser))
+	for u, h := range s.byUser { // map order does not matter: each user's copy goes to its own key
+		hists = append(hists, p2pHist{ids: slices.Clone(h.ids), tomb: h.tomb})
+		c.byUser[u] = &hists[len(hists)-1]
+	}
+	c.done = slices.Clone(s.done)
+	return c
+}
