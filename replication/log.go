@@ -89,6 +89,7 @@ type Log struct {
 	queue    []sent   // sent, not yet known stored, in order: queue[i] expects last+i
 	sentUpTo core.Seq // the last command appended (stored or queued)
 	enqueued uint64   // records appended since Open
+	sentB    uint64   // bytes of the records' bodies appended since Open
 
 	fenced   atomic.Bool
 	appended atomic.Uint64 // the last command stored in the stream by this node
@@ -283,6 +284,14 @@ func (l *Log) Appended() core.Seq { return core.Seq(l.appended.Load()) }
 
 // Refused counts this node's appends refused by the fence.
 func (l *Log) Refused() uint64 { return l.refused.Load() }
+
+// Sent is how many records, and bytes of their bodies (compressed), this
+// node has appended since Open.
+func (l *Log) Sent() (records, bytes uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.enqueued, l.sentB
+}
 
 // Stalled is how long appends have gone unconfirmed (0: they are
 // confirmed): the stream has no quorum or cannot be reached.
@@ -553,6 +562,7 @@ func (l *Log) writable() error {
 func (l *Log) enqueue(r sent) {
 	l.queue = append(l.queue, r)
 	l.enqueued++
+	l.sentB += uint64(len(r.body))
 	l.sentUpTo = r.upTo
 	l.send(len(l.queue) - 1)
 }

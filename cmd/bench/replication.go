@@ -41,9 +41,12 @@ func runReplication(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "nodes / replicas   %d\ncommands per run   %d\n"+
 		"closed loop        local %.0f cmd/s   sync %.0f cmd/s   sync/local %.3f (target >= 0.5)\n"+
-		"half load %.0f/s   ack p50 local %.0f us sync %.0f us   p99 local %.0f us sync %.0f us   delta %.0f us (target <= 2000)\n"+
+		"half load %.0f/s   ack p50 local %.0f us sync %.0f us   p99 local %.0f us sync %.0f us   delta %.0f us\n"+
 		"                   delta per round (its sync run beside its local run), median %.0f us\n"+
 		"                   sync on any node (not moved to the leader): p99 %.0f us, delta %.0f us\n"+
+		"sync's half load   %.0f/s (half of sync's maximum; local at the same rate)   ack p50 local %.0f us sync %.0f us   p99 local %.0f us sync %.0f us\n"+
+		"                   delta %.0f us, per round %.0f us (target <= 2000)\n"+
+		"the log alone      %.0f records/s of %.0f B (sync's at that load), no pipeline: store p50 %.0f us p99 %.0f us\n"+
 		"sync, half load    log store p50 %.0f us p99 %.0f us; wait for the log after the fsync p50 %.0f us p99 %.0f us;\n"+
 		"                   group commit (send, write, fsync) p50 %.0f us p99 %.0f us; appends in flight p99 %.0f\n"+
 		"cpu per command    local %.1f us   sync %.1f us (pipeline, NATS nodes, producers; the NATS processes' part %.1f us)\n"+
@@ -52,6 +55,9 @@ func runReplication(args []string, stdout, stderr io.Writer) int {
 		res.Nodes, res.Commands, res.LocalRate, res.SyncRate, res.RateRatio, res.HalfRate,
 		res.LocalP50us, res.SyncP50us, res.LocalP99us, res.SyncP99us, res.P99DeltaUs, res.P99DeltaPairedUs,
 		res.AnyNodeP99us, res.AnyNodeP99DeltaUs,
+		res.OwnHalfRate, res.OwnHalfLocalP50us, res.OwnHalfSyncP50us, res.OwnHalfLocalP99us, res.OwnHalfSyncP99us,
+		res.OwnHalfP99DeltaUs, res.OwnHalfP99DeltaPairedUs,
+		res.FloorRecordRate, res.FloorRecordBytes, res.FloorStoreP50us, res.FloorStoreP99us,
 		res.StoreP50us, res.StoreP99us, res.LogWaitP50us, res.LogWaitP99us,
 		res.GroupCommitP50, res.GroupCommitP99, res.InFlightP99,
 		res.LocalCPUus, res.SyncCPUus, res.SyncNATSCPUus,
