@@ -230,7 +230,8 @@ func RunReplication(cfg ReplicationConfig) (ReplicationResult, error) {
 		ownLocal, ownSync = append(ownLocal, l), append(ownSync, s)
 		secs := float64(s.Commands) / s.CmdsPerSec
 		recRate, size := float64(r.records)/secs, float64(r.bytes)/float64(max(r.records, 1))
-		store, err := r.logAlone(recRate, int(size), max(500, int(2*recRate)))
+		// Twice the sync run's records (about twice its length), at least 100.
+		store, err := r.logAlone(recRate, int(size), max(100, 2*int(r.records)))
 		if err != nil {
 			return ReplicationResult{}, err
 		}
