@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,7 +97,11 @@ type PipelineResult struct {
 	// one command (journal.Config.MeasureApply). Snapshots are the
 	// snapshots the state follower wrote, the last one's serialization and
 	// write time and size.
-	MaxApplyUs      float64 `json:"-"`
+	MaxApplyUs float64 `json:"-"`
+	// CPUusPerCmd is this process's CPU (every thread: pipeline, replicas,
+	// producers) per command over the measured span (Linux; 0 elsewhere):
+	// on a saturated machine throughput is about cores / CPU per command.
+	CPUusPerCmd     float64 `json:"-"`
 	Snapshots       uint64  `json:"-"`
 	SnapSerializeMs float64 `json:"-"`
 	SnapWriteMs     float64 `json:"-"`
@@ -184,7 +189,7 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 		return PipelineResult{}, fmt.Errorf("bench: %s already holds a WAL up to seq %d; use an empty data dir", cfg.Dir, last)
 	}
 
-	start := time.Now()
+	start, cpu0 := time.Now(), procsCPU([]int{os.Getpid()})
 	// The first claims run alone, one command each, to calibrate the latency clock.
 	calFill := func(seq core.Seq, c *core.Command) {
 		lat.cal[calN].t2 = nanotime()
@@ -213,7 +218,7 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 	}
 	errs := produce(pl, w, cfg, int64(cfg.Commands-first))
 	waitErr := waitAcked(pl, lat, cfg)
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), procsCPU([]int{os.Getpid()})-cpu0
 	waitErr = errors.Join(waitErr, stopCheck())
 	perr := errs()
 	st := pl.StateStats()
@@ -257,6 +262,7 @@ func RunPipeline(cfg PipelineConfig) (PipelineResult, error) {
 		Checks:          checks,
 		CheckMaxUs:      float64(checkMax.Microseconds()),
 		MaxApplyUs:      float64(pl.MaxApply().Nanoseconds()) / 1e3,
+		CPUusPerCmd:     round1(float64(cpu) / userHZ * 1e6 / float64(cfg.Commands)),
 		Snapshots:       st.Snapshots,
 		SnapSerializeMs: float64(st.LastSerialize.Microseconds()) / 1e3,
 		SnapWriteMs:     float64(st.LastWrite.Microseconds()) / 1e3,

@@ -237,3 +237,31 @@ func TestUserIndexDifferential(t *testing.T) {
 		}
 	}
 }
+
+// TestIdMapReserve: a reserved table takes n keys without growing, keeps
+// the load bound, and keeps what it held before.
+func TestIdMapReserve(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 8, 9, 1000, 4096} {
+		var m idMap
+		m.put(1<<40, 3) // held before the reserve
+		m.reserve(n)
+		size := len(m.slots)
+		if (n+1)<<idMapLoadShift > size && n > 0 {
+			t.Fatalf("reserve(%d): %d slots cannot hold %d keys under the load bound", n, size, n)
+		}
+		for i := 0; i < n; i++ {
+			m.put(uint64(i)*0x9E37+5, int32(i))
+		}
+		if len(m.slots) != size {
+			t.Errorf("reserve(%d): the table grew from %d to %d slots while taking the reserved keys", n, size, len(m.slots))
+		}
+		if v, ok := m.get(1 << 40); !ok || v != 3 {
+			t.Errorf("reserve(%d) lost the key held before it", n)
+		}
+		for i := 0; i < n; i++ {
+			if v, ok := m.get(uint64(i)*0x9E37 + 5); !ok || v != int32(i) {
+				t.Fatalf("reserve(%d): key %d lost", n, i)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -172,5 +173,12 @@ func runStateCompare(cfg bench.PipelineConfig, rounds int, stdout io.Writer) (st
 		}
 	}
 	rate := func(x bench.PipelineResult) float64 { return x.CmdsPerSec }
+	cpu := func(x bench.PipelineResult) float64 { return x.CPUusPerCmd }
+	if med(cpu, 0) > 0 {
+		// The CPU budget: with every core busy, throughput follows the CPU
+		// per command; in an open loop below saturation it does not.
+		fmt.Fprintf(stdout, "median cpu_us_per_cmd off %10.2f  on %10.2f  on/off %.3f: with %d cores saturated, on/off throughput <= off/on CPU = %.3f\n",
+			med(cpu, 0), med(cpu, 1), ratio(cpu), runtime.NumCPU(), 1/ratio(cpu))
+	}
 	return stateCompared{OffRate: med(rate, 0), OnRate: med(rate, 1), RateRatio: ratio(rate)}, nil
 }
