@@ -59,15 +59,20 @@ func Restore(cfg Config, b []byte) (*Processor, error) {
 	// Accounts come after markets in the stream but orders need them; decode
 	// markets into a staging list first.
 	var ms []stagedMarket
+	// The staging buffers' size hints share one budget: the orders the
+	// snapshot's bytes could hold at all. A corrupt count in every market
+	// then costs at most a small multiple of the input, never one buffer
+	// that large per market.
+	budget := uint64(len(r.b)) / minOrderBytes
 	for n := r.uv(); n > 0 && r.err == nil; n-- {
 		s := stagedMarket{m: p.readMarket(&r, ver)}
 		if s.m == nil {
 			return nil, ErrSnapshot
 		}
-		// A hint only (a wrong count just grows the slice); bounded by what
-		// the rest of the snapshot could hold, so a corrupt count cannot
-		// make a large allocation.
-		s.orders = make([]order, 0, min(uint64(max(s.m.orders, 0)), uint64(len(r.b))/minOrderBytes))
+		// A hint only (a wrong count just grows the slice), within budget.
+		hint := min(uint64(max(s.m.orders, 0)), MaxOrdersPerBook, budget)
+		budget -= hint
+		s.orders = make([]order, 0, hint)
 		for side := 0; side < 2 && r.err == nil; side++ {
 			if !s.readSide(&r, ver, Side(side+1)) {
 				return nil, ErrSnapshot

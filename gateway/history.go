@@ -210,12 +210,12 @@ func (h *History) FromStart() {
 // it once after recovery, under the same exclusive access as Apply). Their
 // earlier fills are unknown: FillsTruncated is set when Filled > 0.
 func (h *History) Seed(p *core.Processor) {
-	// Sized once for every resting order (an upper bound of the users too):
-	// growing the two maps by doubling was most of a seed's time at 1M.
+	// Sized once, for every resting order and at most every account:
+	// growing the two maps by doubling moved each entry once per doubling.
 	n := min(p.RestingOrders(), MaxLiveOrders)
 	h.idx.reserve(n)
 	if h.users == nil {
-		h.users = make(map[core.UserID]int32, n)
+		h.users = make(map[core.UserID]int32, min(n, p.Users()))
 	}
 	var buf []core.OrderView
 	for _, m := range p.Markets() {
