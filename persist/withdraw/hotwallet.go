@@ -26,14 +26,16 @@ import (
 //	            + (their gas limits + this one's) x max fee per gas
 //	            + this withdrawal's value + Margin
 //
-// "Not paid in H": managed txs of the wallet that are not final and have no
-// receipt at or below H (CREATED .. TRACKING, STUCK; admin txs too, they
-// spend the same wallet). Anchoring the pending set to the balance's block
-// makes an old balance conservative for our own payments: a tx mined after
-// H is still counted. Gas is included (limit x the last max fee, the most a
-// tx can cost) because a wallet that holds the values but not their gas
-// goes STUCK all the same. Creates of the wallet take one advisory lock to
-// check, so concurrent requests cannot pass the check together.
+// "Not paid in H": managed txs of the wallet with no receipt at or below H
+// (CREATED .. TRACKING, STUCK; admin txs too, they spend the same wallet),
+// final ones included: a tx mined after H and final since (CONFIRMED, or
+// FAILED_FINAL with its gas spent) is still in balance(H). Anchoring the
+// pending set to the balance's block makes an old balance conservative for
+// our own payments: a tx mined after H is still counted, whatever its state
+// now. Gas is included (limit x the last max fee, the most a tx can cost)
+// because a wallet that holds the values but not their gas goes STUCK all
+// the same. Creates of the wallet take one advisory lock to check, so
+// concurrent requests cannot pass the check together.
 //
 // Unknown balance (never read, or the last read older than StaleAfter):
 // fail closed, HOT_WALLET_UNKNOWN (503, nothing debited, retry later). A
@@ -47,6 +49,9 @@ type BalanceChain interface {
 	Head(ctx context.Context) (uint64, error)
 	Fees(ctx context.Context) (chaintx.Fees, error)
 	RPC(ctx context.Context, result any, method string, args ...any) error
+	// MinedNonceAt is eth_getTransactionCount(a, block): every tx of a
+	// mined after block has a nonce at or above it.
+	MinedNonceAt(ctx context.Context, a chaintx.Address, block uint64) (uint64, error)
 }
 
 // HotWalletConfig configures a HotWallet.
@@ -70,6 +75,7 @@ type HotWalletConfig struct {
 type hotSnapshot struct {
 	balance *big.Int // wei at block
 	block   uint64
+	nonce   uint64   // the wallet's txs mined up to block (its nonce there)
 	maxFee  *big.Int // wei per gas
 	at      time.Time
 }
@@ -145,7 +151,7 @@ func (h *HotWallet) Refresh(ctx context.Context) error {
 	}
 	h.refresh.WithLabelValues("ok").Inc()
 	s := h.snapshot()
-	pend, gas, n, err := unpaid(ctx, h.cfg.Pool, h.cfg.Address, s.block)
+	pend, gas, n, err := unpaid(ctx, h.cfg.Pool, h.cfg.Address, s)
 	if err != nil {
 		return fmt.Errorf("withdraw: hot wallet pending: %w", err)
 	}
@@ -186,6 +192,10 @@ func (h *HotWallet) read(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("withdraw: hot wallet: balance %q is not hex", hex)
 	}
+	nonce, err := h.cfg.Chain.MinedNonceAt(ctx, h.cfg.Address, head)
+	if err != nil {
+		return fmt.Errorf("withdraw: hot wallet: nonce: %w", err)
+	}
 	fees, err := h.cfg.Chain.Fees(ctx)
 	if err != nil {
 		return fmt.Errorf("withdraw: hot wallet: fees: %w", err)
@@ -195,7 +205,7 @@ func (h *HotWallet) read(ctx context.Context) error {
 		fee = new(big.Int)
 	}
 	h.mu.Lock()
-	h.snap = &hotSnapshot{balance: bal, block: head, maxFee: fee, at: h.now()}
+	h.snap = &hotSnapshot{balance: bal, block: head, nonce: nonce, maxFee: fee, at: h.now()}
 	h.mu.Unlock()
 	f, _ := new(big.Float).SetInt(bal).Float64()
 	h.balance.Set(f) // after the snapshot: whoever sees the gauge sees Create use this reading
@@ -219,7 +229,7 @@ func (h *HotWallet) check(ctx context.Context, tx pgx.Tx, value *big.Int, gasLim
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('ubs-withdraw-hot-wallet:' || $1))`, string(h.cfg.Address)); err != nil {
 		return err
 	}
-	pend, gas, _, err := unpaid(ctx, tx, h.cfg.Address, s.block)
+	pend, gas, _, err := unpaid(ctx, tx, h.cfg.Address, s)
 	if err != nil {
 		return err
 	}
@@ -236,15 +246,24 @@ type querier interface {
 }
 
 // unpaid sums the value and gas limits of the wallet's txs not paid in
-// block: not final, and no receipt at or below it. Two index-shaped parts
-// (0032's partial indexes): CREATED rows (no nonce) and allocated, not final.
-func unpaid(ctx context.Context, q querier, wallet chaintx.Address, block uint64) (value *big.Int, gas uint64, n int64, err error) {
+// s.block: no receipt at or below it. Three index-shaped parts: CREATED
+// rows (no nonce) and allocated, not final (0032's partial indexes); and
+// final, mined after the block (managed_tx_nonce from s.nonce: a tx mined
+// after the block has a nonce at or above the wallet's nonce there, so the
+// scan covers the txs since, not the wallet's history). Without the third,
+// a withdrawal mined after the reading and final before the next one left
+// the sum while balance(block) still held its value: a Create could pass
+// that the wallet cannot pay (TestHotWalletBalance, ten users at once).
+func unpaid(ctx context.Context, q querier, wallet chaintx.Address, s *hotSnapshot) (value *big.Int, gas uint64, n int64, err error) {
 	var v string
 	err = q.QueryRow(ctx, `SELECT COALESCE(sum(value_wei), 0)::text, COALESCE(sum(gas_limit), 0), count(*) FROM (
 			SELECT value_wei, gas_limit FROM managed_tx WHERE submitter = $1 AND nonce IS NULL
 			UNION ALL
 			SELECT value_wei, gas_limit FROM managed_tx WHERE submitter = $1 AND nonce IS NOT NULL AND confirmed_at IS NULL
-				AND (receipt_block IS NULL OR receipt_block > $2)) p`, string(wallet), int64(block)).Scan(&v, &gas, &n)
+				AND (receipt_block IS NULL OR receipt_block > $2)
+			UNION ALL
+			SELECT value_wei, gas_limit FROM managed_tx WHERE submitter = $1 AND nonce >= $3 AND confirmed_at IS NOT NULL
+				AND receipt_block > $2) p`, string(wallet), int64(s.block), int64(s.nonce)).Scan(&v, &gas, &n)
 	if err != nil {
 		return nil, 0, 0, err
 	}
