@@ -60,6 +60,27 @@ func TestFollowerDerivesTheSameEvents(t *testing.T) {
 				}
 			}
 		}
+		// The state follower's kind (background): the same replica, no
+		// events copied, across the poison command too.
+		b, err := pl.NewFollower(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.background = true
+		for b.NextSeq() <= last {
+			recs, err := b.Next(ctx, 3*backgroundYield)
+			if err != nil {
+				t.Fatalf("background, from %d: %v", from, err)
+			}
+			for _, rec := range recs {
+				if len(rec.Events) != 0 {
+					t.Fatalf("background, from %d: seq %d came with %d events", from, rec.Cmd.Seq, len(rec.Events))
+				}
+			}
+		}
+		if b.StateHash() != f.StateHash() {
+			t.Fatalf("from %d: the background follower's replica %s, the follower's %s", from, b.StateHash(), f.StateHash())
+		}
 		// Nothing more is durable: Next waits until ctx ends.
 		short, cancel2 := context.WithTimeout(ctx, 20*time.Millisecond)
 		if _, err := f.Next(short, 10); !errors.Is(err, context.DeadlineExceeded) {

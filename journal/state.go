@@ -95,7 +95,7 @@ func (pl *Pipeline) StateStats() StateStats {
 // state at pl.base (recovery's result: no second replay) whose
 // serialization is base (its poison-rebuild base).
 func (pl *Pipeline) newStateFollower(proc *core.Processor, base []byte) *Follower {
-	return &Follower{pl: pl, proc: proc, base: base, poisoned: map[core.Seq]core.Rollback{}, next: pl.base + 1}
+	return &Follower{pl: pl, proc: proc, base: base, poisoned: map[core.Seq]core.Rollback{}, next: pl.base + 1, background: true}
 }
 
 // stateSerial is the state follower's serialization of its replica at one
