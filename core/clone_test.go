@@ -235,3 +235,47 @@ func refPaths(t reflect.Type, path string, seen map[reflect.Type]bool, fn func(s
 		}
 	}
 }
+
+// TestSnapshotPaced: a paced serialization and hash are the plain ones',
+// byte for byte, and yield about once per paceBytes of output (per MB
+// hashed): what lets the state follower share the Ps while it serializes.
+func TestSnapshotPaced(t *testing.T) {
+	seed := uint64(11)
+	g := newGen(seed, propProfile())
+	p := New(Config{})
+	var c Command
+	for i := 0; i < 20_000; i++ {
+		g.next(&c)
+		g.observe(p.Apply(&c))
+	}
+	for u := UserID(0); u < 40_000; u++ { // many accounts: a state of several paceBytes
+		g.seq++
+		c := Command{Kind: KindSpotDeposit, Seq: g.seq, Time: g.time, User: 100_000 + u, Asset: 1, Amount: 5, Key: g.newKey("pace")}
+		if ev := p.Apply(&c); ev[len(ev)-1].Code != OK {
+			t.Fatalf("deposit: %v", ev[len(ev)-1].Code)
+		}
+	}
+	plain := p.AppendSnapshot(nil)
+	if len(plain) < 4*paceBytes {
+		t.Fatalf("the state serializes to %d bytes: too small to see the pace", len(plain))
+	}
+	yields := 0
+	paced := p.AppendSnapshotPaced([]byte("prefix"), func() { yields++ })
+	if !bytes.Equal(paced[len("prefix"):], plain) {
+		t.Fatal("the paced serialization differs from AppendSnapshot's")
+	}
+	if want := len(plain) / paceBytes; yields < want-1 || yields > want+1 {
+		t.Errorf("%d yields over %d bytes, want about %d (one per %d bytes)", yields, len(plain), want, paceBytes)
+	}
+	big := bytes.Repeat(plain, 8)
+	yields = 0
+	if got, want := StateHashOfPaced(big, func() { yields++ }), StateHashOf(big); got != want {
+		t.Fatalf("paced hash %s, plain %s", got, want)
+	}
+	if want := (len(big) + 1<<20 - 1) >> 20; yields != want {
+		t.Errorf("%d yields hashing %d bytes, want %d (one per MB)", yields, len(big), want)
+	}
+	if StateHashOf(nil) != StateHashOfPaced(nil, nil) || p.StateHash() != StateHashOf(plain) {
+		t.Fatal("StateHash is not the hash of the serialization")
+	}
+}

@@ -27,6 +27,7 @@ func (p *Processor) appendP2P(w *wbuf) {
 	w.uv(uint64(s.nextID))
 	w.uv(uint64(len(s.users)))
 	for i := range s.users {
+		w.pace()
 		u := &s.users[i]
 		w.uv(uint64(u.ID))
 		w.uv(uint64(len(u.Handle)))
@@ -42,6 +43,7 @@ func (p *Processor) appendP2P(w *wbuf) {
 	w.uv(uint64(s.transfers.len()))
 	prev := uint64(0)
 	s.transfers.each(func(t *P2PTransfer) {
+		w.pace()
 		w.uv(t.ID - prev)
 		prev = t.ID
 		w.uv(uint64(t.From))

@@ -34,8 +34,14 @@ import (
 const SnapshotVersion = 5
 
 // AppendSnapshot appends the canonical serialization of the whole state to dst.
-func (p *Processor) AppendSnapshot(dst []byte) []byte {
-	w := wbuf{b: dst}
+func (p *Processor) AppendSnapshot(dst []byte) []byte { return p.AppendSnapshotPaced(dst, nil) }
+
+// AppendSnapshotPaced is AppendSnapshot calling yield (if not nil) every
+// 64 KB or so of output, between entries: a caller that serializes off the
+// critical path lets its other goroutines run meanwhile. yield must not
+// change p. The bytes are AppendSnapshot's.
+func (p *Processor) AppendSnapshotPaced(dst []byte, yield func()) []byte {
+	w := wbuf{b: dst, yield: yield, next: len(dst) + paceBytes}
 	w.u8(SnapshotVersion)
 	w.uv(uint64(p.lastSeq))
 	w.sv(p.lastTime)
@@ -74,6 +80,7 @@ func (p *Processor) AppendSnapshot(dst []byte) []byte {
 	}
 	w.uv(uint64(len(p.accounts)))
 	for i := range p.accounts {
+		w.pace()
 		acc := &p.accounts[i]
 		w.uv(uint64(acc.id))
 		w.u8(uint8(acc.status))
@@ -108,6 +115,7 @@ func (p *Processor) AppendSnapshot(dst []byte) []byte {
 		if k.kind == 0 {
 			continue // forgotten
 		}
+		w.pace()
 		w.u8(uint8(k.kind))
 		w.key(k.key)
 		w.uv(uint64(r.user))
@@ -148,6 +156,7 @@ func (p *Processor) appendMarket(w *wbuf, m *market) {
 			w.uv(uint64(n))
 			for oi := lv.head; oi >= 0 && n > 0; oi = p.pool.slots[oi].next {
 				n--
+				w.pace()
 				o := &p.pool.slots[oi]
 				w.uv(uint64(o.id))
 				w.uv(uint64(o.user))
@@ -178,7 +187,19 @@ func (w *wbuf) balance(asset AssetID, b Balance) {
 func (p *Processor) StateHash() string { return StateHashOf(p.AppendSnapshot(nil)) }
 
 // StateHashOf is the state hash of a canonical serialization (AppendSnapshot's).
-func StateHashOf(state []byte) string {
-	sum := sha256.Sum256(state)
-	return hex.EncodeToString(sum[:])
+func StateHashOf(state []byte) string { return StateHashOfPaced(state, nil) }
+
+// StateHashOfPaced is StateHashOf calling yield (if not nil) after every
+// 1 MB hashed (a few ms of work at a large state's tens of MB).
+func StateHashOfPaced(state []byte, yield func()) string {
+	h := sha256.New()
+	for len(state) > 0 {
+		n := min(len(state), 1<<20)
+		h.Write(state[:n]) //nolint:errcheck // a hash.Hash never fails
+		state = state[n:]
+		if yield != nil {
+			yield()
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

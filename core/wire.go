@@ -9,7 +9,27 @@ import (
 var ErrDecode = errors.New("core: malformed input")
 
 // wbuf appends canonical little-endian / varint encodings.
-type wbuf struct{ b []byte }
+type wbuf struct {
+	b []byte
+	// yield, if set, is called by pace once every paceBytes of output: a
+	// long serialization lets its caller's other work run (the state
+	// follower shares the Ps with the pipeline). It must not touch the
+	// processor being serialized.
+	yield func()
+	next  int // pace's next yield, at this length of b
+}
+
+// paceBytes is how much output a paced serialization writes between
+// yields (about 100-300 µs of work).
+const paceBytes = 64 << 10
+
+// pace calls yield once another paceBytes of output are written.
+func (w *wbuf) pace() {
+	if w.yield != nil && len(w.b) >= w.next {
+		w.next = len(w.b) + paceBytes
+		w.yield()
+	}
+}
 
 func (w *wbuf) u8(v uint8)   { w.b = append(w.b, v) }
 func (w *wbuf) uv(v uint64)  { w.b = binary.AppendUvarint(w.b, v) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -122,7 +123,9 @@ func (s *stateSerial) bytes() ([]byte, time.Duration) {
 	prev := *s.pl.baseSnap.Load()
 	t0 := time.Now()
 	// Sized from the last one: growing a fresh buffer by doubling would copy it several times.
-	s.data = s.f.proc.AppendSnapshot(make([]byte, 0, len(prev)+len(prev)/4+4096))
+	// Paced: a large state's serialization (tens of ms) yields the follower's
+	// P to the pipeline's goroutines every 64 KB instead of holding it.
+	s.data = s.f.proc.AppendSnapshotPaced(make([]byte, 0, len(prev)+len(prev)/4+4096), runtime.Gosched)
 	s.seq, s.d, s.hash = at, time.Since(t0), ""
 	s.pl.state.serialized.Add(1)
 	return s.data, s.d
@@ -132,7 +135,7 @@ func (s *stateSerial) bytes() ([]byte, time.Duration) {
 func (s *stateSerial) stateHash() string {
 	data, _ := s.bytes()
 	if s.hash == "" {
-		s.hash = core.StateHashOf(data)
+		s.hash = core.StateHashOfPaced(data, runtime.Gosched)
 	}
 	return s.hash
 }
