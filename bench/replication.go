@@ -181,11 +181,7 @@ func RunReplication(cfg ReplicationConfig) (ReplicationResult, error) {
 	var anyHalf []PipelineResult
 	var times []replTimes
 	for i := 0; i < cfg.Rounds; i++ {
-		l, err := r.pipeline(res.HalfRate, false, false, false)
-		if err != nil {
-			return ReplicationResult{}, err
-		}
-		s, err := r.pipeline(res.HalfRate, true, false, false)
+		l, s, err := r.pair(res.HalfRate)
 		if err != nil {
 			return ReplicationResult{}, err
 		}
@@ -210,20 +206,12 @@ func RunReplication(cfg ReplicationConfig) (ReplicationResult, error) {
 	res.P99DeltaUs = res.SyncP99us - res.LocalP99us
 	res.AnyNodeP99us = pick(anyHalf, func(r PipelineResult) float64 { return r.AckP99us })
 	res.AnyNodeP99DeltaUs = res.AnyNodeP99us - res.LocalP99us
-	paired := make([]float64, len(syncHalf))
-	for i := range syncHalf {
-		paired[i] = syncHalf[i].AckP99us - localHalf[i].AckP99us
-	}
-	res.P99DeltaPairedUs = math.Round(median(paired))
+	res.P99DeltaPairedUs = pairedP99Delta(syncHalf, localHalf)
 	res.OwnHalfRate = res.SyncRate / 2
 	var ownLocal, ownSync []PipelineResult
 	var floorRate, floorSize, floorP50, floorP99 []float64
 	for i := 0; i < cfg.Rounds; i++ {
-		l, err := r.pipeline(res.OwnHalfRate, false, false, false)
-		if err != nil {
-			return ReplicationResult{}, err
-		}
-		s, err := r.pipeline(res.OwnHalfRate, true, false, false)
+		l, s, err := r.pair(res.OwnHalfRate)
 		if err != nil {
 			return ReplicationResult{}, err
 		}
@@ -245,10 +233,7 @@ func RunReplication(cfg ReplicationConfig) (ReplicationResult, error) {
 	res.OwnHalfSyncP50us = pick(ownSync, func(r PipelineResult) float64 { return r.AckP50us })
 	res.OwnHalfSyncP99us = pick(ownSync, func(r PipelineResult) float64 { return r.AckP99us })
 	res.OwnHalfP99DeltaUs = res.OwnHalfSyncP99us - res.OwnHalfLocalP99us
-	for i := range ownSync {
-		paired[i] = ownSync[i].AckP99us - ownLocal[i].AckP99us
-	}
-	res.OwnHalfP99DeltaPairedUs = math.Round(median(paired))
+	res.OwnHalfP99DeltaPairedUs = pairedP99Delta(ownSync, ownLocal)
 	tpick := func(f func(replTimes) float64) float64 {
 		v := make([]float64, len(times))
 		for i, t := range times {
@@ -267,6 +252,26 @@ func RunReplication(cfg ReplicationConfig) (ReplicationResult, error) {
 		res.LoadAvg = strings.TrimSpace(string(b))
 	}
 	return res, nil
+}
+
+// pair runs the pipeline at rate with the local WAL alone, then with sync
+// replication: one round's two runs, adjacent in time.
+func (r *replRun) pair(rate float64) (local, sync PipelineResult, err error) {
+	if local, err = r.pipeline(rate, false, false, false); err != nil {
+		return local, sync, err
+	}
+	sync, err = r.pipeline(rate, true, false, false)
+	return local, sync, err
+}
+
+// pairedP99Delta is the median over the rounds of each round's sync p99
+// minus its local p99 (µs).
+func pairedP99Delta(sync, local []PipelineResult) float64 {
+	d := make([]float64, len(sync))
+	for i := range sync {
+		d[i] = sync[i].AckP99us - local[i].AckP99us
+	}
+	return math.Round(median(d))
 }
 
 func rates(rs []PipelineResult) []float64 {

@@ -141,39 +141,17 @@ type aliasWalk struct {
 func (w *aliasWalk) walk(a, b reflect.Value, path string) {
 	switch a.Kind() {
 	case reflect.Pointer:
-		if a.IsNil() {
-			return
+		if w.distinct(a, b, path, a.IsNil()) {
+			w.walk(a.Elem(), b.Elem(), path)
 		}
-		w.filled[path] = true
-		if a.Pointer() == b.Pointer() {
-			w.aliased = append(w.aliased, path)
-			return
-		}
-		w.walk(a.Elem(), b.Elem(), path)
 	case reflect.Slice:
-		if a.Cap() == 0 {
-			return
-		}
-		w.filled[path] = true
-		if a.Pointer() == b.Pointer() {
-			w.aliased = append(w.aliased, path)
-			return
-		}
-		if hasRefs(a.Type().Elem()) {
+		if w.distinct(a, b, path, a.Cap() == 0) && hasRefs(a.Type().Elem()) {
 			for i := 0; i < a.Len(); i++ {
 				w.walk(a.Index(i), b.Index(i), path+"[]")
 			}
 		}
 	case reflect.Map:
-		if a.Len() == 0 {
-			return
-		}
-		w.filled[path] = true
-		if a.Pointer() == b.Pointer() {
-			w.aliased = append(w.aliased, path)
-			return
-		}
-		if hasRefs(a.Type().Elem()) {
+		if w.distinct(a, b, path, a.Len() == 0) && hasRefs(a.Type().Elem()) {
 			for it := a.MapRange(); it.Next(); {
 				w.walk(it.Value(), b.MapIndex(it.Key()), path+"[]")
 			}
@@ -191,6 +169,20 @@ func (w *aliasWalk) walk(a, b reflect.Value, path string) {
 	case reflect.Interface, reflect.Chan, reflect.Func, reflect.UnsafePointer:
 		w.aliased = append(w.aliased, path+" (a "+a.Kind().String()+": Clone cannot copy it)")
 	}
+}
+
+// distinct records the reference a at path (filled, unless empty) and
+// whether the clone's b is the same one; it reports whether to look inside.
+func (w *aliasWalk) distinct(a, b reflect.Value, path string, empty bool) bool {
+	if empty {
+		return false
+	}
+	w.filled[path] = true
+	if a.Pointer() == b.Pointer() {
+		w.aliased = append(w.aliased, path)
+		return false
+	}
+	return true
 }
 
 // hasRefs reports whether values of t hold a slice, map or pointer (strings
