@@ -408,8 +408,8 @@ func (c *conn) handle(data []byte) {
 		if r.ID != 0 {
 			b = appendUintKV(b, "id", r.ID)
 		}
-		h.mu.Lock() // after every message of seqs <= flushed was queued
-		b = appendUintKV(b, "seq", h.flushed.Load())
+		h.mu.Lock() // after every message of seqs <= flushed was queued (and replayed: pongSeq)
+		b = appendUintKV(b, "seq", h.pongSeq(c))
 		c.send(append(b, '}'))
 		h.mu.Unlock()
 	case OpSubscribe:
@@ -493,6 +493,7 @@ func (h *Hub) subscribe(c *conn, r *Request) *Error {
 		return h.subscribeFunding(c, r)
 	}
 	ps := &privSub{c: c, user: core.UserID(c.claims.UserID), ch: r.Channel, id: r.ID, since: r.Since, hasSince: r.HasSince}
+	ps.replayed.Store(uint64(r.Since))
 	c.subs[k] = ps
 	h.users[ps.user] = append(h.users[ps.user], ps)
 	h.pwait = append(h.pwait, ps)

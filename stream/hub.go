@@ -170,6 +170,10 @@ type privSub struct {
 	pending   [][]byte // live messages held while replaying
 	active    bool
 	gone      atomic.Bool // unsubscribed (a replay in flight stops)
+	// replayed: with since, every message of seqs <= replayed is queued
+	// (since, then the replay's progress); until the subscription is live
+	// it bounds the seq of the socket's pong (pongSeq).
+	replayed atomic.Uint64
 }
 
 // Run follows the WAL from its durable end until ctx ends (or the
@@ -662,6 +666,7 @@ func (h *Hub) replay(ps *privSub, from, to core.Seq) {
 				return
 			}
 		}
+		ps.replayed.Store(uint64(f.NextSeq() - 1))
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -672,6 +677,21 @@ func (h *Hub) replay(ps *privSub, from, to core.Seq) {
 		ps.c.send(m)
 	}
 	ps.pending, ps.replaying = nil, false
+}
+
+// pongSeq is the seq of c's pong (under h.mu): every message of seqs <= it
+// is queued for c. That is flushed, except for a subscription with since
+// that is not live yet (waiting to be activated, or replaying): its
+// messages after replayed are still to come, from the replay (or as the
+// live messages it holds), however far the live stream has gone.
+func (h *Hub) pongSeq(c *conn) uint64 {
+	seq := h.flushed.Load()
+	for _, ps := range c.subs {
+		if ps != nil && ps.hasSince && (!ps.active || ps.replaying) {
+			seq = min(seq, ps.replayed.Load())
+		}
+	}
+	return seq
 }
 
 func (h *Hub) unsubscribePriv(ps *privSub) {

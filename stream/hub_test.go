@@ -332,6 +332,56 @@ func TestHubReplaySince(t *testing.T) {
 	c.Subscribe(map[string]any{"channel": "orders", "since": uint64(f.pl.DurableSeq()) + 100})
 }
 
+// heldWAL holds every follower asked for while hold is set until release
+// is closed: a replay that has queued nothing yet, for as long as a test wants.
+type heldWAL struct {
+	WAL
+	hold    atomic.Bool
+	release chan struct{}
+}
+
+func (w *heldWAL) NewFollower(from core.Seq) (*journal.Follower, error) {
+	if w.hold.Load() {
+		<-w.release
+	}
+	return w.WAL.NewFollower(from)
+}
+
+// A pong says every message of seqs <= its seq is queued before it, for a
+// subscription with since too: while its replay has queued nothing, the
+// pong's seq is since, not where the live stream stands.
+func TestHubPongWaitsForReplay(t *testing.T) {
+	w := &heldWAL{release: make(chan struct{})}
+	f := newFixture(t, func(c *Config) { w.WAL = c.WAL; c.WAL = w })
+	var once sync.Once
+	release := func() { once.Do(func() { close(w.release) }) }
+	t.Cleanup(release) // before the fixture's: a held replay would hold up Close
+	since := uint64(f.pl.DurableSeq())
+	for i := 0; i < 5; i++ {
+		f.do(core.Command{Kind: core.KindPlaceOrder, User: 2, Market: 1, Side: core.Buy, Type: core.Limit, TIF: core.GTC,
+			Price: core.Price(10 + i), Qty: 1})
+	}
+	probe := f.dial("") // the live stream has gone past the orders
+	probe.CaughtUp(uint64(f.pl.DurableSeq()))
+	w.hold.Store(true)
+	b := f.dial("")
+	b.Subscribe(map[string]any{"channel": "orders", "token": f.token(2, time.Hour), "since": since})
+	if m := b.Ask(map[string]any{"op": "ping"}); uint64(m["seq"].(float64)) != since {
+		t.Fatalf("pong %v while the replay from %d has queued nothing", m, since+1)
+	}
+	release()
+	b.CaughtUp(uint64(f.pl.DurableSeq()))
+	orders := 0
+	for _, m := range b.All() {
+		if m["channel"] == "orders" && m["type"] == nil {
+			orders++
+		}
+	}
+	if orders != 5 {
+		t.Fatalf("%d order messages after the pong, want 5: %v", orders, b.All())
+	}
+}
+
 func TestHubLimitsSlowConsumerAndClose(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.MaxConns, c.MaxSubs, c.Buffer = 3, 2, 8 })
 	a := f.dial("")
