@@ -1,8 +1,8 @@
 // Package warmup rebuilds, at start-up, what the HTTP layer keeps in
 // memory beside the core and does not journal: the order history
 // (gateway.History) and the breakers' log, from the WAL and the recovered
-// state, inside journal.Start (journal.Config.WarmUp) beside the replicas'
-// restores.
+// state, inside journal.Start (journal.Config.WarmUp) beside the copies of the
+// replicas.
 package warmup
 
 import (
@@ -26,7 +26,7 @@ const WholeMax = 1_000_000
 
 // History rebuilds hist (and the breakers' log brk) from the
 // WAL still on disk up to the recovered seq: journal.Config.WarmUp, run
-// during journal.Start beside the replicas' restores. Everything after that
+// during journal.Start beside the copies of the replicas. Everything after that
 // seq (recovery's own breaker trips) goes through the read view's OnView.
 // A standby, which has no archive, knows its history is complete when it
 // has every command from seq 1 (gateway.History.FromStart).
@@ -88,7 +88,8 @@ func History(ctx context.Context, pl *journal.Pipeline, hist *gateway.History, b
 // seedResting adds the orders resting in the recovered state that History
 // does not know (History.Seed), at the end of the warm-up: nothing else
 // reads or changes the History or the processor then (journal.Config.WarmUp),
-// and it runs beside the replicas' restores (1M orders: ~0.5 s of CPU).
+// and it runs beside the copies of the replicas (1M orders: 2.3-4.5 s
+// there, on a machine that touches new memory slowly; docs/state-at-scale.md).
 func seedResting(pl *journal.Pipeline, hist *gateway.History, log *slog.Logger) {
 	t := time.Now()
 	hist.Seed(pl.Processor())
