@@ -62,8 +62,20 @@ type Config struct {
 	// from its latency histogram).
 	MeasureApply     bool
 	MeasureApplyFrom core.Seq
-	Core             core.Config
-	Logger           *slog.Logger
+	// RealtimeProcessor runs the processor goroutine on an OS thread of
+	// its own at real-time priority (SCHED_FIFO 1, Linux; realtimeThread),
+	// so that the kernel never gives its core to another thread while it
+	// applies a command. Without it the processor's longest pause is a
+	// scheduler tick (4 ms here: another runnable thread got the core),
+	// with it about 0.1-0.3 ms (docs/state-at-scale.md, "The processor at
+	// real-time priority"). It needs CAP_SYS_NICE (or RLIMIT_RTPRIO >= 1);
+	// refused, the pipeline logs a warning and runs at normal priority.
+	// Off by default: the processor then never starves the other threads
+	// of its core, and at half load with the state follower on, the
+	// acknowledgements were not faster with it.
+	RealtimeProcessor bool
+	Core              core.Config
+	Logger            *slog.Logger
 	// Now returns unix nanoseconds; time.Now by default. Called once per
 	// command at sequencing.
 	Now func() int64
@@ -207,6 +219,7 @@ type Pipeline struct {
 	snapRetryAt core.Seq
 	state       stateStats
 	maxApply    atomic.Int64 // ns, with Config.MeasureApply
+	rtTID       atomic.Int64 // the processor's thread while it runs at real-time priority (Config.RealtimeProcessor); 0 otherwise
 	wg          sync.WaitGroup
 	closeOnce   sync.Once
 

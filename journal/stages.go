@@ -118,6 +118,11 @@ const processorCommitEvery = 256
 // sees the command durable.
 func (pl *Pipeline) processor() {
 	defer pl.wg.Done()
+	if pl.cfg.RealtimeProcessor {
+		if pl.realtime() {
+			defer pl.normal() // before wg.Done: no real-time thread once Close returns
+		}
+	}
 	next := int64(1)
 	for {
 		hi, err := pl.pst.WaitFor(next)
@@ -165,6 +170,28 @@ func (pl *Pipeline) processor() {
 		pl.releaseApplied()
 		next = hi + 1
 	}
+}
+
+// realtime puts the processor goroutine on a real-time thread
+// (Config.RealtimeProcessor) and reports whether it did, or logs why not.
+func (pl *Pipeline) realtime() bool {
+	tid, err := realtimeThread()
+	if err != nil {
+		pl.log.Warn("journal: the processor's thread could not get real-time priority; it runs at normal priority",
+			"err", err.Error())
+		return false
+	}
+	pl.rtTID.Store(int64(tid))
+	pl.log.Info("journal: the processor runs on a real-time thread (SCHED_FIFO 1)", "tid", tid)
+	return true
+}
+
+// normal ends realtime, as the processor returns.
+func (pl *Pipeline) normal() {
+	if err := normalThread(); err != nil { // cannot fail for lack of privilege
+		pl.log.Error("journal: the processor's thread could not leave real-time priority", "err", err.Error())
+	}
+	pl.rtTID.Store(0)
 }
 
 // releaseApplied is release after a processor commit; with a read view the

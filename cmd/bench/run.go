@@ -128,6 +128,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Journal.SegmentSize, "segment-size", 0, "WAL segment size in bytes (0 = journal default)")
 	fs.BoolVar(&cfg.Journal.NoSync, "nosync", false, "skip fsync (NOT durable; for comparison only)")
 	fs.BoolVar(&cfg.Journal.ReadView, "read-view", false, "keep the read view's replica, as the exchange does")
+	fs.BoolVar(&cfg.Journal.RealtimeProcessor, "realtime-processor", false, "run the processor on a real-time thread (SCHED_FIFO 1; the exchange's --realtime-processor)")
 	fs.DurationVar(&cfg.Check.Interval, "check-interval", 0, "run the periodic full invariant check at this interval (0 = off; the exchange's --core-check-interval)")
 	var replica string
 	fs.StringVar(&replica, "check-replica", "view", "replica of the periodic check: view (needs --read-view), follower or state (the state follower)")

@@ -92,6 +92,9 @@ type Config struct {
 	// SnapshotEvery is how many commands apart the journal writes periodic
 	// snapshots (--snapshot-every; journal.DefaultSnapshotEvery).
 	SnapshotEvery uint64
+	// RealtimeProcessor runs the core's processor on a real-time thread
+	// (--realtime-processor; journal.Config.RealtimeProcessor).
+	RealtimeProcessor bool
 }
 
 // pgNone is the --pg-url value that disables Postgres.
@@ -179,7 +182,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	fs.DurationVar(&cfg.InvariantInterval, "invariant-interval", 10*time.Second, "period of the FUNDING+SPOT conservation check (0 = on request only)")
 	registerChain(fs, &cfg.Chain)
 	prot := protection.Default()
-	fs.DurationVar(&cfg.Protection.CoreCheckInterval, "core-check-interval", prot.CoreCheckInterval, "period of the core's full invariant check on the read replica; a violation halts its market or the core (0 = off)")
+	fs.DurationVar(&cfg.Protection.CoreCheckInterval, "core-check-interval", prot.CoreCheckInterval, "period of the core's full invariant check on the state follower's replica (off the acknowledgement path); a violation halts its market or the core (0 = off)")
 	fs.Uint64Var(&cfg.FollowerMaxRetained, "follower-max-retained", uint64(journal.DefaultMaxRetained), "WAL commands kept for a follower (the Postgres sink) that does not advance; past it the follower is released with a CRITICAL alert and its gap recorded")
 	fs.DurationVar(&cfg.Protection.AuditRetention, "audit-retention", prot.AuditRetention, "how long the wal_events audit rows are kept in Postgres (0 = forever)")
 	fs.IntVar(&cfg.HistoryWindow, "history-window", gateway.MaxFinishedOrders, "finished orders and trades kept in memory for the order history; older ones come from Postgres")
@@ -194,6 +197,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	registerReplication(fs, &cfg.Replication)
 	cfg.Stream.Register(fs)
 	fs.DurationVar(&cfg.P2PRetention, "p2p-retention", gateway.DefaultP2PRetention, "how long a finished user-to-user transfer stays in the core before only Postgres holds it (with Postgres only; without it nothing is forgotten)")
+	fs.BoolVar(&cfg.RealtimeProcessor, "realtime-processor", false, "run the core's processor on a real-time thread (SCHED_FIFO 1, Linux; needs CAP_SYS_NICE, else a warning and normal priority): its longest pause falls from a scheduler tick (~4 ms) to ~0.1-0.3 ms; for machines with a core to spare per busy pipeline thread (docs/operations.md)")
 	fs.Uint64Var(&cfg.SnapshotEvery, "snapshot-every", journal.DefaultSnapshotEvery, "commands between the journal's periodic snapshots (written off the acknowledgement path; with --failover auto the primary also puts each in the NATS snapshot bucket for bootstrapping nodes)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")

@@ -102,6 +102,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		TruncateLimit:  ret.TruncateLimit(m.DurableSeq),
 		Standby:        replicated, // every replicated node starts by reading the log
 		SnapshotEvery:  cfg.SnapshotEvery,
+
+		RealtimeProcessor: cfg.RealtimeProcessor,
 	}
 	if fo := cfg.Replication.Auto; fo != nil && standby {
 		// Automatic failover: rejoin (discard this node's unreplicated

@@ -1,0 +1,108 @@
+package journal
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ubscore/ubscore/core"
+)
+
+// TestRealtimeProcessor: with Config.RealtimeProcessor the processor runs on
+// a thread of its own at SCHED_FIFO 1, the only such thread of the process;
+// commands complete on it, a poison command too (its rebuild runs there);
+// and the thread is gone once Close returns, never back in the runtime's
+// pool. Where the policy is refused (no CAP_SYS_NICE), the pipeline runs
+// all the same and says so in a warning.
+func TestRealtimeProcessor(t *testing.T) {
+	var logs bytes.Buffer
+	cfg := Config{Dir: t.TempDir(), Core: core.Config{AllowDebugPanic: true}, RealtimeProcessor: true,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), TruncateLimit: keepAll}
+	if len(fifoThreads(t)) != 0 {
+		t.Fatal("a SCHED_FIFO thread before the pipeline started")
+	}
+	permitted := realtimePermitted()
+	pl, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := setupCmds()
+	runAll(t, pl, cmds[:20])
+	r := NewReply()
+	if _, err := pl.Submit(&core.Command{Kind: core.KindDebugPanic, User: 1}, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.Wait(r); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.Result(); res.Code != core.CodePoisonCommand {
+		t.Fatalf("poison result %+v", res)
+	}
+	runAll(t, pl, cmds[20:])
+	fifo := fifoThreads(t)
+	if !permitted {
+		if len(fifo) != 0 || pl.rtTID.Load() != 0 || !strings.Contains(logs.String(), "could not get real-time priority") {
+			t.Fatalf("refused: FIFO threads %v, tid %d, logs %s", fifo, pl.rtTID.Load(), logs.String())
+		}
+		t.Log("SCHED_FIFO refused here: checked the fallback only")
+	} else if tid := int(pl.rtTID.Load()); len(fifo) != 1 || fifo[0] != tid {
+		t.Fatalf("SCHED_FIFO threads %v, the processor's thread %d; logs %s", fifo, tid, logs.String())
+	}
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pl.rtTID.Load() != 0 {
+		t.Fatal("the processor's real-time thread is still reported after Close")
+	}
+	if fifo := fifoThreads(t); len(fifo) != 0 { // normal ran before the processor's wg.Done
+		t.Fatalf("SCHED_FIFO threads %v remain after Close", fifo)
+	}
+}
+
+// realtimePermitted reports whether this process may make a thread
+// SCHED_FIFO, on a scratch thread it puts back in the normal class.
+func realtimePermitted() bool {
+	done := make(chan error)
+	go func() {
+		_, err := realtimeThread() // the thread exits with the goroutine, or is parked (the main thread)
+		if err == nil {
+			err = normalThread()
+		}
+		done <- err
+	}()
+	return <-done == nil
+}
+
+// fifoThreads lists this process's threads whose policy is SCHED_FIFO
+// (field 41 of /proc/self/task/TID/stat).
+func fifoThreads(t *testing.T) []int {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/self/task/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fifo []int
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
+		if len(f) < 39 {
+			t.Fatalf("%s: %d fields", d, len(f))
+		}
+		if f[38] == fmt.Sprint(unix.SCHED_FIFO) {
+			tid, _ := strconv.Atoi(filepath.Base(d))
+			fifo = append(fifo, tid)
+		}
+	}
+	return fifo
+}
