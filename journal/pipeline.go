@@ -65,11 +65,12 @@ type Config struct {
 	// RealtimeProcessor runs the processor goroutine on an OS thread of
 	// its own at real-time priority (SCHED_FIFO 1, Linux; realtimeThread),
 	// so that the kernel never gives its core to another thread while it
-	// applies a command. Without it the processor's longest pause is a
-	// scheduler tick (4 ms here: another runnable thread got the core),
-	// with it about 0.1-0.3 ms (docs/state-at-scale.md, "The processor at
+	// applies a command. Without it the processor's longest pause in a
+	// run is usually a scheduler tick (3-5 ms on the 2-core VM: another
+	// runnable thread kept the core); with it the median over runs was
+	// 0.6 ms, not bounded (docs/state-at-scale.md, "The processor at
 	// real-time priority"). It needs CAP_SYS_NICE (or RLIMIT_RTPRIO >= 1);
-	// refused, the pipeline logs a warning and runs at normal priority.
+	// refused, the pipeline logs a warning and runs as without it.
 	// Off by default: the processor then never starves the other threads
 	// of its core, and at half load with the state follower on, the
 	// acknowledgements were not faster with it.

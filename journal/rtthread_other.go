@@ -2,14 +2,10 @@
 
 package journal
 
-import (
-	"errors"
-	"runtime"
-)
+import "errors"
 
 // realtimeThread: see rtthread_linux.go. Only Linux is supported.
 func realtimeThread() (tid int, err error) {
-	runtime.LockOSThread()
 	return 0, errors.New("real-time threads are supported on Linux only")
 }
 

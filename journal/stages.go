@@ -172,10 +172,15 @@ func (pl *Pipeline) processor() {
 	}
 }
 
+// setRealtime and setNormal are realtimeThread and normalThread; tests
+// wrap them (a refusal, the thread the reset ran on).
+var setRealtime, setNormal = realtimeThread, normalThread
+
 // realtime puts the processor goroutine on a real-time thread
-// (Config.RealtimeProcessor) and reports whether it did, or logs why not.
+// (Config.RealtimeProcessor) and reports whether it did, or logs why not
+// (the goroutine then runs as without the setting).
 func (pl *Pipeline) realtime() bool {
-	tid, err := realtimeThread()
+	tid, err := setRealtime()
 	if err != nil {
 		pl.log.Warn("journal: the processor's thread could not get real-time priority; it runs at normal priority",
 			"err", err.Error())
@@ -188,7 +193,7 @@ func (pl *Pipeline) realtime() bool {
 
 // normal ends realtime, as the processor returns.
 func (pl *Pipeline) normal() {
-	if err := normalThread(); err != nil { // cannot fail for lack of privilege
+	if err := setNormal(); err != nil { // it keeps the nice level: no privilege needed
 		pl.log.Error("journal: the processor's thread could not leave real-time priority", "err", err.Error())
 	}
 	pl.rtTID.Store(0)

@@ -10,13 +10,14 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // TestE2ERealtimeProcessor: --realtime-processor runs the exchange's
 // processor on a SCHED_FIFO thread, the process's only one (the thread the
-// start-up log names), the exchange trades on it, and SIGTERM stops it
+// start-up log names), the exchange accepts commands on it, and SIGTERM stops it
 // cleanly. Where this machine refuses the policy, the exchange says so in a
 // warning and serves all the same.
 func TestE2ERealtimeProcessor(t *testing.T) {
@@ -31,9 +32,20 @@ func TestE2ERealtimeProcessor(t *testing.T) {
 		"price": "100", "quantity": "1"}); st != 200 {
 		t.Fatalf("order: %d %v", st, b)
 	}
+	allowed := realtimeAllowed()
+	want := "the processor runs on a real-time thread"
+	if !allowed {
+		want = "could not get real-time priority"
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.Logs(), want); { // INFO lines are flushed in batches
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line %q:\n%s", want, s.Logs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	fifo := fifoTasks(t, s.cmd.Process.Pid)
 	logs := s.Logs()
-	if !realtimeAllowed() {
+	if !allowed {
 		if len(fifo) != 0 || !strings.Contains(logs, "could not get real-time priority") {
 			t.Fatalf("refused here, yet SCHED_FIFO threads %v or no warning:\n%s", fifo, logs)
 		}
