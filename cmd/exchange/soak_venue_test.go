@@ -12,7 +12,8 @@ package main
 // the process (SIGKILL or SIGTERM, while requests are in flight), cuts
 // Postgres (its sessions terminated with pg_terminate_backend, or every
 // connection cut and new ones refused for a while) and NATS (a TCP proxy
-// that drops its connections).
+// that drops its connections). Every other start runs the processor on
+// a real-time thread (--realtime-processor).
 //
 // With NATS on the machine the venue is a replicated pair under automatic
 // failover (--replication sync --failover auto, issue 38): a restart of the
@@ -114,7 +115,9 @@ type soak struct {
 	js      jetstream.JetStream
 	node    *anviltest.Node
 	flags   []string
-	s       *e2eServer
+	// launches counts process starts (launchFlags).
+	launches int
+	s        *e2eServer
 
 	n       int      // operations so far
 	last    []string // the last 50 operations
@@ -361,7 +364,7 @@ func (v *soak) natsSetup() {
 func (v *soak) start() time.Duration {
 	v.t.Helper()
 	t0 := time.Now()
-	v.s = e2eLaunch(v.t, v.dir, v.pgProxy.URL(), v.flags...)
+	v.s = e2eLaunch(v.t, v.dir, v.pgProxy.URL(), v.launchFlags()...)
 	v.s.waitReady(60 * time.Second)
 	d := time.Since(t0)
 	defer v.wsConnect()
@@ -376,12 +379,26 @@ func (v *soak) start() time.Duration {
 	return d
 }
 
+// launchFlags are the flags of the next process start: v.flags, extra, and
+// for every other start (which ones by the seed) --realtime-processor, so
+// that restarts, failovers and the checks after them meet the processor on
+// a real-time thread as well as at normal priority.
+func (v *soak) launchFlags(extra ...string) []string {
+	flags := append(append([]string{}, v.flags...), extra...)
+	v.launches++
+	if (uint64(v.launches)+v.seed)%2 == 0 {
+		flags = append(flags, "--realtime-processor")
+		v.events["starts with --realtime-processor"]++
+	}
+	return flags
+}
+
 // launch starts the node on dir (one of the replicated pair) and waits
 // until it answers ready: as a standby, the role every node starts in.
 func (v *soak) launch(dir string) (*e2eServer, time.Duration) {
 	v.t.Helper()
 	t0 := time.Now()
-	s := e2eLaunch(v.t, dir, v.pgProxy.URL(), append(append([]string{}, v.flags...), v.repl(dir)...)...)
+	s := e2eLaunch(v.t, dir, v.pgProxy.URL(), v.launchFlags(v.repl(dir)...)...)
 	s.waitReady(60 * time.Second)
 	return s, time.Since(t0)
 }
