@@ -19,21 +19,50 @@ import (
 // TestRealtimeProcessor: with Config.RealtimeProcessor the processor runs on
 // a thread of its own at SCHED_FIFO 1, the only such thread of the process;
 // commands complete on it, a poison command too (its rebuild runs there);
-// and the thread is gone once Close returns, never back in the runtime's
-// pool. Where the policy is refused (no CAP_SYS_NICE), the pipeline runs
-// all the same and says so in a warning.
+// the thread is put back in the normal class before Close returns, and no
+// SCHED_FIFO thread is left. (TestRealtimeProcessorRefused: the fallback.)
 func TestRealtimeProcessor(t *testing.T) {
-	var logs bytes.Buffer
-	cfg := Config{Dir: t.TempDir(), Core: core.Config{AllowDebugPanic: true}, RealtimeProcessor: true,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)), TruncateLimit: keepAll}
 	if len(fifoThreads(t)) != 0 {
 		t.Fatal("a SCHED_FIFO thread before the pipeline started")
 	}
-	permitted := realtimePermitted()
+	if !realtimePermitted() {
+		t.Skip("SCHED_FIFO refused here (no CAP_SYS_NICE); TestRealtimeProcessorRefused covers the fallback")
+	}
 	resetOn := make(chan int, 1)
 	setNormal = func() error { resetOn <- unix.Gettid(); return normalThread() }
 	t.Cleanup(func() { setNormal = normalThread })
-	pl, err := Start(cfg)
+	pl, logs := runRealtime(t)
+	tid := int(pl.rtTID.Load())
+	if fifo := fifoThreads(t); len(fifo) != 1 || fifo[0] != tid {
+		t.Fatalf("SCHED_FIFO threads %v, the processor's thread %d; logs %s", fifo, tid, logs)
+	}
+	if err := pl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-resetOn:
+		if got != tid {
+			t.Fatalf("the reset ran on thread %d, the processor's is %d", got, tid)
+		}
+	default:
+		t.Fatal("the processor's thread was not put back in the normal class before Close returned")
+	}
+	if pl.rtTID.Load() != 0 {
+		t.Fatal("the processor's real-time thread is still reported after Close")
+	}
+	if fifo := fifoThreads(t); len(fifo) != 0 { // normal ran before the processor's wg.Done
+		t.Fatalf("SCHED_FIFO threads %v remain after Close", fifo)
+	}
+}
+
+// runRealtime starts a pipeline with Config.RealtimeProcessor and runs the
+// setup commands through it with a poison command in the middle; it
+// returns the running pipeline and its logs.
+func runRealtime(t *testing.T) (*Pipeline, *bytes.Buffer) {
+	t.Helper()
+	var logs bytes.Buffer
+	pl, err := Start(Config{Dir: t.TempDir(), Core: core.Config{AllowDebugPanic: true}, RealtimeProcessor: true,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), TruncateLimit: keepAll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,36 +79,7 @@ func TestRealtimeProcessor(t *testing.T) {
 		t.Fatalf("poison result %+v", res)
 	}
 	runAll(t, pl, cmds[20:])
-	fifo := fifoThreads(t)
-	if !permitted {
-		if len(fifo) != 0 || pl.rtTID.Load() != 0 || !strings.Contains(logs.String(), "could not get real-time priority") {
-			t.Fatalf("refused: FIFO threads %v, tid %d, logs %s", fifo, pl.rtTID.Load(), logs.String())
-		}
-		t.Log("SCHED_FIFO refused here: checked the fallback only")
-	}
-	tid := int(pl.rtTID.Load())
-	if permitted && (len(fifo) != 1 || fifo[0] != tid) {
-		t.Fatalf("SCHED_FIFO threads %v, the processor's thread %d; logs %s", fifo, tid, logs.String())
-	}
-	if err := pl.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if permitted {
-		select {
-		case got := <-resetOn:
-			if got != tid {
-				t.Fatalf("the reset ran on thread %d, the processor's is %d", got, tid)
-			}
-		default:
-			t.Fatal("the processor's thread was not put back in the normal class before Close returned")
-		}
-	}
-	if pl.rtTID.Load() != 0 {
-		t.Fatal("the processor's real-time thread is still reported after Close")
-	}
-	if fifo := fifoThreads(t); len(fifo) != 0 { // normal ran before the processor's wg.Done
-		t.Fatalf("SCHED_FIFO threads %v remain after Close", fifo)
-	}
+	return pl, &logs
 }
 
 // TestRealtimeThreadAndBack: realtimeThread makes the calling thread
@@ -146,28 +146,10 @@ func TestRealtimeThreadAndBack(t *testing.T) {
 func TestRealtimeProcessorRefused(t *testing.T) {
 	setRealtime = func() (int, error) { return 0, unix.EPERM }
 	t.Cleanup(func() { setRealtime = realtimeThread })
-	var logs bytes.Buffer
-	pl, err := Start(Config{Dir: t.TempDir(), Core: core.Config{AllowDebugPanic: true}, RealtimeProcessor: true,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)), TruncateLimit: keepAll})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmds := setupCmds()
-	runAll(t, pl, cmds[:20])
-	r := NewReply()
-	if _, err := pl.Submit(&core.Command{Kind: core.KindDebugPanic, User: 1}, r); err != nil {
-		t.Fatal(err)
-	}
-	if err := pl.Wait(r); err != nil {
-		t.Fatal(err)
-	}
-	if res := r.Result(); res.Code != core.CodePoisonCommand {
-		t.Fatalf("poison result %+v", res)
-	}
-	runAll(t, pl, cmds[20:])
+	pl, logs := runRealtime(t)
 	if fifo := fifoThreads(t); len(fifo) != 0 || pl.rtTID.Load() != 0 ||
 		!strings.Contains(logs.String(), "could not get real-time priority") {
-		t.Fatalf("refused: FIFO threads %v, tid %d, logs %s", fifo, pl.rtTID.Load(), logs.String())
+		t.Fatalf("refused: FIFO threads %v, tid %d, logs %s", fifo, pl.rtTID.Load(), logs)
 	}
 	if err := pl.Close(); err != nil {
 		t.Fatal(err)
