@@ -197,7 +197,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	registerReplication(fs, &cfg.Replication)
 	cfg.Stream.Register(fs)
 	fs.DurationVar(&cfg.P2PRetention, "p2p-retention", gateway.DefaultP2PRetention, "how long a finished user-to-user transfer stays in the core before only Postgres holds it (with Postgres only; without it nothing is forgotten)")
-	fs.BoolVar(&cfg.RealtimeProcessor, "realtime-processor", false, "run the core's processor on a real-time thread (SCHED_FIFO 1, Linux; needs CAP_SYS_NICE, else a warning and normal priority): its longest pause per run fell from a median of 3.6 ms to 0.2 ms on 2 cores (not bounded), and the other stages' acks got slower: for machines with a core to spare per busy pipeline thread (docs/operations.md)")
+	fs.BoolVar(&cfg.RealtimeProcessor, "realtime-processor", false, "run the core's processor on a real-time thread (SCHED_FIFO 1, Linux; needs CAP_SYS_NICE, else a warning and normal priority): its longest pause per run fell from a median of 3.6 ms to 0.6 ms over the same 13 runs on 2 cores (0.2 ms over 23; not bounded), and the other stages' acks got slower: for machines with a core to spare per busy pipeline thread (docs/operations.md)")
 	fs.Uint64Var(&cfg.SnapshotEvery, "snapshot-every", journal.DefaultSnapshotEvery, "commands between the journal's periodic snapshots (written off the acknowledgement path; with --failover auto the primary also puts each in the NATS snapshot bucket for bootstrapping nodes)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage:\n  exchange [flags]            run the exchange\n  exchange token --user N     print a bearer token (exchange token -h)\n\nFlags:\n")
