@@ -67,9 +67,10 @@ type Config struct {
 	// so that the kernel never gives its core to another thread while it
 	// applies a command. Without it the processor's longest pause in a
 	// run is usually a scheduler tick (3-5 ms on the 2-core VM: another
-	// runnable thread kept the core); with it the median over runs was
-	// 0.6 ms in the same 13 runs (0.2 ms over 23), not bounded (docs/state-at-scale.md, "The processor at
-	// real-time priority"). It needs CAP_SYS_NICE (or RLIMIT_RTPRIO >= 1);
+	// runnable thread kept the core); with it the median over the same
+	// 13 runs was 0.6 ms (0.2 ms over 23), not bounded
+	// (docs/state-at-scale.md, "The processor at real-time priority").
+	// It needs CAP_SYS_NICE (or RLIMIT_RTPRIO >= 1);
 	// refused, the pipeline logs a warning and runs as without it.
 	// Off by default: the processor then never starves the other threads
 	// of its core, and at half load with the state follower on, the
