@@ -64,7 +64,7 @@ type Config struct {
 	MeasureApplyFrom core.Seq
 	// RealtimeProcessor runs the processor goroutine on an OS thread of
 	// its own at real-time priority (SCHED_FIFO 1, Linux; realtimeThread),
-	// so that the kernel never gives its core to another thread while it
+	// so that no thread of the normal class takes its core while it
 	// applies a command. Without it the processor's longest pause in a
 	// run is usually a scheduler tick (3-5 ms on the 2-core VM: another
 	// runnable thread kept the core); with it the median over the same
@@ -73,8 +73,8 @@ type Config struct {
 	// It needs CAP_SYS_NICE (or RLIMIT_RTPRIO >= 1);
 	// refused, the pipeline logs a warning and runs as without it.
 	// Off by default: the processor then never starves the other threads
-	// of its core, and at half load with the state follower on, the
-	// acknowledgements were not faster with it.
+	// of its core, and on 2 cores with the state follower on the
+	// acknowledgements were slower with it (the thread lock's cost).
 	RealtimeProcessor bool
 	Core              core.Config
 	Logger            *slog.Logger
