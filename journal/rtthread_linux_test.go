@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ubscore/ubscore/core"
+	"github.com/ubscore/ubscore/journal/rttest"
 )
 
 // TestRealtimeProcessor: with Config.RealtimeProcessor the processor runs on
@@ -22,10 +20,10 @@ import (
 // the thread is put back in the normal class before Close returns, and no
 // SCHED_FIFO thread is left. (TestRealtimeProcessorRefused: the fallback.)
 func TestRealtimeProcessor(t *testing.T) {
-	if len(fifoThreads(t)) != 0 {
+	if len(rttest.FIFOThreads(t, 0)) != 0 {
 		t.Fatal("a SCHED_FIFO thread before the pipeline started")
 	}
-	if !realtimePermitted() {
+	if !rttest.Permitted() {
 		t.Skip("SCHED_FIFO refused here (no CAP_SYS_NICE); TestRealtimeProcessorRefused covers the fallback")
 	}
 	resetOn := make(chan int, 1)
@@ -33,7 +31,7 @@ func TestRealtimeProcessor(t *testing.T) {
 	t.Cleanup(func() { setNormal = normalThread })
 	pl, logs := runRealtime(t)
 	tid := int(pl.rtTID.Load())
-	if fifo := fifoThreads(t); len(fifo) != 1 || fifo[0] != tid {
+	if fifo := rttest.FIFOThreads(t, 0); len(fifo) != 1 || fifo[0] != tid {
 		t.Fatalf("SCHED_FIFO threads %v, the processor's thread %d; logs %s", fifo, tid, logs)
 	}
 	if err := pl.Close(); err != nil {
@@ -50,7 +48,7 @@ func TestRealtimeProcessor(t *testing.T) {
 	if pl.rtTID.Load() != 0 {
 		t.Fatal("the processor's real-time thread is still reported after Close")
 	}
-	if fifo := fifoThreads(t); len(fifo) != 0 { // normal ran before the processor's wg.Done
+	if fifo := rttest.FIFOThreads(t, 0); len(fifo) != 0 { // normal ran before the processor's wg.Done
 		t.Fatalf("SCHED_FIFO threads %v remain after Close", fifo)
 	}
 }
@@ -87,7 +85,7 @@ func runRealtime(t *testing.T) (*Pipeline, *bytes.Buffer) {
 // and the goroutine yields; normalThread puts it back in the normal class
 // at the nice level it had.
 func TestRealtimeThreadAndBack(t *testing.T) {
-	if !realtimePermitted() {
+	if !rttest.Permitted() {
 		t.Skip("SCHED_FIFO refused here (no CAP_SYS_NICE); TestRealtimeProcessorRefused covers the fallback")
 	}
 	stop := make(chan struct{})
@@ -147,52 +145,11 @@ func TestRealtimeProcessorRefused(t *testing.T) {
 	setRealtime = func() (int, error) { return 0, unix.EPERM }
 	t.Cleanup(func() { setRealtime = realtimeThread })
 	pl, logs := runRealtime(t)
-	if fifo := fifoThreads(t); len(fifo) != 0 || pl.rtTID.Load() != 0 ||
+	if fifo := rttest.FIFOThreads(t, 0); len(fifo) != 0 || pl.rtTID.Load() != 0 ||
 		!strings.Contains(logs.String(), "could not get real-time priority") {
 		t.Fatalf("refused: FIFO threads %v, tid %d, logs %s", fifo, pl.rtTID.Load(), logs)
 	}
 	if err := pl.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// realtimePermitted reports whether this process may make a thread
-// SCHED_FIFO, on a scratch thread it puts back in the normal class.
-func realtimePermitted() bool {
-	done := make(chan error)
-	go func() {
-		_, err := realtimeThread() // the thread exits with the goroutine, or is parked (the main thread)
-		if err == nil {
-			err = normalThread()
-		}
-		done <- err
-	}()
-	return <-done == nil
-}
-
-// fifoThreads lists this process's threads whose policy is SCHED_FIFO
-// (field 41 of /proc/self/task/TID/stat).
-func fifoThreads(t *testing.T) []int {
-	t.Helper()
-	dirs, err := filepath.Glob("/proc/self/task/*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fifo []int
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue // the thread exited
-		}
-		i := bytes.LastIndexByte(b, ')')
-		f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
-		if len(f) < 39 {
-			t.Fatalf("%s: %d fields", d, len(f))
-		}
-		if f[38] == fmt.Sprint(unix.SCHED_FIFO) {
-			tid, _ := strconv.Atoi(filepath.Base(d))
-			fifo = append(fifo, tid)
-		}
-	}
-	return fifo
 }

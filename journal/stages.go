@@ -118,10 +118,8 @@ const processorCommitEvery = 256
 // sees the command durable.
 func (pl *Pipeline) processor() {
 	defer pl.wg.Done()
-	if pl.cfg.RealtimeProcessor {
-		if pl.realtime() {
-			defer pl.normal() // before wg.Done: no real-time thread once Close returns
-		}
+	if pl.cfg.RealtimeProcessor && pl.realtime() {
+		defer pl.normal() // before wg.Done: no real-time thread once Close returns
 	}
 	next := int64(1)
 	for {

@@ -3,16 +3,12 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/ubscore/ubscore/journal/rttest"
 )
 
 // TestE2ERealtimeProcessor: --realtime-processor runs the exchange's
@@ -32,7 +28,7 @@ func TestE2ERealtimeProcessor(t *testing.T) {
 		"price": "100", "quantity": "1"}); st != 200 {
 		t.Fatalf("order: %d %v", st, b)
 	}
-	allowed := realtimeAllowed()
+	allowed := rttest.Permitted()
 	want := "the processor runs on a real-time thread"
 	if !allowed {
 		want = "could not get real-time priority"
@@ -43,7 +39,7 @@ func TestE2ERealtimeProcessor(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	fifo := fifoTasks(t, s.cmd.Process.Pid)
+	fifo := rttest.FIFOThreads(t, s.cmd.Process.Pid)
 	logs := s.Logs()
 	if !allowed {
 		if len(fifo) != 0 || !strings.Contains(logs, "could not get real-time priority") {
@@ -54,43 +50,4 @@ func TestE2ERealtimeProcessor(t *testing.T) {
 		t.Fatalf("SCHED_FIFO threads %v, want the processor's alone:\n%s", fifo, logs)
 	}
 	s.Stop()
-}
-
-// realtimeAllowed reports whether this machine lets a process make a thread
-// SCHED_FIFO (tried on a scratch thread, put back in the normal class).
-func realtimeAllowed() bool {
-	done := make(chan error)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}, 0)
-		if err == nil {
-			err = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}, 0)
-		}
-		done <- err
-	}()
-	return <-done == nil
-}
-
-// fifoTasks lists the threads of process pid whose policy (field 41 of
-// /proc/PID/task/TID/stat) is SCHED_FIFO.
-func fifoTasks(t *testing.T, pid int) []int {
-	t.Helper()
-	dirs, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("threads of %d: %v", pid, err)
-	}
-	var fifo []int
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue // the thread exited
-		}
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])) // f[0] is field 3
-		if len(f) > 38 && f[38] == fmt.Sprint(unix.SCHED_FIFO) {
-			var tid int
-			fmt.Sscan(filepath.Base(d), &tid)
-			fifo = append(fifo, tid)
-		}
-	}
-	return fifo
 }
